@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "couchlite",
+    products: [
+        .executable(name: "couchlite-server", targets: ["couchlite-server"])
+    ],
+    targets: [
+        // C libraries from Debian, reached through system-library targets.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+
+        // Digests, HMAC, key derivation and secure random bytes over libcrypto.
+        .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        // HTTP/1.1, JSON, multipart and CouchDB wire formats. Knows nothing of storage.
+        .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
+        // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
+        .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
+        // The executable that wires the store into CouchDB endpoints.
+        .executableTarget(
+            name: "couchlite-server", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
+            swiftSettings: swiftSettings),
+        // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
+        .executableTarget(
+            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
+            swiftSettings: swiftSettings),
+
+        .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,12 @@
+#ifndef COUCHLITE_CSQLITE_SHIM_H
+#define COUCHLITE_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+/// SQLITE_TRANSIENT is a macro cast Swift cannot import; bind through these instead.
+static inline int couchlite_bind_text(sqlite3_stmt *s, int i, const char *p, int n) {
+    return sqlite3_bind_text(s, i, p, n, SQLITE_TRANSIENT);
+}
+static inline int couchlite_bind_blob(sqlite3_stmt *s, int i, const void *p, int n) {
+    return sqlite3_bind_blob(s, i, p, n, SQLITE_TRANSIENT);
+}
+#endif

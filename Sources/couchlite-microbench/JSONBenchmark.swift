@@ -1,0 +1,1 @@
+enum JSONBenchmark { static func run() {} }

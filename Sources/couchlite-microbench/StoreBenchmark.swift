@@ -1,0 +1,1 @@
+enum StoreBenchmark { static func run() {} }

@@ -1,0 +1,3 @@
+import RevTree
+import Testing
+@Suite struct PlaceholderRevTree { @Test func builds() { #expect(Bool(true)) } }
