@@ -1,0 +1,89 @@
+extension JSON {
+    /// Appends the compact JSON text of this value: no spaces, members in order, numbers as their exact
+    /// text, strings escaped like CouchDB's jiffy encoder (see ``appendQuoted(_:to:)``).
+    public func serialize(into buffer: inout [UInt8]) {
+        switch self {
+        case .null:
+            JSON.appendLiteral("null", to: &buffer)
+        case .bool(let value):
+            JSON.appendLiteral(value ? "true" : "false", to: &buffer)
+        case .number(let number):
+            buffer.append(contentsOf: number.text.utf8)
+        case .string(let string):
+            JSON.appendQuoted(string, to: &buffer)
+        case .array(let elements):
+            buffer.append(UInt8(ascii: "["))
+            var first = true
+            for element in elements {
+                if !first { buffer.append(UInt8(ascii: ",")) }
+                first = false
+                element.serialize(into: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        case .object(let object):
+            buffer.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, value) in object {
+                if !first { buffer.append(UInt8(ascii: ",")) }
+                first = false
+                JSON.appendQuoted(key, to: &buffer)
+                buffer.append(UInt8(ascii: ":"))
+                value.serialize(into: &buffer)
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// The compact JSON text of this value.
+    public func serialized() -> [UInt8] {
+        var buffer: [UInt8] = []
+        serialize(into: &buffer)
+        return buffer
+    }
+
+    /// The compact JSON text of this value as a string.
+    public var serializedString: String { String(decoding: serialized(), as: UTF8.self) }
+
+    /// Appends `string` as a JSON string literal, escaped as CouchDB's jiffy does: `"` and `\` with a
+    /// backslash, `\b \f \n \r \t` by name, other bytes below 0x20 as `\u00XX` (uppercase hex); `/` and
+    /// all non-ASCII characters are written raw as UTF-8.
+    ///
+    /// - Parameters:
+    ///   - string: The text to quote.
+    ///   - buffer: Where the literal, with its quotes, is appended.
+    public static func appendQuoted(_ string: String, to buffer: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { utf8 in
+            buffer.append(UInt8(ascii: "\""))
+            var runStart = 0
+            for k in 0..<utf8.count {
+                let byte = utf8[k]
+                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
+                buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<k]))
+                buffer.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+                case 0x08: buffer.append(UInt8(ascii: "b"))
+                case 0x0C: buffer.append(UInt8(ascii: "f"))
+                case 0x0A: buffer.append(UInt8(ascii: "n"))
+                case 0x0D: buffer.append(UInt8(ascii: "r"))
+                case 0x09: buffer.append(UInt8(ascii: "t"))
+                default:
+                    let hex: StaticString = "0123456789ABCDEF"
+                    buffer.append(UInt8(ascii: "u"))
+                    buffer.append(UInt8(ascii: "0"))
+                    buffer.append(UInt8(ascii: "0"))
+                    buffer.append(hex.utf8Start[Int(byte >> 4)])
+                    buffer.append(hex.utf8Start[Int(byte & 0xF)])
+                }
+                runStart = k + 1
+            }
+            buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            buffer.append(UInt8(ascii: "\""))
+        }
+    }
+
+    private static func appendLiteral(_ literal: StaticString, to buffer: inout [UInt8]) {
+        buffer.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+}

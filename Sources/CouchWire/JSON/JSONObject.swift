@@ -1,0 +1,126 @@
+/// The members of a JSON object in the order they were sent or inserted; keys are unique.
+///
+/// Small objects (the usual document) are searched linearly; larger ones also keep a key → position
+/// index so that lookups, and parsing an object with 100,000 members, stay linear overall.
+/// Equality compares members in order: `{"a":1,"b":2}` differs from `{"b":2,"a":1}`.
+public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
+    public typealias Element = (key: String, value: JSON)
+    public typealias Index = Int
+
+    /// Objects with more members than this also keep ``index``.
+    static let indexThreshold = 16
+
+    private var members: [Element]
+    /// Position of every key, present only while `members.count > indexThreshold`.
+    private var index: [String: Int]?
+
+    /// An empty object.
+    public init() {
+        members = []
+        index = nil
+    }
+
+    /// An object from pairs in order; a repeated key keeps its first position and takes the last value,
+    /// which is what JavaScript's `JSON.parse` gives PouchDB.
+    public init(_ pairs: [(String, JSON)]) {
+        self.init()
+        members.reserveCapacity(pairs.count)
+        for (key, value) in pairs { self[key] = value }
+    }
+
+    /// An object from parallel key and value runs, de-duplicating like ``init(_:)``.
+    init(keys: ArraySlice<String>, values: ArraySlice<JSON>) {
+        members = []
+        members.reserveCapacity(keys.count)
+        index = nil
+        if keys.count > JSONObject.indexThreshold {
+            var positions = [String: Int](minimumCapacity: keys.count)
+            for (key, value) in zip(keys, values) {
+                if let position = positions[key] {
+                    members[position].value = value
+                } else {
+                    positions[key] = members.count
+                    members.append((key, value))
+                }
+            }
+            if members.count > JSONObject.indexThreshold { index = positions }
+        } else {
+            outer: for (key, value) in zip(keys, values) {
+                for position in members.indices where members[position].key == key {
+                    members[position].value = value
+                    continue outer
+                }
+                members.append((key, value))
+            }
+        }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { members.count }
+    public subscript(position: Int) -> Element { members[position] }
+
+    /// The keys in order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The value for `key`. Setting nil removes the member; setting an existing key replaces its value in
+    /// place; setting a new key appends it.
+    public subscript(key: String) -> JSON? {
+        get {
+            guard let position = position(of: key) else { return nil }
+            return members[position].value
+        }
+        set {
+            guard let newValue else {
+                removeValue(forKey: key)
+                return
+            }
+            if let position = position(of: key) {
+                members[position].value = newValue
+            } else {
+                members.append((key, newValue))
+                if index != nil {
+                    index?[key] = members.count - 1
+                } else if members.count > JSONObject.indexThreshold {
+                    rebuildIndex()
+                }
+            }
+        }
+    }
+
+    /// Removes the member named `key`.
+    ///
+    /// - Returns: its value, or nil when there was none.
+    @discardableResult
+    public mutating func removeValue(forKey key: String) -> JSON? {
+        guard let position = position(of: key) else { return nil }
+        let removed = members.remove(at: position)
+        rebuildIndex()
+        return removed.value
+    }
+
+    /// Whether a member named `key` exists.
+    public func contains(key: String) -> Bool { position(of: key) != nil }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
+    }
+
+    private mutating func rebuildIndex() {
+        guard members.count > JSONObject.indexThreshold else {
+            index = nil
+            return
+        }
+        var positions = [String: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { positions[member.key] = position }
+        index = positions
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        guard lhs.members.count == rhs.members.count else { return false }
+        for (left, right) in zip(lhs.members, rhs.members) where left.key != right.key || left.value != right.value {
+            return false
+        }
+        return true
+    }
+}

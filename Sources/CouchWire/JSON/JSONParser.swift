@@ -1,0 +1,303 @@
+/// A strict RFC 8259 parser over one contiguous byte buffer.
+///
+/// It is iterative: open containers live in heap arrays (`frames`, `values`, `keys`), not in stack frames,
+/// so nesting depth costs no stack (server threads have 512 KiB) and `maxDepth` is only a resource limit.
+/// Finished children wait on `values`/`keys` until their container closes, then move into it in one step.
+struct JSONParser {
+    private struct Frame {
+        var isObject: Bool
+        /// `values.count` when the container opened; its members are `values[valueStart...]`.
+        var valueStart: Int
+        /// `keys.count` when the container opened (objects only).
+        var keyStart: Int
+    }
+
+    private let bytes: UnsafeRawBufferPointer
+    private let count: Int
+    private let maxDepth: Int
+    private var i = 0
+    private var values: [JSON] = []
+    private var keys: [String] = []
+    private var frames: [Frame] = []
+    /// Reused buffer for strings with escapes.
+    private var scratch: [UInt8] = []
+
+    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
+        self.bytes = bytes
+        self.count = bytes.count
+        self.maxDepth = maxDepth
+    }
+
+    /// Parses the whole buffer as one JSON text (whitespace allowed around the value).
+    mutating func parseDocument() throws(JSONError) -> JSON {
+        if count >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF {
+            throw JSONError(.byteOrderMark, at: 0)
+        }
+        value: while true {
+            // A value must start here.
+            skipWhitespace()
+            guard i < count else { throw JSONError(.unexpectedEnd, at: i) }
+            switch bytes[i] {
+            case UInt8(ascii: "{"):
+                guard frames.count < maxDepth else { throw JSONError(.tooDeep, at: i) }
+                i += 1
+                skipWhitespace()
+                if i < count && bytes[i] == UInt8(ascii: "}") {
+                    i += 1
+                    values.append(.object(JSONObject()))
+                } else {
+                    frames.append(Frame(isObject: true, valueStart: values.count, keyStart: keys.count))
+                    try parseKeyAndColon()
+                    continue value
+                }
+            case UInt8(ascii: "["):
+                guard frames.count < maxDepth else { throw JSONError(.tooDeep, at: i) }
+                i += 1
+                skipWhitespace()
+                if i < count && bytes[i] == UInt8(ascii: "]") {
+                    i += 1
+                    values.append(.array([]))
+                } else {
+                    frames.append(Frame(isObject: false, valueStart: values.count, keyStart: keys.count))
+                    continue value
+                }
+            case UInt8(ascii: "\""):
+                i += 1
+                values.append(.string(try parseString()))
+            case UInt8(ascii: "t"):
+                try expectLiteral("true")
+                values.append(.bool(true))
+            case UInt8(ascii: "f"):
+                try expectLiteral("false")
+                values.append(.bool(false))
+            case UInt8(ascii: "n"):
+                try expectLiteral("null")
+                values.append(.null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                values.append(.number(try parseNumber()))
+            default:
+                throw JSONError(.unexpectedCharacter, at: i)
+            }
+            // A value just ended: move on to the next member or close the containers it completes.
+            while let frame = frames.last {
+                skipWhitespace()
+                guard i < count else { throw JSONError(.unexpectedEnd, at: i) }
+                let byte = bytes[i]
+                if byte == UInt8(ascii: ",") {
+                    i += 1
+                    if frame.isObject {
+                        skipWhitespace()
+                        try parseKeyAndColon()
+                    }
+                    continue value
+                }
+                if frame.isObject && byte == UInt8(ascii: "}") {
+                    i += 1
+                    let object = JSONObject(keys: keys[frame.keyStart...], values: values[frame.valueStart...])
+                    keys.removeSubrange(frame.keyStart...)
+                    values.removeSubrange(frame.valueStart...)
+                    values.append(.object(object))
+                } else if !frame.isObject && byte == UInt8(ascii: "]") {
+                    i += 1
+                    let array = Array(values[frame.valueStart...])
+                    values.removeSubrange(frame.valueStart...)
+                    values.append(.array(array))
+                } else {
+                    throw JSONError(.unexpectedCharacter, at: i)
+                }
+                frames.removeLast()
+            }
+            break
+        }
+        skipWhitespace()
+        guard i == count else { throw JSONError(.trailingData, at: i) }
+        guard let document = values.popLast() else { preconditionFailure("Invalid state: no value parsed") }
+        return document
+    }
+
+    @inline(__always)
+    private mutating func skipWhitespace() {
+        while i < count {
+            switch bytes[i] {
+            case 0x20, 0x0A, 0x0D, 0x09: i += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseKeyAndColon() throws(JSONError) {
+        guard i < count else { throw JSONError(.unexpectedEnd, at: i) }
+        guard bytes[i] == UInt8(ascii: "\"") else { throw JSONError(.unexpectedCharacter, at: i) }
+        i += 1
+        keys.append(try parseString())
+        skipWhitespace()
+        guard i < count else { throw JSONError(.unexpectedEnd, at: i) }
+        guard bytes[i] == UInt8(ascii: ":") else { throw JSONError(.unexpectedCharacter, at: i) }
+        i += 1
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
+        let length = literal.utf8CodeUnitCount
+        let start = literal.utf8Start
+        for k in 0..<length {
+            guard i + k < count else { throw JSONError(.unexpectedEnd, at: count) }
+            guard bytes[i + k] == start[k] else { throw JSONError(.unexpectedCharacter, at: i + k) }
+        }
+        i += length
+    }
+
+    private mutating func parseNumber() throws(JSONError) -> JSONNumber {
+        switch JSONNumber.grammarEnd(bytes, from: i) {
+        case .success(let end):
+            let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[i..<end]), as: UTF8.self)
+            i = end
+            return JSONNumber(validatedText: text)
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    /// Parses a string body; `i` is just past the opening quote and ends just past the closing one.
+    private mutating func parseString() throws(JSONError) -> String {
+        let start = i
+        i = JSONParser.scanPlain(bytes, from: i)
+        guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
+        let byte = bytes[i]
+        if byte == UInt8(ascii: "\"") {
+            // Fast path: no escapes, so the string is exactly these bytes once they prove to be UTF-8.
+            let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
+            guard let string = String(validating: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
+                throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
+            }
+            i += 1
+            return string
+        }
+        if byte < 0x20 { throw JSONError(.controlCharacterInString, at: i) }
+        return try parseEscapedString(from: start)
+    }
+
+    /// The offset of the first `"`, `\` or control byte at or after `start` (or `bytes.count`).
+    @inline(__always)
+    private static func scanPlain(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+        var i = start
+        let count = bytes.count
+        // Eight bytes at a time: a lane is interesting when it is `"` (0x22), `\` (0x5C) or below 0x20.
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while i + 8 <= count {
+                let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let quote = word ^ (ones &* 0x22)
+                let backslash = word ^ (ones &* 0x5C)
+                let hits =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if hits & highs != 0 { break }
+                i += 8
+            }
+        }
+        while i < count {
+            let byte = bytes[i]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            i += 1
+        }
+        return i
+    }
+
+    /// Slow path for strings with escapes; `i` is at the first backslash.
+    private mutating func parseEscapedString(from start: Int) throws(JSONError) -> String {
+        scratch.removeAll(keepingCapacity: true)
+        var runStart = start
+        while true {
+            i = JSONParser.scanPlain(bytes, from: i)
+            guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
+            let byte = bytes[i]
+            if byte == UInt8(ascii: "\"") { break }
+            if byte < 0x20 { throw JSONError(.controlCharacterInString, at: i) }
+            // A backslash.
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<i]))
+            let escapeStart = i
+            i += 1
+            guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
+            switch bytes[i] {
+            case UInt8(ascii: "\""): scratch.append(0x22)
+            case UInt8(ascii: "\\"): scratch.append(0x5C)
+            case UInt8(ascii: "/"): scratch.append(0x2F)
+            case UInt8(ascii: "b"): scratch.append(0x08)
+            case UInt8(ascii: "f"): scratch.append(0x0C)
+            case UInt8(ascii: "n"): scratch.append(0x0A)
+            case UInt8(ascii: "r"): scratch.append(0x0D)
+            case UInt8(ascii: "t"): scratch.append(0x09)
+            case UInt8(ascii: "u"):
+                let unit = try readHex4(at: i + 1, escapeStart: escapeStart)
+                i += 4
+                var scalar = unit
+                if unit >= 0xDC00 && unit < 0xE000 { throw JSONError(.loneSurrogate, at: escapeStart) }
+                if unit >= 0xD800 && unit < 0xDC00 {
+                    // Needs `\uDC00`–`\uDFFF` right after.
+                    let next = i + 1
+                    guard next < count else { throw JSONError(.unexpectedEnd, at: count) }
+                    guard bytes[next] == UInt8(ascii: "\\") else { throw JSONError(.loneSurrogate, at: escapeStart) }
+                    guard next + 1 < count else { throw JSONError(.unexpectedEnd, at: count) }
+                    guard bytes[next + 1] == UInt8(ascii: "u") else {
+                        throw JSONError(.loneSurrogate, at: escapeStart)
+                    }
+                    let low = try readHex4(at: next + 2, escapeStart: next)
+                    guard low >= 0xDC00 && low < 0xE000 else { throw JSONError(.loneSurrogate, at: escapeStart) }
+                    scalar = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                    i = next + 5
+                }
+                appendUTF8(scalar)
+            default:
+                throw JSONError(.invalidEscape, at: escapeStart)
+            }
+            i += 1
+            runStart = i
+        }
+        // `i` is at the closing quote.
+        scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<i]))
+        guard let string = String(validating: scratch, as: UTF8.self) else {
+            // Escapes produce valid UTF-8, so the culprit is in the raw source bytes.
+            let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
+            throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
+        }
+        i += 1
+        return string
+    }
+
+    /// The value of four hex digits at `offset`.
+    private func readHex4(at offset: Int, escapeStart: Int) throws(JSONError) -> UInt32 {
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            guard offset + k < count else { throw JSONError(.unexpectedEnd, at: count) }
+            let byte = bytes[offset + k]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw JSONError(.invalidEscape, at: escapeStart)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        return value
+    }
+
+    private mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case ..<0x80:
+            scratch.append(UInt8(scalar))
+        case ..<0x800:
+            scratch.append(UInt8(0xC0 | scalar >> 6))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        case ..<0x10000:
+            scratch.append(UInt8(0xE0 | scalar >> 12))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            scratch.append(UInt8(0xF0 | scalar >> 18))
+            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        }
+    }
+}
