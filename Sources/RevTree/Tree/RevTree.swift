@@ -1,0 +1,133 @@
+/// The revision tree of one document, as a flat node array with parent indices (LiteCore's layout).
+///
+/// Semantics follow CouchDB's `couch_key_tree`: the tree may have several roots (after stemming or when a
+/// replicated path shares no revision with it); a node without a body is `?REV_MISSING` (an ancestor named only by
+/// `_revisions`, or a body dropped by compaction). Unlike `couch_key_tree`, a rev id appears at most once: rev ids
+/// are content hashes over their parent, so two parents for one rev never occur in honest histories; when a path
+/// contradicts a stored parent link, the stored link wins and the rest of that path is ignored.
+///
+/// The tree holds no bodies; the store keeps them and uses `hasBody` to know which exist.
+public struct RevTree: Sendable, CustomStringConvertible {
+    /// One revision.
+    public struct Node: Sendable, Equatable {
+        public var rev: RevID
+        /// Index of the parent in `nodes`; nil for a root.
+        public var parent: Int?
+        /// The revision is a deletion (`_deleted: true`).
+        public var deleted: Bool
+        /// False for `?REV_MISSING`: an ancestor known only by id, or a compacted body.
+        public var hasBody: Bool
+        /// Number of children; 0 makes the node a leaf.
+        public internal(set) var childCount: Int
+
+        public var isLeaf: Bool { childCount == 0 }
+    }
+
+    /// All nodes; parents always precede nothing in particular — use `parent` indices, not positions.
+    public private(set) var nodes: [Node] = []
+    private var indexByRev: [RevID: Int] = [:]
+
+    /// An empty tree (a document that does not exist yet).
+    public init() {}
+
+    /// Rebuilds a tree from stored rows.
+    /// - Parameter rows: every stored revision with its parent's rev id (nil for roots). A parent that is not among
+    ///   the rows makes the node a root (its ancestors were stemmed).
+    public init(rows: [(rev: RevID, parent: RevID?, deleted: Bool, hasBody: Bool)]) {
+        let sorted = rows.sorted { $0.rev.pos < $1.rev.pos }
+        nodes.reserveCapacity(sorted.count)
+        for row in sorted where indexByRev[row.rev] == nil {
+            let parent = row.parent.flatMap { indexByRev[$0] }
+            if let parent { nodes[parent].childCount += 1 }
+            indexByRev[row.rev] = nodes.count
+            nodes.append(Node(rev: row.rev, parent: parent, deleted: row.deleted, hasBody: row.hasBody, childCount: 0))
+        }
+    }
+
+    /// Whether the tree has no revisions.
+    public var isEmpty: Bool { nodes.isEmpty }
+
+    /// The node for `rev`, if the tree holds it.
+    public func node(_ rev: RevID) -> Node? {
+        indexByRev[rev].map { nodes[$0] }
+    }
+
+    /// Whether the tree holds `rev`.
+    public func contains(_ rev: RevID) -> Bool { indexByRev[rev] != nil }
+
+    /// The parent rev of `rev`, if both are stored.
+    public func parent(of rev: RevID) -> RevID? {
+        guard let index = indexByRev[rev], let parent = nodes[index].parent else { return nil }
+        return nodes[parent].rev
+    }
+
+    func index(of rev: RevID) -> Int? { indexByRev[rev] }
+
+    /// Appends a node; used by merge.
+    mutating func append(_ rev: RevID, parent: Int?, deleted: Bool, hasBody: Bool) -> Int {
+        if let parent { nodes[parent].childCount += 1 }
+        let index = nodes.count
+        indexByRev[rev] = index
+        nodes.append(Node(rev: rev, parent: parent, deleted: deleted, hasBody: hasBody, childCount: 0))
+        return index
+    }
+
+    mutating func link(_ child: Int, to parent: Int) {
+        precondition(nodes[child].parent == nil, "link over an existing parent")
+        nodes[child].parent = parent
+        nodes[parent].childCount += 1
+    }
+
+    mutating func setValue(_ index: Int, deleted: Bool, hasBody: Bool) {
+        nodes[index].deleted = deleted
+        nodes[index].hasBody = hasBody
+    }
+
+    /// Replaces the node array (after stemming), rebuilding indices and child counts.
+    mutating func rebuild(keeping keep: [Bool]) {
+        var newIndex = [Int?](repeating: nil, count: nodes.count)
+        var kept = [Node]()
+        kept.reserveCapacity(nodes.count)
+        for (index, node) in nodes.enumerated() where keep[index] {
+            newIndex[index] = kept.count
+            kept.append(node)
+        }
+        indexByRev.removeAll(keepingCapacity: true)
+        for index in kept.indices {
+            kept[index].parent = kept[index].parent.flatMap { newIndex[$0] }
+            kept[index].childCount = 0
+        }
+        for index in kept.indices {
+            indexByRev[kept[index].rev] = index
+            if let parent = kept[index].parent { kept[parent].childCount += 1 }
+        }
+        nodes = kept
+    }
+
+    /// Canonical content: every rev with its parent rev and value, sorted by rev. Two trees are equal when these are.
+    public var canonicalRows: [CanonicalRow] {
+        nodes.map { CanonicalRow(rev: $0.rev, parent: $0.parent.map { nodes[$0].rev }, deleted: $0.deleted,
+                                 hasBody: $0.hasBody) }
+            .sorted { $0.rev < $1.rev }
+    }
+
+    /// One row of `canonicalRows`.
+    public struct CanonicalRow: Sendable, Equatable {
+        public var rev: RevID
+        public var parent: RevID?
+        public var deleted: Bool
+        public var hasBody: Bool
+    }
+
+    public var description: String {
+        canonicalRows.map { "\($0.rev)<-\($0.parent?.description ?? "root")\($0.deleted ? " deleted" : "")"
+            + "\($0.hasBody ? "" : " missing")" }.joined(separator: ", ")
+    }
+}
+
+extension RevTree: Equatable {
+    /// Trees are equal when they hold the same revisions, links and values, regardless of insertion order.
+    public static func == (lhs: RevTree, rhs: RevTree) -> Bool {
+        lhs.nodes.count == rhs.nodes.count && lhs.canonicalRows == rhs.canonicalRows
+    }
+}
