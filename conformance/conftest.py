@@ -1,0 +1,113 @@
+"""Fixtures for the black-box conformance suite.
+
+COUCH_URL (http://user:pass@host:port) names the server under test: couchlite or any real
+CouchDB 3.x. Only test_replay_selfcheck.py runs without it (it replays the transcripts against
+the recordings themselves).
+"""
+
+import json
+import os
+import urllib.parse
+import uuid
+
+import pytest
+import requests
+
+REQUEST_TIMEOUT_S = 30  # per request; longpoll tests pass their own
+
+
+class Couch:
+    """A requests.Session bound to the server under test, with JSON helpers."""
+
+    def __init__(self, url: str):
+        parts = urllib.parse.urlsplit(url)
+        if not parts.scheme or not parts.hostname:
+            raise pytest.UsageError(f"COUCH_URL {url!r} is not http://user:pass@host:port")
+        self.user = urllib.parse.unquote(parts.username or "")
+        self.password = urllib.parse.unquote(parts.password or "")
+        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        self.base = f"{parts.scheme}://{netloc}{parts.path.rstrip('/')}"
+        self.session = requests.Session()
+        if self.user:
+            self.session.auth = (self.user, self.password)
+        self.session.headers["Accept"] = "application/json"
+
+    def url(self, path: str) -> str:
+        return self.base + (path if path.startswith("/") else "/" + path)
+
+    def request(self, method: str, path: str, **kw) -> requests.Response:
+        kw.setdefault("timeout", REQUEST_TIMEOUT_S)
+        kw.setdefault("allow_redirects", False)
+        if "json" in kw:
+            kw["data"] = json.dumps(kw.pop("json")).encode()
+            headers = dict(kw.pop("headers", None) or {})
+            headers.setdefault("Content-Type", "application/json")
+            kw["headers"] = headers
+        return self.session.request(method, self.url(path), **kw)
+
+    def get(self, path, **kw): return self.request("GET", path, **kw)
+    def put(self, path, **kw): return self.request("PUT", path, **kw)
+    def post(self, path, **kw): return self.request("POST", path, **kw)
+    def delete(self, path, **kw): return self.request("DELETE", path, **kw)
+    def head(self, path, **kw): return self.request("HEAD", path, **kw)
+
+    def raw(self, method: str, path: str, body: bytes = b"", headers=None, timeout=REQUEST_TIMEOUT_S):
+        """Send `path` byte-exact (no requoting), e.g. for %2F in names."""
+        req = requests.Request(method, self.url(path), data=body, headers=headers or {})
+        prep = self.session.prepare_request(req)
+        prep.url = self.url(path)
+        return self.session.send(prep, timeout=timeout, allow_redirects=False)
+
+
+def unique_db_name(tag: str = "t") -> str:
+    return f"ct-{tag}-{uuid.uuid4().hex[:12]}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("COUCH_URL"):
+        return
+    needing = [i for i in items if "couch" in getattr(i, "fixturenames", ())]
+    if needing:
+        raise pytest.UsageError(
+            "COUCH_URL is not set. Point it at the server under test, e.g.\n"
+            "  COUCH_URL=http://admin:pass@127.0.0.1:5984 python3 -m pytest conformance\n"
+            "or run `bash scripts/test.sh`, which starts couchlite and sets it. "
+            "(conformance/test_replay_selfcheck.py alone runs without a server.)")
+
+
+@pytest.fixture(scope="session")
+def couch() -> Couch:
+    url = os.environ.get("COUCH_URL")
+    if not url:
+        pytest.fail("COUCH_URL is required")
+    c = Couch(url)
+    r = c.get("/")
+    assert r.status_code == 200, f"GET {c.base}/ answered {r.status_code}: {r.text[:200]}"
+    return c
+
+
+@pytest.fixture
+def db(couch):
+    """A fresh database, deleted afterwards. Yields its name."""
+    name = unique_db_name()
+    r = couch.put(f"/{name}")
+    assert r.status_code == 201, f"PUT /{name}: {r.status_code} {r.text}"
+    yield name
+    couch.delete(f"/{name}")
+
+
+@pytest.fixture
+def db_factory(couch):
+    """Creates extra fresh databases on demand; all are deleted afterwards."""
+    made = []
+
+    def make(tag="t"):
+        name = unique_db_name(tag)
+        r = couch.put(f"/{name}")
+        assert r.status_code == 201, r.text
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        couch.delete(f"/{name}")

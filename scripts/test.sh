@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Full test run: Swift unit tests, then the black-box HTTP conformance suite (conformance/)
+# against a freshly started couchlite-server on a free port with a throw-away data dir.
+# With COUCH_URL already set (e.g. http://admin:pass@127.0.0.1:5984 for a real CouchDB), the
+# Swift steps still run but no server is started: the suite tests that URL instead.
+# Exits non-zero if any step fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+
+readonly UP_TIMEOUT_S=30      # seconds to wait for GET /_up after starting the server
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "swift build --build-tests"
+swift build --build-tests
+
+step "swift test"
+swift test --skip-build
+
+server_pid=""
+tmp_dir=""
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$server_pid" 2>/dev/null || true
+  fi
+  if [ -n "$tmp_dir" ]; then rm -rf "$tmp_dir"; fi
+}
+trap cleanup EXIT
+
+if [ -z "${COUCH_URL:-}" ]; then
+  # The debug binary is already built by the step above; a release build would add minutes
+  # and the suite checks behaviour, not speed.
+  bin="$(swift build --show-bin-path)/couchlite-server"
+  [ -x "$bin" ] || { echo "test.sh: $bin not found" >&2; exit 1; }
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  tmp_dir="$(mktemp -d -t couchlite-test.XXXXXX)"
+  step "starting couchlite-server on 127.0.0.1:$port (data $tmp_dir/data)"
+  "$bin" --bind 127.0.0.1 --port "$port" --data-dir "$tmp_dir/data" --admin admin:pass --log-level info \
+    >"$tmp_dir/server.log" 2>&1 &
+  server_pid=$!
+  if ! python3 - "$port" "$UP_TIMEOUT_S" "$server_pid" <<'PY'
+import sys, time, urllib.request, os
+port, timeout, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+deadline = time.monotonic() + timeout
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        sys.exit("server exited before answering GET /_up")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_up", timeout=2) as r:
+            if r.status == 200:
+                sys.exit(0)
+    except Exception:
+        pass
+    time.sleep(0.2)
+sys.exit(f"GET /_up did not answer 200 within {timeout:.0f} s")
+PY
+  then
+    echo "--- server log (tail)" >&2; tail -n 50 "$tmp_dir/server.log" >&2 || true
+    exit 1
+  fi
+  export COUCH_URL="http://admin:pass@127.0.0.1:$port"
+fi
+
+step "conformance suite against $(printf '%s' "$COUCH_URL" | sed -E 's#//[^/@]*@#//#')"
+set +e
+python3 -m pytest conformance -q -p no:cacheprovider -rfE
+rc=$?
+set -e
+if [ "$rc" -ne 0 ] && [ -n "$tmp_dir" ]; then
+  echo "--- server log (tail)" >&2; tail -n 50 "$tmp_dir/server.log" >&2 || true
+fi
+exit "$rc"
