@@ -28,3 +28,13 @@ public enum HTTPLimits {
     /// Pending connections the kernel queues before `accept`, count.
     public static let listenBacklog: Int32 = 1024
 }
+
+extension HTTPLimits {
+    /// Most bytes one body read takes from the socket at once, in bytes (256 KiB), whatever `maxCount` asks.
+    public static let maxReadChunkBytes = 256 * 1024
+    /// After an error response, how long the engine keeps reading (and discarding) before closing, so the
+    /// client sees the response rather than a reset caused by its unread request bytes.
+    public static let lingerDuration: Duration = .seconds(1)
+    /// Most bytes discarded while lingering, in bytes (256 KiB).
+    public static let lingerBytes = 256 * 1024
+}

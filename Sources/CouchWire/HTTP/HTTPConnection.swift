@@ -1,0 +1,192 @@
+/// One client connection, served by its own thread: reads a head, runs the handler, repeats while kept alive.
+///
+/// Requests are handled strictly one at a time, so pipelined requests are answered in order; bytes of the
+/// next request simply wait in the read buffer (or the kernel) until the current response is finished.
+final class HTTPConnection {
+    let socket: HTTPSocket
+    let id: Int
+    let configuration: HTTPServerConfiguration
+    let registry: HTTPConnectionRegistry
+    private let handler: HTTPHandler
+    private let readBuffer: UnsafeMutableRawBufferPointer
+    private var bufferStart = 0
+    private var bufferEnd = 0
+    /// Set by the writer once it has produced the response head; after that no `100 Continue` is sent.
+    var responseStarted = false
+
+    init(
+        socket: HTTPSocket, id: Int, configuration: HTTPServerConfiguration, registry: HTTPConnectionRegistry,
+        handler: @escaping HTTPHandler
+    ) {
+        self.socket = socket
+        self.id = id
+        self.configuration = configuration
+        self.registry = registry
+        self.handler = handler
+        readBuffer = .allocate(byteCount: HTTPLimits.readBufferBytes, alignment: 1)
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Serves requests until the connection ends, then closes the socket.
+    func run() {
+        defer { registry.removeAndClose(id, socket: socket) }
+        // Before the first request the header timeout applies from accept, so silent connections are dropped.
+        var waitDeadline = HTTPDeadline.after(configuration.headerTimeout)
+        while true {
+            guard let (head, framing) = readHead(idleDeadline: waitDeadline) else { return }
+            registry.markBusy(id)
+            let outcome = serve(head, framing)
+            let mayContinue = registry.markIdle(id)
+            switch outcome {
+            case .keepAlive where mayContinue: waitDeadline = .after(configuration.idleTimeout)
+            case .keepAlive, .close: return
+            case .closeLingering:
+                linger()
+                return
+            }
+        }
+    }
+
+    // MARK: - Request heads
+
+    /// Reads the next request head; on a parse error, timeout mid-head, or end of stream answers if useful and
+    /// returns nil (the caller closes).
+    private func readHead(idleDeadline: HTTPDeadline) -> (HTTPRequestHead, HTTPBodyFraming)? {
+        var parser = HTTPRequestParser()
+        var headDeadline: HTTPDeadline?
+        while true {
+            if bufferStart < bufferEnd {
+                // Slowloris defence: from the first byte on, the whole head must arrive within headerTimeout.
+                if headDeadline == nil { headDeadline = .after(configuration.headerTimeout) }
+                let input = UnsafeRawBufferPointer(rebasing: readBuffer[bufferStart..<bufferEnd])
+                do {
+                    switch try parser.parse(input) {
+                    case .needMoreData:
+                        bufferStart = bufferEnd
+                    case .head(let head, let framing, let consumed):
+                        bufferStart += consumed
+                        return (head, framing)
+                    }
+                } catch {
+                    refuse(HTTPError(error))
+                    return nil
+                }
+            }
+            bufferStart = 0
+            bufferEnd = 0
+            switch socket.receive(into: readBuffer, deadline: headDeadline ?? idleDeadline) {
+            case .received(let count): bufferEnd = count
+            case .endOfStream, .failed: return nil
+            case .timedOut:
+                if parser.hasPartialRequest { refuse(.requestTimeout) }
+                return nil
+            }
+        }
+    }
+
+    /// Sends an error response with `Connection: close`, then lingers so the client can read it.
+    private func refuse(_ error: HTTPError) {
+        let response = HTTPStatus.errorResponse(error, serverHeader: configuration.serverHeader)
+        try? socket.send(response, stall: configuration.sendStallTimeout)
+        linger()
+    }
+
+    /// Half-closes and discards incoming bytes for a short while: closing with unread bytes would make the
+    /// kernel send a reset, which can destroy the response before the client reads it.
+    private func linger() {
+        socket.shutdownWrite()
+        let deadline = HTTPDeadline.after(HTTPLimits.lingerDuration)
+        var discarded = 0
+        while discarded < HTTPLimits.lingerBytes {
+            guard case .received(let count) = socket.receive(into: readBuffer, deadline: deadline) else { return }
+            discarded += count
+        }
+    }
+
+    // MARK: - Serving one request
+
+    private enum Outcome { case keepAlive, close, closeLingering }
+
+    private func serve(_ head: HTTPRequestHead, _ framing: HTTPBodyFraming) -> Outcome {
+        responseStarted = false
+        let body = HTTPRequestBody(connection: self, framing: framing, expectsContinue: head.expectsContinue)
+        let writer = HTTPResponseWriter(connection: self, request: head, body: body)
+        handler(head, body, writer)
+        if !writer.headSent {
+            // A body failure (bad chunk, 413, stall) explains the missing response better than a bare 500.
+            let error = body.failure ?? .responseMisuse("The handler sent no response.")
+            if error != .clientGone {
+                try? writer.respond(
+                    status: error.status, headers: ["Content-Type": "application/json"], body: error.jsonBody)
+            }
+        } else if !writer.isFinished {
+            try? writer.finish()
+        }
+        if writer.isBroken || body.failure == .clientGone { return .close }
+        if writer.willClose { return body.isComplete ? .close : .closeLingering }
+        return body.drainForReuse() ? .keepAlive : .closeLingering
+    }
+
+    // MARK: - Body bytes (used by HTTPRequestBody)
+
+    var bufferedByteCount: Int { bufferEnd - bufferStart }
+
+    /// Takes up to `maxCount` body bytes: from the read buffer if it holds any, else straight from the socket.
+    /// - Throws: `.clientGone` at end of stream, `.timeout` after `bodyStallTimeout` without data.
+    func readBodyBytes(upTo maxCount: Int) throws(HTTPError) -> [UInt8] {
+        if bufferedByteCount > 0 {
+            let count = min(maxCount, bufferedByteCount)
+            let bytes = Array(UnsafeRawBufferPointer(rebasing: readBuffer[bufferStart..<(bufferStart + count)]))
+            bufferStart += count
+            return bytes
+        }
+        let wanted = min(maxCount, HTTPLimits.maxReadChunkBytes)
+        var outcome = HTTPSocket.ReceiveOutcome.failed
+        let deadline = HTTPDeadline.after(configuration.bodyStallTimeout)
+        let bytes = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
+            outcome = socket.receive(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline)
+            if case .received(let count) = outcome { initialized = count } else { initialized = 0 }
+        }
+        try Self.check(outcome)
+        return bytes
+    }
+
+    /// Refills the (empty) read buffer from the socket.
+    func refillBuffer() throws(HTTPError) {
+        bufferStart = 0
+        bufferEnd = 0
+        let outcome = socket.receive(into: readBuffer, deadline: .after(configuration.bodyStallTimeout))
+        try Self.check(outcome)
+        if case .received(let count) = outcome { bufferEnd = count }
+    }
+
+    enum ChunkOutcome { case needMoreData, data([UInt8]), end }
+
+    /// Runs the chunked decoder over at most `maxCount` buffered bytes.
+    func decodeBuffered(_ decoder: inout HTTPChunkedDecoder, maxCount: Int) throws(HTTPError) -> ChunkOutcome {
+        let count = min(bufferedByteCount, maxCount)
+        let input = UnsafeRawBufferPointer(rebasing: readBuffer[bufferStart..<(bufferStart + count)])
+        let step: HTTPChunkedDecoder.Step
+        do { step = try decoder.decode(input) } catch { throw HTTPError(error) }
+        switch step {
+        case .needMoreData:
+            bufferStart += count
+            return .needMoreData
+        case .data(let range):
+            bufferStart += range.upperBound
+            return .data(Array(UnsafeRawBufferPointer(rebasing: input[range])))
+        case .end(let consumed):
+            bufferStart += consumed
+            return .end
+        }
+    }
+
+    private static func check(_ outcome: HTTPSocket.ReceiveOutcome) throws(HTTPError) {
+        switch outcome {
+        case .received: return
+        case .timedOut: throw .timeout
+        case .endOfStream, .failed: throw .clientGone
+        }
+    }
+}

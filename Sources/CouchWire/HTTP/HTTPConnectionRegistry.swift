@@ -1,0 +1,151 @@
+import Foundation
+
+/// The server's shared state: lifecycle, listening sockets and the open connections.
+///
+/// `@unchecked Sendable` is safe because every stored property is read and written only while holding
+/// `condition` (an `NSCondition`), which is also what `waitUntilStopped` and `shutdown` wait on.
+final class HTTPConnectionRegistry: @unchecked Sendable {
+    enum Lifecycle { case created, running, shuttingDown, stopped }
+
+    private struct Entry {
+        let socket: HTTPSocket
+        var busy: Bool
+    }
+
+    private let condition = NSCondition()
+    private var lifecycle = Lifecycle.created
+    private var entries: [Int: Entry] = [:]
+    private var nextID = 0
+    private var acceptThreadRunning = false
+    private let maxConnections: Int
+
+    init(maxConnections: Int) { self.maxConnections = maxConnections }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
+    }
+
+    /// Moves from `created` to `running`; false if already started or stopped.
+    func markRunning() -> Bool {
+        locked {
+            guard lifecycle == .created else { return false }
+            lifecycle = .running
+            acceptThreadRunning = true
+            return true
+        }
+    }
+
+    var isShuttingDown: Bool { locked { lifecycle != .running } }
+
+    var openConnections: Int { locked { entries.count } }
+
+    /// Registers a new connection; nil when over the cap or shutting down (the caller refuses it).
+    func register(_ socket: HTTPSocket) -> Int? {
+        locked {
+            guard lifecycle == .running, entries.count < maxConnections else { return nil }
+            nextID += 1
+            entries[nextID] = Entry(socket: socket, busy: false)
+            return nextID
+        }
+    }
+
+    /// Marks a connection as serving a request; shutdown waits for busy connections.
+    func markBusy(_ id: Int) { locked { entries[id]?.busy = true } }
+
+    /// Marks a connection as idle between requests. Returns false when shutting down: the caller must close.
+    func markIdle(_ id: Int) -> Bool {
+        locked {
+            entries[id]?.busy = false
+            condition.broadcast()
+            if lifecycle != .running {
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Forgets the connection and closes its descriptor while holding the lock, so that a concurrent
+    /// `shutdown` never touches a reused descriptor number.
+    func removeAndClose(_ id: Int, socket: HTTPSocket) {
+        locked {
+            entries[id] = nil
+            close(socket.descriptor)
+            condition.broadcast()
+            markStoppedIfDone()
+        }
+    }
+
+    /// Called by the accept thread as it exits.
+    func acceptThreadExited() {
+        locked {
+            acceptThreadRunning = false
+            condition.broadcast()
+            markStoppedIfDone()
+        }
+    }
+
+    /// Stops new work: marks shutting down and wakes idle connections so they close.
+    /// Returns false if the server was not running.
+    func beginShutdown() -> Bool {
+        locked {
+            switch lifecycle {
+            case .created:
+                lifecycle = .stopped
+                condition.broadcast()
+                return false
+            case .running:
+                lifecycle = .shuttingDown
+                for entry in entries.values where !entry.busy { entry.socket.shutdown() }
+                return true
+            case .shuttingDown, .stopped:
+                return false
+            }
+        }
+    }
+
+    /// Waits until no connection is busy or `deadline` passes; idle ones that appear meanwhile are woken.
+    func waitForBusyConnections(until deadline: Date) {
+        locked {
+            while true {
+                for entry in entries.values where !entry.busy { entry.socket.shutdown() }
+                if !entries.values.contains(where: \.busy) { return }
+                if !condition.wait(until: deadline) { return }
+            }
+        }
+    }
+
+    /// Shuts every remaining socket down, so blocked reads and writes fail and their threads finish.
+    func shutdownAllSockets() { locked { for entry in entries.values { entry.socket.shutdown() } } }
+
+    /// Waits until the accept thread and every connection thread are gone (or `deadline` passes);
+    /// once they are, marks the server stopped.
+    func waitForAllThreads(until deadline: Date?) {
+        locked {
+            while acceptThreadRunning || !entries.isEmpty {
+                if let deadline {
+                    if !condition.wait(until: deadline) { break }
+                } else {
+                    condition.wait()
+                }
+            }
+            markStoppedIfDone()
+        }
+    }
+
+    /// Called with the lock held whenever a thread leaves.
+    private func markStoppedIfDone() {
+        if lifecycle == .shuttingDown, !acceptThreadRunning, entries.isEmpty {
+            lifecycle = .stopped
+            condition.broadcast()
+        }
+    }
+
+    /// Blocks until the lifecycle reaches `stopped`.
+    func waitUntilStopped() {
+        locked {
+            while lifecycle != .stopped { condition.wait() }
+        }
+    }
+}

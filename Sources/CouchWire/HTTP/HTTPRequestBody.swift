@@ -1,0 +1,126 @@
+/// The request body, read incrementally by the handler, so that large uploads are never held in memory.
+///
+/// Sends `100 Continue` lazily on the first read if the client asked for it and no response has started.
+/// Use it only on the handler's thread and only while the handler runs.
+public final class HTTPRequestBody {
+    /// The declared Content-Length; nil when chunked or absent.
+    public let contentLength: Int?
+    /// True when the body uses chunked transfer coding.
+    public let isChunked: Bool
+    /// True when a body follows: Content-Length above zero, or chunked.
+    public var hasBody: Bool { isChunked || (contentLength ?? 0) > 0 }
+
+    private unowned let connection: HTTPConnection
+    private var remaining: Int
+    private var decoder = HTTPChunkedDecoder()
+    /// True once every body byte has been read.
+    public private(set) var isComplete: Bool
+    /// The first error a read hit; later reads rethrow it.
+    private(set) var failure: HTTPError?
+    /// The client sent `Expect: 100-continue` and we have neither answered 100 nor started the response.
+    private var continuePending: Bool
+
+    init(connection: HTTPConnection, framing: HTTPBodyFraming, expectsContinue: Bool) {
+        self.connection = connection
+        switch framing {
+        case .none:
+            contentLength = nil
+            isChunked = false
+            remaining = 0
+        case .length(let length):
+            contentLength = length
+            isChunked = false
+            remaining = length
+        case .chunked:
+            contentLength = nil
+            isChunked = true
+            remaining = 0
+        }
+        isComplete = !isChunked && remaining == 0
+        continuePending = expectsContinue && !isComplete
+    }
+
+    /// Reads up to `maxCount` bytes of the body.
+    /// - Returns: the next bytes, or an empty array at the end of the body.
+    /// - Throws: `.clientGone` if the client disconnected, `.timeout` when it stalled longer than the body stall
+    ///   timeout, `.malformed` for bad chunked framing. The error repeats on later reads.
+    public func read(upTo maxCount: Int) throws(HTTPError) -> [UInt8] {
+        if let failure { throw failure }
+        guard !isComplete, maxCount > 0 else { return [] }
+        do {
+            try sendContinueIfNeeded()
+            return isChunked ? try readChunked(maxCount) : try readLength(maxCount)
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    /// Reads the whole body.
+    /// - Parameter limit: Most bytes accepted.
+    /// - Throws: `.payloadTooLarge` (413) once more than `limit` bytes arrive or Content-Length declares more
+    ///   (then without reading anything, and without sending `100 Continue`); otherwise as `read(upTo:)`.
+    public func readAll(limit: Int) throws(HTTPError) -> [UInt8] {
+        if let contentLength, contentLength > limit { throw .payloadTooLarge }
+        var result: [UInt8] = []
+        result.reserveCapacity(min(contentLength ?? 0, limit))
+        while true {
+            // Ask for one byte beyond the limit so an oversized chunked body is detected.
+            let chunk = try read(upTo: max(1, min(HTTPLimits.maxReadChunkBytes, limit - result.count + 1)))
+            if chunk.isEmpty { return result }
+            if result.count + chunk.count > limit { throw .payloadTooLarge }
+            result += chunk
+        }
+    }
+
+    private func sendContinueIfNeeded() throws(HTTPError) {
+        guard continuePending else { return }
+        continuePending = false
+        guard !connection.responseStarted else { return }
+        try connection.socket.send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), stall: connection.configuration.sendStallTimeout)
+    }
+
+    private func readLength(_ maxCount: Int) throws(HTTPError) -> [UInt8] {
+        let bytes = try connection.readBodyBytes(upTo: min(maxCount, remaining))
+        remaining -= bytes.count
+        if remaining == 0 { isComplete = true }
+        return bytes
+    }
+
+    private func readChunked(_ maxCount: Int) throws(HTTPError) -> [UInt8] {
+        while true {
+            if connection.bufferedByteCount == 0 { try connection.refillBuffer() }
+            switch try connection.decodeBuffered(&decoder, maxCount: maxCount) {
+            case .needMoreData: continue
+            case .data(let bytes) where bytes.isEmpty: continue
+            case .data(let bytes): return bytes
+            case .end:
+                isComplete = true
+                return []
+            }
+        }
+    }
+
+    // MARK: - Engine side
+
+    /// True when, should the handler leave the body unread, the connection will have to close: the body is
+    /// broken, the client still awaits `100 Continue`, or more than `HTTPLimits.maxDrainBytes` remain.
+    var mustCloseIfUnread: Bool {
+        guard !isComplete else { return false }
+        return failure != nil || continuePending || (!isChunked && remaining > HTTPLimits.maxDrainBytes)
+    }
+
+    /// Reads and discards what the handler left, up to `HTTPLimits.maxDrainBytes`.
+    /// - Returns: true when the body is now complete and the connection can serve another request.
+    func drainForReuse() -> Bool {
+        if isComplete { return true }
+        if mustCloseIfUnread { return false }
+        var drained = 0
+        while drained <= HTTPLimits.maxDrainBytes {
+            guard let bytes = try? read(upTo: HTTPLimits.readBufferBytes) else { return false }
+            if bytes.isEmpty { return true }
+            drained += bytes.count
+        }
+        return false
+    }
+}

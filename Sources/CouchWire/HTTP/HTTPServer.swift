@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Handles one request: reads the body incrementally and writes the response incrementally.
+/// Runs on the connection's own thread and may block; it must not keep the body or writer after returning.
+public typealias HTTPHandler = @Sendable (HTTPRequestHead, HTTPRequestBody, HTTPResponseWriter) -> Void
+
+/// An HTTP/1.1 server engine over POSIX sockets ([RFC 9112](https://www.rfc-editor.org/rfc/rfc9112)).
+///
+/// ## Concurrency model
+/// - **One accept thread** polls the listening sockets (IPv4 and/or IPv6) and a wake-up pipe used by `shutdown`.
+/// - **One thread per connection**, a detached pthread with an explicit 512 KiB stack
+///   (`HTTPLimits.threadStackBytes`); RSS grows only by the pages a thread touches, so 2,000 idle long-poll
+///   connections cost little. Each thread owns its socket and a 16 KiB read buffer and serves requests one at a
+///   time: pipelined requests are answered in order, and the handler runs on that thread with blocking I/O.
+///   One slow client only ever blocks its own thread.
+/// - **Blocking I/O with deadlines**: sockets are non-blocking and every wait is a `poll` bounded by a timeout:
+///   `idleTimeout` between requests, `headerTimeout` for a whole request head (from its first byte, or from
+///   accept for the first request — a client trickling bytes cannot hold a thread), `bodyStallTimeout` per body
+///   read, `sendStallTimeout` per response write. SIGPIPE is ignored and sends use `MSG_NOSIGNAL`.
+/// - **Connection cap** (`maxConnections`, default 4096): a connection over the cap is accepted, answered
+///   `503 {"error":"service_unavailable",…}` with `Connection: close`, and closed at once by the accept thread,
+///   so clients get a clear answer instead of hanging in the backlog, and no thread is spent on it.
+/// - **Limits** (`HTTPLimits`) are checked while bytes arrive; violations answer 400/413/414/431 with a
+///   CouchDB-style JSON body and `Connection: close`.
+/// - **Shutdown** stops accepting, wakes idle connections so they close, lets busy ones finish their current
+///   request (up to a timeout), then shuts the remaining sockets down so blocked reads and writes fail.
+///   Shared state lives in one lock-protected registry.
+public final class HTTPServer: Sendable {
+    private let configuration: HTTPServerConfiguration
+    private let handler: HTTPHandler
+    private let registry: HTTPConnectionRegistry
+    private let wakePipe: (read: Int32, write: Int32)
+
+    /// Creates a server; nothing is bound until `start()`.
+    public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        registry = HTTPConnectionRegistry(maxConnections: max(1, configuration.maxConnections))
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
+        wakePipe = (fds[0], fds[1])
+    }
+
+    deinit {
+        if wakePipe.read >= 0 { close(wakePipe.read) }
+        if wakePipe.write >= 0 { close(wakePipe.write) }
+    }
+
+    /// Binds and listens, then starts the accept thread.
+    /// - Returns: the bound port (useful with port 0, which picks a free one).
+    /// - Throws: `HTTPServerError` when the host cannot be resolved or bound, or the server was already started.
+    public func start() throws -> Int {
+        signal(SIGPIPE, SIG_IGN)
+        guard wakePipe.read >= 0 else { throw HTTPServerError.cannotStartThread }
+        let (descriptors, port) = try HTTPListener.bind(host: configuration.host, port: configuration.port)
+        guard registry.markRunning() else {
+            for descriptor in descriptors { close(descriptor) }
+            throw HTTPServerError.notStartable
+        }
+        let started = HTTPThread.spawn { [self] in acceptLoop(descriptors) }
+        guard started else {
+            for descriptor in descriptors { close(descriptor) }
+            registry.acceptThreadExited()
+            _ = registry.beginShutdown()
+            registry.waitForAllThreads(until: nil)
+            throw HTTPServerError.cannotStartThread
+        }
+        return port
+    }
+
+    /// Number of connections currently open.
+    public var openConnections: Int { registry.openConnections }
+
+    /// Graceful shutdown: stops accepting, closes idle connections, lets in-flight requests finish for up to
+    /// `timeout`, then shuts the remaining sockets down (their handlers see `.clientGone` or `isPeerClosed()`).
+    /// Returns when every connection thread has ended, or after a further `timeout` if a handler does not notice.
+    public func shutdown(timeout: Duration) {
+        guard registry.beginShutdown() else { return }
+        var byte: UInt8 = 1
+        _ = write(wakePipe.write, &byte, 1)
+        let seconds = Double(timeout.clampedNanoseconds) / 1e9
+        registry.waitForBusyConnections(until: Date(timeIntervalSinceNow: seconds))
+        registry.shutdownAllSockets()
+        registry.waitForAllThreads(until: Date(timeIntervalSinceNow: seconds))
+    }
+
+    /// Blocks until shutdown has completed and every thread has ended.
+    public func waitUntilStopped() { registry.waitUntilStopped() }
+
+    // MARK: - Accepting
+
+    private func acceptLoop(_ descriptors: [Int32]) {
+        var fds = descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        fds.append(pollfd(fd: wakePipe.read, events: Int16(POLLIN), revents: 0))
+        loop: while true {
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if fds[fds.count - 1].revents != 0 || registry.isShuttingDown { break }
+            for index in 0..<(fds.count - 1) where fds[index].revents != 0 {
+                acceptPending(on: fds[index].fd)
+            }
+        }
+        for descriptor in descriptors { close(descriptor) }
+        registry.acceptThreadExited()
+    }
+
+    /// Accepts every pending connection on a listening socket.
+    private func acceptPending(on listener: Int32) {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // Out of descriptors: back off briefly instead of spinning on a ready listener.
+                    usleep(10_000)
+                    return
+                default: return
+                }
+            }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            let socket = HTTPSocket(descriptor: client)
+            guard let id = registry.register(socket) else {
+                refuseOverCapacity(socket)
+                return
+            }
+            let connection = HTTPConnection(
+                socket: socket, id: id, configuration: configuration, registry: registry, handler: handler)
+            if !HTTPThread.spawn({ connection.run() }) {
+                registry.removeAndClose(id, socket: socket)
+            }
+        }
+    }
+
+    /// Answers 503 without blocking the accept thread, then closes.
+    private func refuseOverCapacity(_ socket: HTTPSocket) {
+        let response = HTTPStatus.errorResponse(.serviceUnavailable, serverHeader: configuration.serverHeader)
+        try? socket.send(response, stall: .zero)
+        socket.shutdownWrite()
+        // Discard request bytes already queued, so closing does not turn into a reset that hides the 503.
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        _ = recv(socket.descriptor, &scratch, scratch.count, Int32(MSG_DONTWAIT))
+        close(socket.descriptor)
+    }
+}

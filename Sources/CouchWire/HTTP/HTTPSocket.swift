@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One connected, non-blocking TCP socket; every wait goes through `poll` with a deadline.
+///
+/// Only its connection thread uses it, except `shutdown()`, which the registry may call from another thread
+/// (under the registry lock, which also guards `close`, so the descriptor cannot be reused meanwhile).
+final class HTTPSocket {
+    enum ReceiveOutcome: Equatable {
+        case received(Int)
+        case endOfStream
+        case timedOut
+        case failed
+    }
+
+    let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+        let flags = fcntl(descriptor, F_GETFL, 0)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        var one: Int32 = 1
+        // Responses are buffered by the writer, so Nagle would only add latency to small flushes.
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        #if canImport(Darwin)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
+    /// Receives into `buffer`, waiting until `deadline` for data.
+    func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> ReceiveOutcome {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return .received(0) }
+        while true {
+            let count = recv(descriptor, base, buffer.count, 0)
+            if count > 0 { return .received(count) }
+            if count == 0 { return .endOfStream }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK:
+                switch wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) {
+                case .ready: continue
+                case .timedOut: return .timedOut
+                case .failed: return .failed
+                }
+            default: return .failed
+            }
+        }
+    }
+
+    /// Sends all of `bytes`; each wait for buffer space may last up to `stall`.
+    /// - Throws: `.timeout` when the peer stops reading, `.clientGone` when the connection failed.
+    func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = sendFlags(base + offset, bytes.count - offset)
+            if sent >= 0 {
+                offset += sent
+                continue
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK:
+                switch wait(for: Int16(POLLOUT), timeout: HTTPDeadline.after(stall).remainingMilliseconds) {
+                case .ready: continue
+                case .timedOut: throw .timeout
+                case .failed: throw .clientGone
+                }
+            default: throw .clientGone
+            }
+        }
+    }
+
+    func send(_ bytes: [UInt8], stall: Duration) throws(HTTPError) {
+        let outcome: Result<Void, HTTPError> = bytes.withUnsafeBytes { raw in
+            Result { () throws(HTTPError) in try send(raw, stall: stall) }
+        }
+        try outcome.get()
+    }
+
+    /// Non-blocking: true when the peer has closed (or reset) its side. Pending request bytes count as open.
+    func isPeerClosed() -> Bool {
+        var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&fds, 1, 0)
+        if ready < 0 { return errno != EINTR }
+        if ready == 0 { return false }
+        if fds.revents & Int16(POLLERR | POLLNVAL) != 0 { return true }
+        var byte: UInt8 = 0
+        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK))
+        if peeked > 0 { return false }
+        if peeked == 0 { return true }
+        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+    }
+
+    /// Stops both directions; a thread blocked in `poll` on this socket wakes up and sees end of stream.
+    func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+    /// Sends FIN but keeps reading, so a response is not destroyed by a reset caused by unread request bytes.
+    func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
+
+    private enum WaitOutcome { case ready, timedOut, failed }
+
+    private func wait(for events: Int16, timeout: Int32) -> WaitOutcome {
+        var fds = pollfd(fd: descriptor, events: events, revents: 0)
+        while true {
+            let ready = poll(&fds, 1, timeout)
+            if ready > 0 {
+                // POLLHUP/POLLERR are reported as ready: the following recv/send reports the real outcome.
+                return .ready
+            }
+            if ready == 0 { return .timedOut }
+            if errno != EINTR { return .failed }
+        }
+    }
+
+    private func sendFlags(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
+        #if canImport(Glibc)
+        return Glibc.send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))
+        #else
+        return Darwin.send(descriptor, pointer, count, 0)
+        #endif
+    }
+}

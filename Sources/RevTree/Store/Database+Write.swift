@@ -1,0 +1,163 @@
+extension Database {
+    /// Applies a `new_edits=false` batch (replication) in one transaction.
+    ///
+    /// Each path is merged like `couch_key_tree:merge` and stemmed to `_revs_limit`; there is never a conflict.
+    /// A revision already stored with its body is skipped, and a document whose tree does not change gets no new
+    /// seq, so a resent batch changes nothing. Invalid writes fail alone (their result) and store nothing.
+    /// - Returns: one result per write, in order; success carries the path's leaf.
+    /// - Throws: only when the whole transaction fails (SQLite error, database closed).
+    public func applyReplicated(_ writes: [RevisionWrite]) throws -> [WriteResult] {
+        let invalid = writes.map { write -> StoreError? in
+            do {
+                try Database.validateCommon(write)
+                try RevID.validate(path: write.path)
+                return nil
+            } catch let error as StoreError {
+                return error
+            } catch {
+                return .invalidRev
+            }
+        }
+        return try writer.perform { connection in
+            var meta = try Meta.load(connection)
+            var results = [WriteResult]()
+            results.reserveCapacity(writes.count)
+            for (write, error) in zip(writes, invalid) {
+                if let error {
+                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
+                    continue
+                }
+                do {
+                    try Database.replicate(write, connection, &meta)
+                    results.append(WriteResult(docID: write.docID, result: .success(write.path[0])))
+                } catch let error as StoreError {
+                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
+                }
+            }
+            try meta.save(connection)
+            return results
+        }
+    }
+
+    /// Applies a `new_edits=true` batch (interactive edits) in one transaction, in order.
+    ///
+    /// A write must extend a leaf (`path == [leaf]`) of a live document, else `.conflict`. With no rev it creates
+    /// the document, or, if the document's winner is deleted and the write is not a deletion, extends that deleted
+    /// winner (CouchDB's recreation); over a live document it is a conflict. New rev ids come from
+    /// `RevisionHash.compute`. New attachment data gets `revpos` = the new generation.
+    /// - Returns: one result per write, in order; success carries the new rev.
+    public func applyEdits(_ writes: [RevisionWrite]) throws -> [WriteResult] {
+        let invalid = writes.map { write -> StoreError? in
+            do {
+                try Database.validateCommon(write)
+                guard write.path.count <= 1 else { return .invalidRev }
+                if !write.path.isEmpty { try RevID.validate(path: write.path) }
+                return nil
+            } catch let error as StoreError {
+                return error
+            } catch {
+                return .invalidRev
+            }
+        }
+        return try writer.perform { connection in
+            var meta = try Meta.load(connection)
+            var results = [WriteResult]()
+            results.reserveCapacity(writes.count)
+            for (write, error) in zip(writes, invalid) {
+                if let error {
+                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
+                    continue
+                }
+                do {
+                    let rev = try Database.edit(write, connection, &meta)
+                    results.append(WriteResult(docID: write.docID, result: .success(rev)))
+                } catch let error as StoreError {
+                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
+                }
+            }
+            try meta.save(connection)
+            return results
+        }
+    }
+
+    /// Stores a `_local` document (no tree, not in `_changes`), never conflicting.
+    /// - Parameters:
+    ///   - rev: the `N` of the `0-N` rev the client sent, nil if none.
+    /// - Returns: the new `N`: `rev + 1`, or 1 without a rev (`couch_db_updater:increment_local_doc_revs`).
+    public func putLocal(_ id: String, body: [UInt8], rev: Int? = nil) throws -> Int {
+        try Database.validateDocID(id)
+        guard body.count <= StoreLimits.maxDocumentBytes else { throw StoreError.documentTooLarge(id) }
+        let newRev = (rev ?? 0) &+ 1
+        guard newRev >= 1 else { throw StoreError.invalidRev }
+        return try writer.perform { connection in
+            try connection.run(
+                "INSERT OR REPLACE INTO local_docs (doc_id, rev, body) VALUES (?, ?, ?)",
+                [.text(id), .int(newRev), .blob(body)])
+            return newRev
+        }
+    }
+
+    /// Deletes a `_local` document.
+    /// - Returns: whether it existed.
+    public func deleteLocal(_ id: String) throws -> Bool {
+        try writer.perform { connection in
+            try connection.run("DELETE FROM local_docs WHERE doc_id = ?", [.text(id)])
+            return connection.changes > 0
+        }
+    }
+
+    /// Drops the bodies and attachment rows of non-leaf revisions, in one transaction (a crash leaves either the
+    /// old or the new state), then checkpoints the WAL.
+    /// - Returns: the blob keys still referenced; the blob store may delete every other blob.
+    @discardableResult
+    public func compact() throws -> Set<String> {
+        try writer.perform(checkpointAfter: true) { connection in
+            try connection.run(
+                "DELETE FROM rev_attachments WHERE rev_rowid IN (SELECT rev_rowid FROM revs WHERE is_leaf = 0)")
+            try connection.run("UPDATE revs SET body = NULL WHERE is_leaf = 0 AND body IS NOT NULL")
+            return try Database.blobKeys(connection)
+        }
+    }
+
+    static func blobKeys(_ connection: SQLiteConnection) throws -> Set<String> {
+        let statement = try connection.prepare("SELECT DISTINCT blob_key FROM rev_attachments")
+        defer { statement.reset() }
+        var keys = Set<String>()
+        while try statement.step() { keys.insert(statement.text(0)) }
+        return keys
+    }
+
+    // MARK: - Validation
+
+    /// Checks a document id: non-empty, at most `StoreLimits.maxDocIDBytes`, no NUL. Swift strings are always
+    /// valid UTF-8; the server must reject invalid UTF-8 while decoding (see `validateDocID(bytes:)`).
+    public static func validateDocID(_ id: String) throws(StoreError) {
+        guard !id.isEmpty else { throw .invalidDocID("Document id must not be empty") }
+        guard id.utf8.count <= StoreLimits.maxDocIDBytes else { throw .invalidDocID("Document id is too long") }
+        guard !id.utf8.contains(0) else { throw .invalidDocID("Document id must not contain NUL") }
+    }
+
+    /// Checks raw document id bytes (from a URL or JSON) and decodes them.
+    /// - Throws: `.invalidDocID` for invalid UTF-8 or the checks of `validateDocID(_:)`.
+    public static func validateDocID(bytes: [UInt8]) throws(StoreError) -> String {
+        guard let id = String(validating: bytes, as: UTF8.self) else {
+            throw .invalidDocID("Document id must be valid UTF-8")
+        }
+        try validateDocID(id)
+        return id
+    }
+
+    static func validateCommon(_ write: RevisionWrite) throws(StoreError) {
+        try validateDocID(write.docID)
+        guard write.body.count <= StoreLimits.maxDocumentBytes else { throw .documentTooLarge(write.docID) }
+        guard write.attachments.count <= StoreLimits.maxAttachmentsPerRevision else {
+            throw .badRequest("too many attachments")
+        }
+        for attachment in write.attachments {
+            let count = attachment.name.utf8.count
+            guard count > 0, count <= StoreLimits.maxAttachmentNameBytes else {
+                throw .badRequest("invalid attachment name")
+            }
+        }
+    }
+}

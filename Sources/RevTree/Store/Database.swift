@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One CouchDB database: one SQLite file in WAL mode, one group-committing writer, pooled readers.
+///
+/// Durability: `journal_mode=WAL` with `synchronous=FULL` fsyncs the WAL at every commit, so a write is on disk
+/// before its caller returns and survives `kill -9` and power loss (CouchDB acknowledges only durable writes).
+/// Group commit (`WriteQueue`) shares that fsync among concurrent writers.
+public final class Database: Sendable {
+    /// The database name.
+    public let name: String
+    /// Path of the SQLite file.
+    public let path: String
+    let writer: WriteQueue
+    let readers: ReaderPool
+    private let published: PublishedState
+
+    struct Published {
+        var updateSeq: Int
+        var revsLimit: Int
+        var waiters: [DispatchSemaphore] = []
+    }
+
+    /// Committed facts shared between the writer thread and readers.
+    final class PublishedState: Sendable {
+        let mutex: Mutex<Published>
+        init(_ value: Published) { mutex = Mutex(value) }
+        func withLock<T>(_ body: (inout Published) throws -> T) rethrows -> T { try mutex.withLock { try body(&$0) } }
+    }
+
+    /// Opens (creating when `create`) the file at `path` and migrates it.
+    init(name: String, path: String, create: Bool) throws {
+        self.name = name
+        self.path = path
+        let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = FULL")
+        try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
+        let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
+        guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
+        let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
+        statement.reset()
+        let published = PublishedState(initial)
+        self.published = published
+        self.readers = ReaderPool(path: path)
+        self.writer = WriteQueue(connection: connection) { connection in
+            guard let meta = try? Meta.load(connection) else { return }
+            let waiters = published.withLock { state -> [DispatchSemaphore] in
+                state.updateSeq = meta.updateSeq
+                state.revsLimit = meta.revsLimit
+                defer { state.waiters.removeAll() }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.signal() }
+        }
+    }
+
+    /// The latest committed update sequence.
+    public var updateSeq: Int { published.withLock { $0.updateSeq } }
+
+    /// `_revs_limit`: how many revisions each branch keeps.
+    public var revsLimit: Int { published.withLock { $0.revsLimit } }
+
+    /// Blocks until `updateSeq > seq` or `timeout` passes; returns the current `updateSeq`. Woken by commits, no
+    /// polling. Call it off the cooperative thread pool.
+    public func waitForChange(after seq: Int, timeout: Duration) -> Int {
+        let semaphore = DispatchSemaphore(value: 0)
+        let ready = published.withLock { state -> Int? in
+            if state.updateSeq > seq { return state.updateSeq }
+            state.waiters.append(semaphore)
+            return nil
+        }
+        if let ready { return ready }
+        let (seconds, attoseconds) = timeout.components
+        let nanos = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+        _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanos)))
+        return published.withLock { state in
+            state.waiters.removeAll { $0 === semaphore }
+            return state.updateSeq
+        }
+    }
+
+    /// Sets `_revs_limit`; applied to each document at its next update.
+    /// - Throws: `StoreError.badRequest` unless 1 ≤ `n` ≤ `RevTreeLimits.maxRevsLimit`.
+    public func setRevsLimit(_ n: Int) throws {
+        guard n >= 1, n <= RevTreeLimits.maxRevsLimit else {
+            throw StoreError.badRequest("_revs_limit must be a positive integer")
+        }
+        try writer.perform { try $0.run("UPDATE db_meta SET revs_limit = ? WHERE id = 1", [.int(n)]) }
+    }
+
+    /// Stops the writer (after finishing queued writes) and closes connections. Later calls throw `.dbNotFound`.
+    func close() {
+        writer.close()
+        readers.close()
+        published.withLock { state in
+            for waiter in state.waiters { waiter.signal() }
+            state.waiters.removeAll()
+        }
+    }
+}
+
+/// The `db_meta` row as the writer keeps it during one job.
+struct Meta {
+    var updateSeq: Int
+    var revsLimit: Int
+    var docCount: Int
+    var docDelCount: Int
+    var purgeSeq: Int
+
+    static func load(_ connection: SQLiteConnection) throws -> Meta {
+        let statement = try connection.prepare(
+            "SELECT update_seq, revs_limit, doc_count, doc_del_count, purge_seq FROM db_meta WHERE id = 1")
+        defer { statement.reset() }
+        guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
+        return Meta(updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
+                    docDelCount: statement.int(3), purgeSeq: statement.int(4))
+    }
+
+    func save(_ connection: SQLiteConnection) throws {
+        try connection.run(
+            "UPDATE db_meta SET update_seq = ?, doc_count = ?, doc_del_count = ? WHERE id = 1",
+            [.int(updateSeq), .int(docCount), .int(docDelCount)])
+    }
+}

@@ -1,0 +1,167 @@
+import CSQLite
+
+/// One SQLite connection with a statement cache.
+///
+/// Not thread-safe by itself: a connection is owned by the writer thread or lent by the reader pool to one caller
+/// at a time, which is why `@unchecked Sendable` is safe (it moves between threads, never runs on two at once).
+final class SQLiteConnection: @unchecked Sendable {
+    let handle: OpaquePointer
+    private var cache: [String: SQLiteStatement] = [:]
+
+    /// Opens (and with `create`, creates) the file at `path`.
+    init(path: String, readOnly: Bool, create: Bool) throws {
+        var db: OpaquePointer?
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
+        flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw SQLiteError(code: rc, message: message, sql: nil)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 10_000)
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements without results.
+    func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
+        if rc != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? "unknown"
+            sqlite3_free(error)
+            throw SQLiteError(code: rc, message: message, sql: sql)
+        }
+    }
+
+    /// A cached prepared statement, reset and with bindings cleared.
+    func prepare(_ sql: String) throws -> SQLiteStatement {
+        if let statement = cache[sql] {
+            statement.reset()
+            return statement
+        }
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
+        let statement = SQLiteStatement(raw, connection: self, sql: sql)
+        cache[sql] = statement
+        return statement
+    }
+
+    /// Runs `sql` with `bindings`, returning the first column of the first row as an integer (nil if no row).
+    func scalarInt(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int? {
+        let statement = try prepare(sql)
+        defer { statement.reset() }
+        try statement.bind(bindings)
+        return try statement.step() ? statement.int(0) : nil
+    }
+
+    /// Runs a statement with `bindings` and no result rows.
+    func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws {
+        let statement = try prepare(sql)
+        defer { statement.reset() }
+        try statement.bind(bindings)
+        while try statement.step() {}
+    }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    func error(_ code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}
+
+/// A value bound to a statement parameter.
+enum SQLiteValue {
+    case int(Int)
+    case text(String)
+    case blob([UInt8])
+    case null
+}
+
+/// A prepared statement; finalized with its connection's cache.
+final class SQLiteStatement {
+    let handle: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection, sql: String) {
+        self.handle = handle
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ values: [SQLiteValue]) throws {
+        for (offset, value) in values.enumerated() { try bind(value, at: Int32(offset + 1)) }
+    }
+
+    func bind(_ value: SQLiteValue, at index: Int32) throws {
+        let rc: Int32
+        switch value {
+        case .int(let v): rc = sqlite3_bind_int64(handle, index, Int64(v))
+        case .text(let v):
+            rc = v.utf8.withContiguousStorageIfAvailable { buffer in
+                buffer.withMemoryRebound(to: CChar.self) {
+                    couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+                }
+            } ?? Array(v.utf8).withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) {
+                    couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+                }
+            }
+        case .blob(let v):
+            // A zero-length blob must still be a blob, not NULL: bind a non-nil pointer.
+            rc = v.isEmpty
+                ? sqlite3_bind_zeroblob(handle, index, 0)
+                : v.withUnsafeBytes { couchlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
+        case .null: rc = sqlite3_bind_null(handle, index)
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    /// Advances; true when a row is available.
+    func step() throws -> Bool {
+        let rc = sqlite3_step(handle)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw connection.error(rc, sql: sql)
+        }
+    }
+
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+
+    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
+
+    func blob(_ column: Int32) -> [UInt8]? {
+        if isNull(column) { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}

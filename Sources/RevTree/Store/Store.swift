@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+/// A directory of databases, one SQLite file (`<encoded name>.couch`, plus `-wal`/`-shm`) each.
+public final class Store: Sendable {
+    /// The directory holding the database files.
+    public let directory: String
+    private let open = Mutex<[String: Database]>([:])
+
+    /// File suffix of a database.
+    static let suffix = ".couch"
+
+    /// Uses (and creates if needed) `directory`.
+    public init(directory: String) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    /// Creates a database.
+    /// - Throws: `.fileExists` if it exists, `.internalError` if SQLite fails.
+    public func create(_ name: String) throws(StoreError) -> Database {
+        let path = self.path(of: name)
+        return try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
+            guard open[name] == nil, !FileManager.default.fileExists(atPath: path) else { throw .fileExists }
+            do {
+                let database = try Database(name: name, path: path, create: true)
+                open[name] = database
+                return database
+            } catch {
+                Store.removeFiles(path)
+                throw .internalError("\(error)")
+            }
+        }
+    }
+
+    /// Opens an existing database (handles are cached and shared).
+    /// - Throws: `.dbNotFound` if there is no such database.
+    public func open(_ name: String) throws(StoreError) -> Database {
+        let path = self.path(of: name)
+        return try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
+            if let database = open[name] { return database }
+            guard FileManager.default.fileExists(atPath: path) else { throw .dbNotFound }
+            do {
+                let database = try Database(name: name, path: path, create: false)
+                open[name] = database
+                return database
+            } catch {
+                throw .internalError("\(error)")
+            }
+        }
+    }
+
+    /// Deletes a database and its files; open handles stop working (`.dbNotFound`).
+    public func delete(_ name: String) throws(StoreError) {
+        let path = self.path(of: name)
+        try open.withLock { (open: inout [String: Database]) throws(StoreError) in
+            let database = open.removeValue(forKey: name)
+            guard database != nil || FileManager.default.fileExists(atPath: path) else { throw .dbNotFound }
+            database?.close()
+            Store.removeFiles(path)
+        }
+    }
+
+    /// Names of all databases, sorted.
+    public func databaseNames() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return files.filter { $0.hasSuffix(Store.suffix) }
+            .compactMap { Store.decode(String($0.dropLast(Store.suffix.count))) }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Closes every open database (queued writes finish first).
+    public func close() {
+        let databases = open.withLock { open in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for database in databases { database.close() }
+    }
+
+    func path(of name: String) -> String {
+        directory + "/" + Store.encode(name) + Store.suffix
+    }
+
+    private static func removeFiles(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    /// File-name form of a database name: bytes outside `[a-z0-9_$()+-]` become `%XX` (so `/` and `.` cannot
+    /// escape the directory).
+    static func encode(_ name: String) -> String {
+        var out = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "$"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "+"),
+                UInt8(ascii: "-"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
+    }
+
+    static func decode(_ file: String) -> String? {
+        var bytes = [UInt8]()
+        var iterator = Array(file.utf8).makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next(), let low = iterator.next(),
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
