@@ -19,7 +19,9 @@ struct BlobStoreTests {
         var out: [String] = []
         while let next = enumerator?.nextObject() as? String {
             var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: directory + "/" + next, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if FileManager.default.fileExists(atPath: directory + "/" + next, isDirectory: &isDirectory),
+                !isDirectory.boolValue
+            {
                 out.append(next)
             }
         }
@@ -144,7 +146,9 @@ struct BlobStoreTests {
     @Test func refusesKeysThatAreNotMD5Hex() throws {
         let scratch = Scratch()
         let blobs = try BlobStore(directory: scratch.path)
-        for key in ["../../etc/passwd", "", "D41D8CD98F00B204E9800998ECF8427E", "d41d8cd98f00b204e9800998ecf8427", "tmp/x"] {
+        for key in [
+            "../../etc/passwd", "", "D41D8CD98F00B204E9800998ECF8427E", "d41d8cd98f00b204e9800998ecf8427", "tmp/x",
+        ] {
             #expect(!blobs.exists(key))
             #expect(throws: BlobStoreError.invalidKey(key)) { try blobs.openReader(key) }
             #expect(throws: BlobStoreError.invalidKey(key)) { try blobs.size(key) }
@@ -173,7 +177,9 @@ struct BlobStoreTests {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let residentBefore = residentBytes()
         for round in 0..<320 {
-            for i in stride(from: 0, to: chunk.count, by: 4096) { chunk[i] = UInt8(truncatingIfNeeded: round &* 31 &+ i) }
+            for i in stride(from: 0, to: chunk.count, by: 4096) {
+                chunk[i] = UInt8(truncatingIfNeeded: round &* 31 &+ i)
+            }
             md5.update(chunk)
             try writer.write(chunk)
         }
