@@ -317,3 +317,24 @@ struct SeededRandom: RandomNumberGenerator {
         }
     }
 }
+
+@Suite struct JSONUnicodeIdentityTests {
+    /// Swift's `==` treats precomposed and decomposed "é" as equal; JSON must not merge or equate them.
+    @Test func canonicallyEquivalentKeysStayDistinct() throws {
+        let json = try JSON.parse("{\"\u{E9}\":1,\"e\u{301}\":2}")
+        #expect(json.objectValue?.count == 2)
+        #expect(json["\u{E9}"] == 1)
+        #expect(json["e\u{301}"] == 2)
+        var big = JSONObject()
+        for k in 0..<20 { big["k\(k)"] = .int(k) }
+        big["\u{E9}"] = 1
+        big["e\u{301}"] = 2
+        #expect(big.count == 22)
+        #expect(big["e\u{301}"] == 2)
+    }
+
+    @Test func canonicallyEquivalentStringsAreNotEqualValues() {
+        #expect(JSON.string("\u{E9}") != JSON.string("e\u{301}"))
+        #expect(JSON.string("\u{E9}") == JSON.string("\u{E9}"))
+    }
+}

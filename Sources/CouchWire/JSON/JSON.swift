@@ -3,6 +3,9 @@
 /// Parse with ``JSON/parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)`` (strict RFC 8259) and write with
 /// ``JSON/serialize(into:)`` (compact, escaped like CouchDB's jiffy encoder).
 /// See [RFC 8259](https://www.rfc-editor.org/rfc/rfc8259).
+///
+/// Equality is structural and exact: strings and keys compare by UTF-8 bytes (not Swift's canonical
+/// equivalence), numbers by their text, objects member by member in order.
 public enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -10,6 +13,18 @@ public enum JSON: Sendable, Equatable {
     case string(String)
     case array([JSON])
     case object(JSONObject)
+
+    public static func == (lhs: JSON, rhs: JSON) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case (.bool(let left), .bool(let right)): return left == right
+        case (.number(let left), .number(let right)): return left == right
+        case (.string(let left), .string(let right)): return left.utf8Equals(right)
+        case (.array(let left), .array(let right)): return left == right
+        case (.object(let left), .object(let right)): return left == right
+        default: return false
+        }
+    }
 }
 
 extension JSON {

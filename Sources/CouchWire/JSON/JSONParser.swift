@@ -160,31 +160,36 @@ struct JSONParser {
     /// Parses a string body; `i` is just past the opening quote and ends just past the closing one.
     private mutating func parseString() throws(JSONError) -> String {
         let start = i
-        i = JSONParser.scanPlain(bytes, from: i)
+        let (end, isASCII) = JSONParser.scanPlain(bytes, from: i)
+        i = end
         guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
         let byte = bytes[i]
         if byte == UInt8(ascii: "\"") {
             // Fast path: no escapes, so the string is exactly these bytes once they prove to be UTF-8.
+            // (The standard library's `String(validating:)` is unspecialised here and costs more than the
+            // parse, so validation is ours and `String(decoding:)` only copies.)
             let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
-            guard let string = String(validating: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
-                throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
+            if !isASCII, let bad = UTF8Validation.firstInvalidOffset(raw) {
+                throw JSONError(.invalidUTF8, at: start + bad)
             }
             i += 1
-            return string
+            return String(decoding: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
         }
         if byte < 0x20 { throw JSONError(.controlCharacterInString, at: i) }
         return try parseEscapedString(from: start)
     }
 
-    /// The offset of the first `"`, `\` or control byte at or after `start` (or `bytes.count`).
+    /// The offset of the first `"`, `\` or control byte at or after `start` (or `bytes.count`), and whether
+    /// every byte before it is ASCII.
     @inline(__always)
-    private static func scanPlain(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
+    private static func scanPlain(_ bytes: UnsafeRawBufferPointer, from start: Int) -> (end: Int, isASCII: Bool) {
         var i = start
         let count = bytes.count
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var seen: UInt64 = 0
         // Eight bytes at a time: a lane is interesting when it is `"` (0x22), `\` (0x5C) or below 0x20.
         if let base = bytes.baseAddress {
             let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
             while i + 8 <= count {
                 let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
                 let quote = word ^ (ones &* 0x22)
@@ -192,15 +197,17 @@ struct JSONParser {
                 let hits =
                     ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
                 if hits & highs != 0 { break }
+                seen |= word
                 i += 8
             }
         }
         while i < count {
             let byte = bytes[i]
             if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            seen |= UInt64(byte)
             i += 1
         }
-        return i
+        return (i, seen & highs == 0)
     }
 
     /// Slow path for strings with escapes; `i` is at the first backslash.
@@ -208,7 +215,7 @@ struct JSONParser {
         scratch.removeAll(keepingCapacity: true)
         var runStart = start
         while true {
-            i = JSONParser.scanPlain(bytes, from: i)
+            i = JSONParser.scanPlain(bytes, from: i).end
             guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
             let byte = bytes[i]
             if byte == UInt8(ascii: "\"") { break }
@@ -255,13 +262,14 @@ struct JSONParser {
         }
         // `i` is at the closing quote.
         scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<i]))
-        guard let string = String(validating: scratch, as: UTF8.self) else {
+        let isValid = scratch.withUnsafeBytes { UTF8Validation.isValid($0) }
+        guard isValid else {
             // Escapes produce valid UTF-8, so the culprit is in the raw source bytes.
             let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
             throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
         }
         i += 1
-        return string
+        return String(decoding: scratch, as: UTF8.self)
     }
 
     /// The value of four hex digits at `offset`.
