@@ -55,10 +55,12 @@ extension JSON {
         var string = string
         string.withUTF8 { utf8 in
             buffer.append(UInt8(ascii: "\""))
+            let raw = UnsafeRawBufferPointer(utf8)
             var runStart = 0
-            for k in 0..<utf8.count {
+            while true {
+                let k = JSONScan.plainRun(raw, from: runStart).end
+                guard k < utf8.count else { break }
                 let byte = utf8[k]
-                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
                 buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<k]))
                 buffer.append(UInt8(ascii: "\\"))
                 switch byte {

@@ -15,6 +15,11 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
     /// Position of every key, present only while `members.count > indexThreshold`.
     private var index: [UTF8Key: Int]?
 
+    private init(members: [Element], index: [UTF8Key: Int]?) {
+        self.members = members
+        self.index = index
+    }
+
     /// An empty object.
     public init() {
         members = []
@@ -29,39 +34,41 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
         for (key, value) in pairs { self[key] = value }
     }
 
-    /// An object from parallel key and value runs, de-duplicating like ``init(_:)``.
-    init(keys: ArraySlice<String>, values: ArraySlice<JSON>) {
-        members = []
-        members.reserveCapacity(keys.count)
-        index = nil
-        if keys.count > JSONObject.indexThreshold {
-            var positions = [UTF8Key: Int](minimumCapacity: keys.count)
-            for (key, value) in zip(keys, values) {
-                if let position = positions[UTF8Key(string: key)] {
-                    members[position].value = value
-                } else {
-                    positions[UTF8Key(string: key)] = members.count
-                    members.append((key, value))
-                }
-            }
-            if members.count > JSONObject.indexThreshold { index = positions }
+    /// An object from parsed members in order, de-duplicating like ``init(_:)``.
+    ///
+    /// The common case, no repeated key, keeps `members` as they are.
+    init(parsedMembers: [Element]) {
+        if let positions = JSONObject.uniquePositions(parsedMembers) {
+            self.init(members: parsedMembers, index: positions)
         } else {
-            // A 128-bit filter on (length, first byte) means a key is compared with the earlier
-            // ones only when something similar was seen, so the usual all-distinct object costs O(n).
-            var filter: (low: UInt64, high: UInt64) = (0, 0)
-            for (key, value) in zip(keys, values) {
-                let utf8 = key.utf8
-                let bin = (utf8.count &* 13 &+ Int(utf8.first ?? 0)) & 127
-                let bit: UInt64 = 1 << UInt64(bin & 63)
-                let seen = bin < 64 ? filter.low & bit : filter.high & bit
-                if seen != 0, let position = members.firstIndex(where: { $0.key.utf8Equals(key) }) {
-                    members[position].value = value
-                    continue
-                }
-                if bin < 64 { filter.low |= bit } else { filter.high |= bit }
-                members.append((key, value))
-            }
+            self.init(parsedMembers.map { ($0.key, $0.value) })
         }
+    }
+
+    /// Checks that all keys differ. Returns nil when some key repeats; otherwise the index to keep
+    /// (`.some(nil)` for small objects, which need none).
+    private static func uniquePositions(_ members: [Element]) -> [UTF8Key: Int]?? {
+        if members.count > JSONObject.indexThreshold {
+            var positions = [UTF8Key: Int](minimumCapacity: members.count)
+            for (position, member) in members.enumerated() {
+                guard positions.updateValue(position, forKey: UTF8Key(string: member.key)) == nil else { return nil }
+            }
+            return .some(positions)
+        }
+        // A 128-bit filter on (length, first byte) means a key is compared with the earlier ones only when
+        // something similar was seen, so the usual all-distinct object costs O(n).
+        var filter: (low: UInt64, high: UInt64) = (0, 0)
+        for (position, member) in members.enumerated() {
+            let utf8 = member.key.utf8
+            let bin = (utf8.count &* 13 &+ Int(utf8.first ?? 0)) & 127
+            let bit: UInt64 = 1 << UInt64(bin & 63)
+            let seen = bin < 64 ? filter.low & bit : filter.high & bit
+            if seen != 0 {
+                for earlier in 0..<position where members[earlier].key.utf8Equals(member.key) { return nil }
+            }
+            if bin < 64 { filter.low |= bit } else { filter.high |= bit }
+        }
+        return .some(nil)
     }
 
     public var startIndex: Int { 0 }
