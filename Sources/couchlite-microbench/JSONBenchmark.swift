@@ -95,7 +95,10 @@ enum JSONBenchmark {
                 "ratio": .number(JSONNumber("1.5e-\(next() % 9)") ?? JSONNumber(0)),
                 "flags": ["archived": .bool(next() % 2 == 0), "starred": .bool(next() % 2 == 0), "owner": nil],
                 "tags": .array(tags),
-                "location": ["lat": .double(Double(next() % 180_000) / 1000 - 90), "lon": .double(Double(next() % 360_000) / 1000 - 180)],
+                "location": [
+                    "lat": .double(Double(next() % 180_000) / 1000 - 90),
+                    "lon": .double(Double(next() % 360_000) / 1000 - 180),
+                ],
                 "body": .string(text),
                 "_revisions": ["start": .int(generation), "ids": .array(ids)],
             ]

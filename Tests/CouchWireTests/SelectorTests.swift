@@ -17,7 +17,8 @@ private func reason(_ text: String) -> String? {
 }
 
 @Suite struct SelectorTests {
-    let photo = #"{"_id":"p1","type":"photo","size":120,"ratio":1.5,"tags":["sea","sun"],"meta":{"camera":{"make":"Canon"},"iso":200},"owner":null,"public":true,"a.b":"dotted"}"#
+    let photo =
+        #"{"_id":"p1","type":"photo","size":120,"ratio":1.5,"tags":["sea","sun"],"meta":{"camera":{"make":"Canon"},"iso":200},"owner":null,"public":true,"a.b":"dotted"}"#
 
     @Test func implicitEqualityMatchesScalarsAndRejectsOthers() throws {
         let d = try doc(photo)
@@ -62,7 +63,10 @@ private func reason(_ text: String) -> String? {
 
     @Test func comparisonsAcrossTypesFollowCollationOrder() throws {
         // null < false < true < numbers < strings < arrays < objects
-        let ordered = [#"null"#, #"false"#, #"true"#, #"-5"#, #"3.5"#, #""""#, #""a""#, #""b""#, #"[]"#, #"[1]"#, #"{}"#, #"{"a":1}"#]
+        let ordered = [
+            #"null"#, #"false"#, #"true"#, #"-5"#, #"3.5"#, #""""#, #""a""#, #""b""#, #"[]"#, #"[1]"#, #"{}"#,
+            #"{"a":1}"#,
+        ]
         for (i, lower) in ordered.enumerated() {
             for higher in ordered[(i + 1)...] {
                 let d = try doc("{\"v\":\(lower)}")
@@ -151,6 +155,13 @@ private func reason(_ text: String) -> String? {
     @Test func deeplyNestedSelectorIsRefusedNotOverflowed() {
         let deep = String(repeating: #"{"$not":"#, count: 200) + #"{"a":1}"# + String(repeating: "}", count: 200)
         #expect(reason(deep) == "Selector is nested too deeply")
+        let deepArgument =
+            #"{"a":{"$eq":"# + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}}"
+        #expect(reason(deepArgument) == "Selector is nested too deeply")
+        let shallowArgument = #"{"a":{"$in":[[[1]],{"b":[2]}]}}"#
+        #expect(reason(shallowArgument) == nil)
+        #expect(Selector.nestingExceeds(.array([.array([])]), 1))
+        #expect(!Selector.nestingExceeds(.array([.array([])]), 2))
     }
 
     @Test func fieldPathSplitting() {

@@ -1,36 +1,72 @@
 extension JSON {
     /// Appends the compact JSON text of this value: no spaces, members in order, numbers as their exact
     /// text, strings escaped like CouchDB's jiffy encoder (see ``appendQuoted(_:to:)``).
+    ///
+    /// Open containers are kept on a heap stack, not in recursive calls, so any depth is safe on a small
+    /// thread stack.
     public func serialize(into buffer: inout [UInt8]) {
-        switch self {
-        case .null:
-            JSON.appendLiteral("null", to: &buffer)
-        case .bool(let value):
-            JSON.appendLiteral(value ? "true" : "false", to: &buffer)
-        case .number(let number):
-            buffer.append(contentsOf: number.text.utf8)
-        case .string(let string):
-            JSON.appendQuoted(string, to: &buffer)
-        case .array(let elements):
-            buffer.append(UInt8(ascii: "["))
-            var first = true
-            for element in elements {
-                if !first { buffer.append(UInt8(ascii: ",")) }
-                first = false
-                element.serialize(into: &buffer)
+        /// A container being written and the index of its next child.
+        enum Open {
+            case array([JSON], next: Int)
+            case object(JSONObject, next: Int)
+        }
+        var open: [Open] = []
+        var current: JSON? = self
+        while true {
+            if let value = current {
+                current = nil
+                switch value {
+                case .null:
+                    JSON.appendLiteral("null", to: &buffer)
+                case .bool(let flag):
+                    JSON.appendLiteral(flag ? "true" : "false", to: &buffer)
+                case .number(let number):
+                    buffer.append(contentsOf: number.text.utf8)
+                case .string(let string):
+                    JSON.appendQuoted(string, to: &buffer)
+                case .array(let elements):
+                    buffer.append(UInt8(ascii: "["))
+                    if let first = elements.first {
+                        open.append(.array(elements, next: 1))
+                        current = first
+                        continue
+                    }
+                    buffer.append(UInt8(ascii: "]"))
+                case .object(let object):
+                    buffer.append(UInt8(ascii: "{"))
+                    if let first = object.first {
+                        JSON.appendQuoted(first.key, to: &buffer)
+                        buffer.append(UInt8(ascii: ":"))
+                        open.append(.object(object, next: 1))
+                        current = first.value
+                        continue
+                    }
+                    buffer.append(UInt8(ascii: "}"))
+                }
             }
-            buffer.append(UInt8(ascii: "]"))
-        case .object(let object):
-            buffer.append(UInt8(ascii: "{"))
-            var first = true
-            for (key, value) in object {
-                if !first { buffer.append(UInt8(ascii: ",")) }
-                first = false
-                JSON.appendQuoted(key, to: &buffer)
-                buffer.append(UInt8(ascii: ":"))
-                value.serialize(into: &buffer)
+            // The current value is written: continue with its container's next child, or close it.
+            guard let top = open.popLast() else { return }
+            switch top {
+            case .array(let elements, let next):
+                if next < elements.count {
+                    buffer.append(UInt8(ascii: ","))
+                    current = elements[next]
+                    open.append(.array(elements, next: next + 1))
+                } else {
+                    buffer.append(UInt8(ascii: "]"))
+                }
+            case .object(let object, let next):
+                if next < object.count {
+                    let member = object[next]
+                    buffer.append(UInt8(ascii: ","))
+                    JSON.appendQuoted(member.key, to: &buffer)
+                    buffer.append(UInt8(ascii: ":"))
+                    current = member.value
+                    open.append(.object(object, next: next + 1))
+                } else {
+                    buffer.append(UInt8(ascii: "}"))
+                }
             }
-            buffer.append(UInt8(ascii: "}"))
         }
     }
 

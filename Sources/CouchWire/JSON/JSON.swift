@@ -14,16 +14,34 @@ public enum JSON: Sendable, Equatable {
     case array([JSON])
     case object(JSONObject)
 
+    /// Structural equality, computed with a heap worklist rather than recursion so that deeply nested
+    /// values cannot exhaust a small thread stack.
     public static func == (lhs: JSON, rhs: JSON) -> Bool {
-        switch (lhs, rhs) {
-        case (.null, .null): return true
-        case (.bool(let left), .bool(let right)): return left == right
-        case (.number(let left), .number(let right)): return left == right
-        case (.string(let left), .string(let right)): return left.utf8Equals(right)
-        case (.array(let left), .array(let right)): return left == right
-        case (.object(let left), .object(let right)): return left == right
-        default: return false
+        var pending: [(JSON, JSON)] = [(lhs, rhs)]
+        while let (left, right) = pending.popLast() {
+            switch (left, right) {
+            case (.null, .null):
+                continue
+            case (.bool(let l), .bool(let r)):
+                guard l == r else { return false }
+            case (.number(let l), .number(let r)):
+                guard l == r else { return false }
+            case (.string(let l), .string(let r)):
+                guard l.utf8Equals(r) else { return false }
+            case (.array(let l), .array(let r)):
+                guard l.count == r.count else { return false }
+                for (a, b) in zip(l, r) { pending.append((a, b)) }
+            case (.object(let l), .object(let r)):
+                guard l.count == r.count else { return false }
+                for (a, b) in zip(l, r) {
+                    guard a.key.utf8Equals(b.key) else { return false }
+                    pending.append((a.value, b.value))
+                }
+            default:
+                return false
+            }
         }
+        return true
     }
 }
 

@@ -133,10 +133,6 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
     }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        guard lhs.members.count == rhs.members.count else { return false }
-        for (left, right) in zip(lhs.members, rhs.members) where !left.key.utf8Equals(right.key) || left.value != right.value {
-            return false
-        }
-        return true
+        JSON.object(lhs) == JSON.object(rhs)
     }
 }

@@ -26,7 +26,9 @@ struct UTF8Key: Hashable {
     static func == (lhs: UTF8Key, rhs: UTF8Key) -> Bool { lhs.string.utf8Equals(rhs.string) }
 
     func hash(into hasher: inout Hasher) {
-        let hashed: Void? = string.utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        let hashed: Void? = string.utf8.withContiguousStorageIfAvailable {
+            hasher.combine(bytes: UnsafeRawBufferPointer($0))
+        }
         if hashed == nil {
             for byte in string.utf8 { hasher.combine(byte) }
         }

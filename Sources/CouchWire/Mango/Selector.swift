@@ -125,7 +125,37 @@ extension Selector {
 
     private static func leaf(path: [String], condition: Condition, negated: Bool) throws(SelectorError) -> Node {
         guard !path.isEmpty else { throw SelectorError(reason: "Invalid selector: missing field name") }
+        // Comparisons recurse through both values in step, so a shallow argument keeps them shallow
+        // whatever the document's depth.
+        let arguments: [JSON]
+        switch condition {
+        case .eq(let value), .ne(let value), .gt(let value), .gte(let value), .lt(let value), .lte(let value):
+            arguments = [value]
+        case .in(let values), .nin(let values): arguments = values
+        case .exists: arguments = []
+        }
+        guard arguments.allSatisfy({ nestingExceeds($0, maxDepth) == false }) else {
+            throw SelectorError(reason: "Selector is nested too deeply")
+        }
         return .field(path: path, condition: negated ? condition.negated : condition)
+    }
+
+    /// Whether `value` nests arrays and objects deeper than `limit` levels (checked without recursion).
+    static func nestingExceeds(_ value: JSON, _ limit: Int) -> Bool {
+        var pending: [(JSON, Int)] = [(value, 0)]
+        while let (item, depth) = pending.popLast() {
+            switch item {
+            case .array(let elements):
+                guard depth < limit else { return true }
+                for element in elements { pending.append((element, depth + 1)) }
+            case .object(let object):
+                guard depth < limit else { return true }
+                for member in object { pending.append((member.value, depth + 1)) }
+            default:
+                continue
+            }
+        }
+        return false
     }
 
     private static func badArgument(_ key: String, _ value: JSON) -> SelectorError {
