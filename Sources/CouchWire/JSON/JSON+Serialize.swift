@@ -16,14 +16,8 @@ extension JSON {
             if let value = current {
                 current = nil
                 switch value {
-                case .null:
-                    JSON.appendLiteral("null", to: &buffer)
-                case .bool(let flag):
-                    JSON.appendLiteral(flag ? "true" : "false", to: &buffer)
-                case .number(let number):
-                    buffer.append(contentsOf: number.text.utf8)
-                case .string(let string):
-                    JSON.appendQuoted(string, to: &buffer)
+                case .null, .bool, .number, .string:
+                    _ = JSON.appendScalar(value, to: &buffer)
                 case .array(let elements):
                     buffer.append(UInt8(ascii: "["))
                     if let first = elements.first {
@@ -44,30 +38,51 @@ extension JSON {
                     buffer.append(UInt8(ascii: "}"))
                 }
             }
-            // The current value is written: continue with its container's next child, or close it.
+            // The current value is written: write its container's following scalar children in place,
+            // and descend (keeping the container open) at the next array or object, or close it.
             guard let top = open.popLast() else { return }
             switch top {
-            case .array(let elements, let next):
-                if next < elements.count {
+            case .array(let elements, var next):
+                while next < elements.count {
                     buffer.append(UInt8(ascii: ","))
-                    current = elements[next]
-                    open.append(.array(elements, next: next + 1))
-                } else {
-                    buffer.append(UInt8(ascii: "]"))
+                    let child = elements[next]
+                    next += 1
+                    if !JSON.appendScalar(child, to: &buffer) {
+                        open.append(.array(elements, next: next))
+                        current = child
+                        break
+                    }
                 }
-            case .object(let object, let next):
-                if next < object.count {
+                if current == nil { buffer.append(UInt8(ascii: "]")) }
+            case .object(let object, var next):
+                while next < object.count {
                     let member = object[next]
+                    next += 1
                     buffer.append(UInt8(ascii: ","))
                     JSON.appendQuoted(member.key, to: &buffer)
                     buffer.append(UInt8(ascii: ":"))
-                    current = member.value
-                    open.append(.object(object, next: next + 1))
-                } else {
-                    buffer.append(UInt8(ascii: "}"))
+                    if !JSON.appendScalar(member.value, to: &buffer) {
+                        open.append(.object(object, next: next))
+                        current = member.value
+                        break
+                    }
                 }
+                if current == nil { buffer.append(UInt8(ascii: "}")) }
             }
         }
+    }
+
+    /// Writes `value` if it is a scalar; returns false (writing nothing) for arrays and objects.
+    @inline(__always)
+    private static func appendScalar(_ value: JSON, to buffer: inout [UInt8]) -> Bool {
+        switch value {
+        case .null: appendLiteral("null", to: &buffer)
+        case .bool(let flag): appendLiteral(flag ? "true" : "false", to: &buffer)
+        case .number(let number): buffer.append(contentsOf: number.text.utf8)
+        case .string(let string): appendQuoted(string, to: &buffer)
+        case .array, .object: return false
+        }
+        return true
     }
 
     /// The compact JSON text of this value.
