@@ -375,3 +375,35 @@ struct SeededRandom: RandomNumberGenerator {
         #expect(outcome.withLock { $0 } == true)
     }
 }
+
+@Suite struct JSONScanLaneTests {
+    /// The string scan reads 8 bytes at a time; a special byte must be caught in every lane and in the tail.
+    @Test func specialBytesAreFoundAtEveryPosition() throws {
+        for position in 0..<40 {
+            var raw = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            // A raw control character is rejected exactly where it is.
+            raw[position] = 0x01
+            #expect(parseError([0x22] + raw + [0x22]) == JSONError(.controlCharacterInString, at: position + 1))
+            // An escape is decoded wherever it falls.
+            var escaped = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            escaped.replaceSubrange(position..<(position + 1), with: Array(#"\n"#.utf8))
+            let value = try JSON.parse([0x22] + escaped + [0x22])
+            #expect(value.stringValue?.utf8.count == 40)
+            #expect(
+                value.stringValue?.utf8.elementsEqual(
+                    escaped.prefix(position) + [0x0A] + escaped.suffix(from: position + 2)) == true)
+            // Serialising escapes it again at the same place.
+            #expect(value.serialized() == [0x22] + escaped + [0x22])
+            // A quote ends the string early, leaving trailing data.
+            var quoted = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            quoted[position] = 0x22
+            #expect(parseError([0x22] + quoted + [0x22])?.kind == .trailingData || position == 39)
+            // Non-ASCII bytes are validated wherever they fall.
+            var accented = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            accented.replaceSubrange(position..<(position + 1), with: [0xC3, 0xA9])
+            #expect(try JSON.parse([0x22] + accented + [0x22]).serialized() == [0x22] + accented + [0x22])
+            accented[position] = 0xFF
+            #expect(parseError([0x22] + accented + [0x22]) == JSONError(.invalidUTF8, at: position + 1))
+        }
+    }
+}
