@@ -1,0 +1,136 @@
+"""More of what replicators and curl users rely on: design-doc functions, seq_interval, _bulk_get
+errors, parameter validation. Every assertion holds for Apache CouchDB 3.x as well as couchlite."""
+
+import json
+
+import requests
+
+
+def put(couch, db, docid, body):
+    r = couch.put(f"/{db}/{docid}", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["rev"]
+
+
+def test_view_query_is_answered_or_refused_clearly(couch, db):
+    put(couch, db, "_design/app", {"views": {"all": {"map": "function(doc){ emit(doc._id, 1); }"}}})
+    put(couch, db, "a", {})
+    r = couch.get(f"/{db}/_design/app/_view/all")
+    if r.status_code == 200:  # a server that runs views (CouchDB)
+        assert r.json()["rows"][0]["id"] == "a"
+    else:  # couchlite stores design documents but executes nothing
+        assert r.status_code == 501
+        body = r.json()
+        assert body["error"] == "not_implemented" and body["reason"]
+
+
+def test_seq_interval_nulls_most_row_seqs(couch, db):
+    for i in range(6):
+        put(couch, db, f"d{i}", {"i": i})
+    r = couch.get(f"/{db}/_changes", params={"seq_interval": 3})
+    assert r.status_code == 200
+    rows = r.json()["results"]
+    assert len(rows) == 6
+    nulls = [row["seq"] is None for row in rows]
+    assert any(nulls) and not all(nulls)
+    assert r.json()["last_seq"] is not None
+
+
+def test_changes_include_docs_with_conflicts(couch, db):
+    couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [
+        {"_id": "c", "_rev": "1-aaa", "v": "a"},
+        {"_id": "c", "_rev": "1-bbb", "v": "b"},
+    ]})
+    r = couch.get(f"/{db}/_changes", params={"include_docs": "true", "conflicts": "true", "style": "all_docs"})
+    row = r.json()["results"][0]
+    assert row["doc"]["_rev"] == "1-bbb"
+    assert row["doc"]["_conflicts"] == ["1-aaa"]
+    assert sorted(c["rev"] for c in row["changes"]) == ["1-aaa", "1-bbb"]
+
+
+def test_changes_deleted_row_and_doc(couch, db):
+    rev = put(couch, db, "gone", {"x": 1})
+    r = couch.delete(f"/{db}/gone", params={"rev": rev})
+    assert r.status_code == 200
+    row = couch.get(f"/{db}/_changes", params={"include_docs": "true"}).json()["results"][0]
+    assert row["deleted"] is True
+    assert row["doc"]["_deleted"] is True
+    assert row["doc"]["_id"] == "gone"
+
+
+def test_bulk_get_missing_doc_and_rev(couch, db):
+    put(couch, db, "here", {"v": 1})
+    r = couch.post(f"/{db}/_bulk_get", json={"docs": [{"id": "nothere"}, {"id": "here", "rev": "9-zzz"}]})
+    assert r.status_code == 200
+    results = r.json()["results"]
+    assert [res["id"] for res in results] == ["nothere", "here"]
+    err0 = results[0]["docs"][0]["error"]
+    assert err0["id"] == "nothere" and err0["error"] == "not_found"
+    err1 = results[1]["docs"][0]["error"]
+    assert err1["id"] == "here" and err1["rev"] == "9-zzz" and err1["error"] == "not_found"
+
+
+def test_bulk_get_revs_returns_revisions(couch, db):
+    rev1 = put(couch, db, "d", {"v": 1})
+    rev2 = couch.put(f"/{db}/d", json={"_rev": rev1, "v": 2}).json()["rev"]
+    r = couch.post(f"/{db}/_bulk_get", params={"revs": "true"}, json={"docs": [{"id": "d", "rev": rev2}]})
+    doc = r.json()["results"][0]["docs"][0]["ok"]
+    assert doc["_revisions"] == {"start": 2, "ids": [rev2.split("-")[1], rev1.split("-")[1]]}
+
+
+def test_bulk_docs_bad_item_is_reported_per_doc(couch, db):
+    r = couch.post(f"/{db}/_bulk_docs", json={"docs": [{"_id": "ok1"}, {"_id": "ok2", "_rev": "1-nope"}]})
+    assert r.status_code == 201
+    items = r.json()
+    assert items[0]["ok"] is True and items[0]["id"] == "ok1"
+    assert items[1]["id"] == "ok2" and items[1]["error"] in ("conflict", "not_found")
+    assert couch.get(f"/{db}/ok1").status_code == 200
+
+
+def test_malformed_since_is_400(couch, db):
+    r = couch.get(f"/{db}/_changes", params={"since": "garbage"})
+    assert r.status_code == 400
+    assert r.json()["error"] == "bad_request"
+
+
+def test_unknown_feed_is_400(couch, db):
+    r = couch.get(f"/{db}/_changes", params={"feed": "bogus"})
+    assert r.status_code == 400
+
+
+def test_bad_limit_is_400(couch, db):
+    r = couch.get(f"/{db}/_all_docs", params={"limit": "ten"})
+    assert r.status_code == 400
+    assert r.json()["error"] == "query_parse_error"
+
+
+def test_revs_diff_bad_body_is_400(couch, db):
+    r = couch.post(f"/{db}/_revs_diff", data=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"] == "bad_request"
+
+
+def test_bulk_docs_needs_json_content_type(couch, db):
+    r = couch.post(f"/{db}/_bulk_docs", data=json.dumps({"docs": []}), headers={"Content-Type": "text/html"})
+    assert r.status_code == 415
+    assert r.json()["error"] == "bad_content_type"
+
+
+def test_replicated_write_of_unchanged_tree_gets_no_new_seq(couch, db):
+    doc = {"_id": "r", "_rev": "2-bb", "_revisions": {"start": 2, "ids": ["bb", "aa"]}, "v": 1}
+    couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [doc]})
+    seq1 = couch.get(f"/{db}").json()["update_seq"]
+    couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [doc]})
+    assert couch.get(f"/{db}").json()["update_seq"] == seq1
+    assert couch.get(f"/{db}/_changes", params={"since": seq1}).json()["results"] == []
+
+
+def test_stemming_keeps_leaves_under_small_revs_limit(couch, db):
+    assert couch.put(f"/{db}/_revs_limit", data="3", headers={"Content-Type": "application/json"}).json() == {"ok": True}
+    ids = [f"{i:02d}" for i in range(10, 0, -1)]
+    couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [
+        {"_id": "s", "_rev": f"10-{ids[0]}", "_revisions": {"start": 10, "ids": ids}},
+    ]})
+    r = couch.get(f"/{db}/s", params={"revs": "true"})
+    assert r.json()["_rev"] == "10-10"
+    assert len(r.json()["_revisions"]["ids"]) == 3
