@@ -145,9 +145,10 @@ def parse_multipart(body: bytes, boundary: str) -> list[Part]:
 
 def doc_path(doc_id: str) -> str:
     """The URL path segment(s) of a document id, as CouchDB's replicator encodes them:
-    `_design/x` keeps its slash, everything else is percent-encoded whole."""
-    if doc_id.startswith("_design/"):
-        return "_design/" + urllib.parse.quote(doc_id[len("_design/"):], safe="")
+    `_design/x` and `_local/x` keep their slash, everything else is percent-encoded whole."""
+    for prefix in ("_design/", "_local/"):
+        if doc_id.startswith(prefix):
+            return prefix + urllib.parse.quote(doc_id[len(prefix):], safe="")
     return urllib.parse.quote(doc_id, safe="")
 
 

@@ -142,6 +142,9 @@ def change_source(src: Client, atts: dict[tuple[str, str], bytes]) -> None:
     src.put(p1)
     n3 = src.get("note-003", "revs=true").json()
     first = n3["_revisions"]["ids"][-1]
+    del n3["_revisions"]
+    n3["text"] = "edited on one branch"
+    src.put(n3)                # 2-<hash>, then a sibling 2-ffff on the same parent
     src.bulk([{"_id": "note-003", "_rev": "2-ffff", "branch": True,
                "_revisions": {"start": 2, "ids": ["ffff", first]}}], new_edits=False)
     src.delete("conflicted", "2-bbbb")
