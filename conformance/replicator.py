@@ -517,3 +517,28 @@ class Replicator:
             doc["_rev"] = resp.json()["rev"]
             self._logs[role] = doc
         stats.checkpoints += 1
+
+
+def main(argv: list[str]) -> int:
+    """`python3 conformance/replicator.py http://u:p@host:port/srcdb http://u:p@host:port/tgtdb`"""
+    import argparse
+    ap = argparse.ArgumentParser(description="Replicate one CouchDB-compatible database into another.")
+    ap.add_argument("source", help="source database URL, credentials in it")
+    ap.add_argument("target", help="target database URL, credentials in it")
+    ap.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    ap.add_argument("--max-batches", type=int, default=None)
+    args = ap.parse_args(argv)
+
+    def endpoint(url: str) -> Endpoint:
+        server, _, db = url.rstrip("/").rpartition("/")
+        return Endpoint(server, urllib.parse.unquote(db))
+
+    stats = Replicator(endpoint(args.source), endpoint(args.target),
+                       batch_size=args.batch_size).run(args.max_batches)
+    print(json.dumps(dataclasses.asdict(stats), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))
