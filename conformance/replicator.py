@@ -500,16 +500,24 @@ class Replicator:
         for role, ep in (("source", self.source), ("target", self.target)):
             old = self._logs.get(role) or {}
             history = [h for h in old.get("history", []) if h.get("session_id") != stats.session_id]
-            doc = {"_id": self.checkpoint_path, "session_id": stats.session_id,
-                   "source_last_seq": seq, "replication_id_version": 4,
-                   "history": ([entry] + history)[:HISTORY_LIMIT]}
+            doc = {"_id": self.checkpoint_path}
             if old.get("_rev"):
                 doc["_rev"] = old["_rev"]
+            doc.update({"session_id": stats.session_id, "source_last_seq": seq,
+                        "replication_id_version": 4, "history": ([entry] + history)[:HISTORY_LIMIT]})
+            if old.get("_rev"):
+                # CouchDB's replicator sends the _local rev back as `_revisions` too
+                # (push-incremental transcript: "_rev":"0-1" … "_revisions":{"start":0,"ids":["1"]}).
+                doc["_revisions"] = {"start": 0, "ids": [old["_rev"].partition("-")[2]]}
             resp = ep.request("PUT", self.checkpoint_path, json_body=doc,
                               headers={"X-Couch-Full-Commit": "false"})
             if resp.status_code == 409:     # someone else wrote it: re-read the rev, retry once
                 current = self.read_checkpoint(ep) or {}
-                doc["_rev"] = current.get("_rev")
+                doc.pop("_rev", None)
+                doc.pop("_revisions", None)
+                if current.get("_rev"):
+                    doc["_rev"] = current["_rev"]
+                    doc["_revisions"] = {"start": 0, "ids": [current["_rev"].partition("-")[2]]}
                 resp = ep.request("PUT", self.checkpoint_path, json_body=doc)
             if resp.status_code not in (200, 201) or "rev" not in resp.json():
                 raise ReplicationError(f"{role} PUT {self.checkpoint_path} answered "

@@ -126,3 +126,57 @@ def test_since_is_verbatim_for_strings_and_json_otherwise():
 ])
 def test_checkpoint_comparison_follows_couchdb(src, tgt, want):
     assert Replicator.compare_checkpoints(src, tgt) == want
+
+
+class _Canned:
+    """A stand-in for requests.Response."""
+
+    def __init__(self, status: int, obj):
+        self.status_code = status
+        self._obj = obj
+        self.text = json.dumps(obj)
+        self.content = self.text.encode()
+
+    def json(self):
+        return self._obj
+
+
+class _RecordingEndpoint:
+    """Answers like a CouchDB that holds checkpoint `0-1`, and records what was sent."""
+
+    def __init__(self, role: str):
+        self.role = role
+        self.db = role
+        self.sent: list[tuple[str, str, dict | None]] = []
+
+    def request(self, method, path, *, body=None, json_body=None, headers=None):
+        self.sent.append((method, path, json_body))
+        if path == "_ensure_full_commit":
+            return _Canned(201, {"ok": True, "instance_start_time": "0"})
+        return _Canned(201, {"ok": True, "id": path, "rev": "0-2"})
+
+    def json(self, method, path, expect, **kw):
+        return self.request(method, path, **kw).json()
+
+
+def test_checkpoint_put_has_the_shape_couchdb_replicator_sends():
+    recorded = [e for e in load("couchdb-3.4.3-push-incremental.jsonl")
+                if e["method"] == "PUT" and "/_local/" in e["path"]][0]
+    want = json.loads(body(recorded["req_body"]))
+    rep = Replicator.__new__(Replicator)
+    rep.source, rep.target = _RecordingEndpoint("source"), _RecordingEndpoint("target")
+    rep.replication_id = "9bc1a8108eb4866eb880a5802455bff6"
+    old = {"_id": "_local/" + rep.replication_id, "_rev": "0-1", "session_id": "s1",
+           "source_last_seq": "5", "history": [{"session_id": "s1", "recorded_seq": "5"}]}
+    rep._logs = {"source": dict(old), "target": dict(old)}
+    rep._start_time = "Sun, 29 Nov 2026 13:14:00 GMT"
+    from replicator import RunStats
+    rep.checkpoint("9", RunStats(session_id="s2", start_seq="5"))
+    for ep in (rep.source, rep.target):
+        assert [(m, p) for m, p, _ in ep.sent] == [("POST", "_ensure_full_commit"), ("PUT", "_local/" + rep.replication_id)]
+        sent = ep.sent[1][2]
+        assert list(sent) == list(want)            # same keys in the same order
+        assert sent["_rev"] == "0-1" and sent["_revisions"] == {"start": 0, "ids": ["1"]}
+        assert list(sent["history"][0]) == list(want["history"][0])
+        assert [h["session_id"] for h in sent["history"]] == ["s2", "s1"]
+    assert rep._logs["target"]["_rev"] == "0-2"

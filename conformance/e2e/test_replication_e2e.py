@@ -232,6 +232,7 @@ def test_replication_survives_target_kill_and_resumes_from_checkpoint(servers):
 
     # 1. Part of the way: 3 batches, checkpoint after the 2nd, then the "crash".
     first = replicator().run(max_batches=FIRST_RUN_BATCHES)
+    print("first run:", first)
     assert not first.completed and first.batches == FIRST_RUN_BATCHES
     assert first.checkpoints == 1
     assert first.multipart_puts >= 1, "no doc with attachments in the first batches"
@@ -249,6 +250,7 @@ def test_replication_survives_target_kill_and_resumes_from_checkpoint(servers):
     assert after_kill["source_last_seq"] == saved_seq, "target lost its checkpoint in the kill"
 
     second = replicator().run()
+    print("resumed run:", second)
     assert second.completed
     assert second.start_seq == saved_seq and second.changes_since[0] == saved_seq, \
         f"resumed from {second.start_seq!r}, checkpoint said {saved_seq!r}"
@@ -260,6 +262,7 @@ def test_replication_survives_target_kill_and_resumes_from_checkpoint(servers):
     # 3. More changes on the source, then an incremental run from the new checkpoint.
     change_source(src, atts)
     third = replicator().run()
+    print("incremental run:", third)
     assert third.completed and third.start_seq == second.end_seq
     assert third.json_puts >= 1, "photo-000's edit (attachment as stub) was not a JSON PUT"
     assert third.multipart_puts >= 1
