@@ -150,7 +150,7 @@ class _RecordingEndpoint:
         self.sent: list[tuple[str, str, dict | None]] = []
 
     def request(self, method, path, *, body=None, json_body=None, headers=None):
-        self.sent.append((method, path, json_body))
+        self.sent.append((method, path, json.loads(json.dumps(json_body))))  # a copy: the caller reuses it
         if path == "_ensure_full_commit":
             return _Canned(201, {"ok": True, "instance_start_time": "0"})
         return _Canned(201, {"ok": True, "id": path, "rev": "0-2"})
