@@ -144,7 +144,8 @@ extension App {
         if let type = request.contentType, type != "application/json" {
             throw CouchError.badContentType("Content-Type must be application/json")
         }
-        let input = try DocumentInput(try request.jsonBody(limit: Limits.documentBytes))
+        let json = try request.jsonBody(limit: Limits.documentBytes)
+        let input = try DocumentInput(json, local: json["_id"]?.stringValue?.hasPrefix("_local/") == true)
         let docID = input.id ?? Secrets.randomBytes(16).hexString
         try DocumentID.validate(docID)
         if docID.hasPrefix("_local/") {

@@ -21,7 +21,7 @@ extension App {
         var writeIndex: [Int] = []
         for (index, doc) in docs.enumerated() {
             do {
-                let input = try DocumentInput(doc)
+                let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasPrefix("_local/") == true)
                 let docID = input.id ?? Secrets.randomBytes(16).hexString
                 try DocumentID.validate(docID)
                 if docID.hasPrefix("_local/") {

@@ -5,6 +5,7 @@ import RevTree
 /// (chttpd's `error_info/1`). Anything that is not a `CouchError` becomes a logged 500.
 enum CouchError: Error, Equatable {
     case badRequest(String)
+    case docValidation(String)
     case invalidJSON
     case notAnObject
     case invalidRev
@@ -29,8 +30,8 @@ enum CouchError: Error, Equatable {
 
     var status: Int {
         switch self {
-        case .badRequest, .invalidJSON, .notAnObject, .invalidRev, .illegalDocID, .illegalDatabaseName,
-            .queryParseError:
+        case .badRequest, .docValidation, .invalidJSON, .notAnObject, .invalidRev, .illegalDocID,
+            .illegalDatabaseName, .queryParseError:
             400
         case .unauthorized: 401
         case .forbidden: 403
@@ -49,6 +50,7 @@ enum CouchError: Error, Equatable {
     var error: String {
         switch self {
         case .badRequest, .invalidJSON, .notAnObject, .invalidRev: "bad_request"
+        case .docValidation: "doc_validation"
         case .illegalDocID: "illegal_docid"
         case .illegalDatabaseName: "illegal_database_name"
         case .queryParseError: "query_parse_error"
@@ -71,7 +73,7 @@ enum CouchError: Error, Equatable {
 
     var reason: String {
         switch self {
-        case .badRequest(let reason), .illegalDocID(let reason), .unauthorized(let reason),
+        case .badRequest(let reason), .docValidation(let reason), .illegalDocID(let reason), .unauthorized(let reason),
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
             .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):

@@ -20,7 +20,9 @@ struct DocumentInput {
 
     /// Splits a JSON document.
     /// - Throws: 400 for a non-object, a bad `_id`, `_rev` or `_revisions`, or an unknown `_` member.
-    init(_ json: JSON) throws(CouchError) {
+    /// - Parameter local: a `_local` document, whose `_revisions` (the CouchDB replicator sends
+    ///   `{"start":0,"ids":["N"]}`) only restates its `0-N` rev.
+    init(_ json: JSON, local: Bool = false) throws(CouchError) {
         guard case .object(let object) = json else { throw .notAnObject }
         for (key, value) in object {
             guard key.hasPrefix("_") else {
@@ -36,6 +38,10 @@ struct DocumentInput {
                 rev = try DocumentInput.parseRev(text)
             case "_deleted":
                 deleted = value.boolValue ?? false
+            case "_revisions" where local:
+                if let start = value["start"]?.intValue, start == 0, let first = value["ids"]?[0]?.stringValue, rev == nil {
+                    rev = try DocumentInput.parseRev("0-\(first)")
+                }
             case "_revisions":
                 revisions = try DocumentInput.parseRevisions(value)
             case "_attachments":
@@ -45,10 +51,10 @@ struct DocumentInput {
                 attachments = atts
             default:
                 if DocumentInput.ignoredSpecials.contains(key) { continue }
-                throw .badRequest("Bad special document member: \(key)")
+                throw .docValidation("Bad special document member: \(key)")
             }
         }
-        if let revisions, let first = revisions.first, let rev, first != rev {
+        if !local, let revisions, let first = revisions.first, let rev, first != rev {
             throw .badRequest("_rev does not match _revisions")
         }
     }
