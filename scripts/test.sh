@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Full test run: Swift unit tests, then the black-box HTTP conformance suite (conformance/)
 # against a freshly started couchlite-server on a free port with a throw-away data dir.
+# Then, when it started couchlite itself, the end-to-end replication tests (conformance/e2e),
+# which start, kill and restart two more couchlite servers.
 # With COUCH_URL already set (e.g. http://admin:pass@127.0.0.1:5984 for a real CouchDB), the
-# Swift steps still run but no server is started: the suite tests that URL instead.
+# Swift steps still run but no server is started: the suite tests that URL instead (no e2e).
 # Exits non-zero if any step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,10 +70,25 @@ fi
 
 step "conformance suite against $(printf '%s' "$COUCH_URL" | sed -E 's#//[^/@]*@#//#')"
 set +e
-python3 -m pytest conformance -q -p no:cacheprovider -rfE
+python3 -m pytest conformance -q -p no:cacheprovider -rfE --ignore=conformance/e2e
 rc=$?
 set -e
 if [ "$rc" -ne 0 ] && [ -n "$tmp_dir" ]; then
   echo "--- server log (tail)" >&2; tail -n 50 "$tmp_dir/server.log" >&2 || true
 fi
-exit "$rc"
+
+# End-to-end replication between two couchlite servers that the tests start, kill and restart
+# themselves: only when testing couchlite (not a foreign server named by COUCH_URL).
+e2e_rc=0
+if [ -n "$tmp_dir" ]; then
+  step "end-to-end replication (conformance/e2e, two couchlite servers)"
+  set +e
+  COUCHLITE_BIN="$bin" python3 -m pytest conformance/e2e -q -p no:cacheprovider -rfE
+  e2e_rc=$?
+  set -e
+fi
+
+if [ "$rc" -ne 0 ] || [ "$e2e_rc" -ne 0 ]; then
+  echo "test.sh: conformance exit $rc, e2e exit $e2e_rc" >&2
+  exit 1
+fi
