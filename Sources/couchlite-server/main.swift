@@ -65,20 +65,25 @@ do {
     exit(1)
 }
 
-signal(SIGINT, SIG_IGN)
-signal(SIGTERM, SIG_IGN)
-let signalQueue = DispatchQueue(label: "couchlite.signals")
-var signalSources: [any DispatchSourceSignal] = []
-for signalNumber in [SIGINT, SIGTERM] {
-    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: signalQueue)
-    source.setEventHandler {
-        log.info("shutting down", ["signal": String(signalNumber)])
-        server.shutdown(timeout: .seconds(10))
+/// Stops the server on SIGINT/SIGTERM. Installed from a nonisolated function: a closure formed in
+/// top-level (main-actor) code would assert main-actor isolation when Dispatch runs it on its own
+/// thread.
+nonisolated func installSignalHandlers(server: HTTPServer, log: Logger) -> [any DispatchSourceSignal] {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let queue = DispatchQueue(label: "couchlite.signals")
+    return [SIGINT, SIGTERM].map { signalNumber in
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+        source.setEventHandler {
+            log.info("shutting down", ["signal": String(signalNumber)])
+            server.shutdown(timeout: .seconds(10))
+        }
+        source.resume()
+        return source
     }
-    source.resume()
-    signalSources.append(source)
 }
 
+let signalSources = installSignalHandlers(server: server, log: log)
 server.waitUntilStopped()
 app.store.close()
 log.info("stopped")

@@ -1,0 +1,150 @@
+"""couchlite as a process: command line, environment, access log, graceful shutdown, feeds that
+end when their client leaves, and hostile input that CouchDB itself would store but couchlite
+refuses (issue 3: bounded histories, bounded ids)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import ADMIN, free_port
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([os.environ["COUCHLITE_BIN"], *args], capture_output=True, text=True, timeout=20,
+                          env=env, stdin=subprocess.DEVNULL)
+
+
+def threads_of(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads line")
+
+
+def test_help_lists_every_option_and_its_environment_variable():
+    r = run_cli("--help")
+    assert r.returncode == 0
+    for flag, env in [("--bind", "COUCHLITE_BIND"), ("--port", "COUCHLITE_PORT"),
+                      ("--data-dir", "COUCHLITE_DATA_DIR"), ("--admin", "COUCHLITE_ADMIN"),
+                      ("--log-level", "COUCHLITE_LOG_LEVEL")]:
+        assert flag in r.stdout and env in r.stdout
+
+
+@pytest.mark.parametrize("args", [["--no-such-flag"], ["--port", "seventy"], ["--port", "70000"],
+                                  ["--log-level", "loud"], ["--admin", "nocolon"], ["--port"]])
+def test_bad_flags_exit_64_with_a_message(args):
+    r = run_cli(*args)
+    assert r.returncode == 64
+    assert "couchlite-server:" in r.stderr
+    assert r.stdout == ""
+
+
+def test_environment_configures_the_server(tmp_path):
+    port = free_port()
+    env = dict(os.environ, COUCHLITE_PORT=str(port), COUCHLITE_DATA_DIR=str(tmp_path / "d"),
+               COUCHLITE_BIND="127.0.0.1", COUCHLITE_ADMIN="admin:pass")
+    proc = subprocess.Popen([os.environ["COUCHLITE_BIN"]], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        line = proc.stdout.readline().decode()
+        assert f":{port}/" in line
+        assert requests.get(f"http://127.0.0.1:{port}/_up", timeout=5).status_code == 200
+        assert (tmp_path / "d").is_dir()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_access_log_has_one_line_per_request(servers):
+    a = servers("a")
+    requests.get(f"http://127.0.0.1:{a.port}/_up", timeout=5)
+    requests.get(f"http://127.0.0.1:{a.port}/nosuchdb", timeout=5)
+    time.sleep(0.2)
+    log = open(a.log_path, encoding="utf-8", errors="replace").read()
+    assert "method=GET path=/_up status=200" in log
+    line = [l for l in log.splitlines() if "path=/nosuchdb" in l][-1]
+    assert "status=404" in line and "bytes=" in line and "ms=" in line
+
+
+def test_uuid_and_data_survive_a_restart(servers):
+    a = servers("a")
+    base = a.url
+    uuid = requests.get(base + "/", timeout=5).json()["uuid"]
+    assert requests.put(base + "/keep", timeout=5).status_code == 201
+    assert requests.put(base + "/keep/doc", json={"v": 1}, timeout=5).status_code == 201
+    a.stop()
+    a.start()
+    assert requests.get(base + "/", timeout=5).json()["uuid"] == uuid
+    assert requests.get(base + "/keep/doc", timeout=5).json()["v"] == 1
+
+
+def test_sigterm_lets_an_in_flight_request_finish(servers):
+    a = servers("a")
+    requests.put(a.url + "/db", timeout=5)
+    result = {}
+
+    def longpoll():
+        r = requests.get(a.url + "/db/_changes", params={"feed": "longpoll", "since": "now", "timeout": 1500},
+                         timeout=20)
+        result["status"] = r.status_code
+        result["body"] = r.json()
+
+    t = threading.Thread(target=longpoll)
+    t.start()
+    time.sleep(0.4)
+    a.proc.send_signal(signal.SIGTERM)
+    t.join(20)
+    assert result.get("status") == 200 and "last_seq" in result["body"]
+    assert a.proc.wait(timeout=20) == 0
+
+
+def test_feed_threads_end_when_clients_leave(servers):
+    a = servers("a")
+    requests.put(a.url + "/db", timeout=5)
+    pid = a.proc.pid
+    baseline = threads_of(pid)
+    socks = []
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", a.port))
+        s.sendall(b"GET /db/_changes?feed=longpoll&since=now&heartbeat=1000 HTTP/1.1\r\n"
+                  b"Host: x\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n\r\n")
+        socks.append(s)
+    time.sleep(1)
+    assert threads_of(pid) >= baseline + 45
+    for s in socks:
+        s.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and threads_of(pid) > baseline + 2:
+        time.sleep(0.2)
+    assert threads_of(pid) <= baseline + 2
+    assert requests.get(a.url + "/_up", timeout=5).status_code == 200
+
+
+def test_hostile_histories_and_ids_are_refused_and_store_nothing(servers):
+    a = servers("a")
+    base = a.url + "/h"
+    requests.put(base, timeout=5)
+    huge = {"_id": "x", "_rev": "100000-a0", "_revisions": {"start": 100000, "ids": [f"a{i}" for i in range(100000)]}}
+    r = requests.post(base + "/_bulk_docs", json={"new_edits": False, "docs": [huge]}, timeout=30)
+    assert r.status_code == 201 and r.json()[0]["error"] == "bad_request"
+    zero = {"_id": "y", "_rev": "1-a", "_revisions": {"start": 0, "ids": ["a"]}}
+    r = requests.post(base + "/_bulk_docs", json={"new_edits": False, "docs": [zero]}, timeout=10)
+    assert r.json()[0]["error"] == "bad_request"
+    long_id = "z" * (1024 * 1024)
+    r = requests.post(base + "/_bulk_docs", json={"docs": [{"_id": long_id}]}, timeout=30)
+    assert r.status_code == 201 and r.json()[0]["error"] == "illegal_docid"
+    r = requests.put(base + "/bad%FFid", data=b"{}", headers={"Content-Type": "application/json"}, timeout=5)
+    assert r.status_code == 400
+    info = requests.get(base, timeout=5).json()
+    assert info["doc_count"] == 0 and info["doc_del_count"] == 0
+    assert requests.get(base + "/_all_docs", timeout=5).json()["rows"] == []
