@@ -7,7 +7,9 @@ struct GzipTests {
     private static func sample(_ count: Int, seed: UInt64, compressible: Bool) -> [UInt8] {
         var generator = SeededGenerator(seed: seed)
         let words = Array("the quick brown fox jumps over the lazy dog ".utf8)
-        return (0..<count).map { i in compressible ? words[i % words.count] : UInt8.random(in: 0...255, using: &generator) }
+        return (0..<count).map { i in
+            compressible ? words[i % words.count] : UInt8.random(in: 0...255, using: &generator)
+        }
     }
 
     @Test(arguments: [0, 1, 100, 70_000, 1_000_000])
@@ -22,7 +24,8 @@ struct GzipTests {
     }
 
     @Test func streamingEncoderAndDecoderInSmallChunks() throws {
-        let data = Self.sample(300_000, seed: 5, compressible: true) + Self.sample(100_000, seed: 6, compressible: false)
+        let data =
+            Self.sample(300_000, seed: 5, compressible: true) + Self.sample(100_000, seed: 6, compressible: false)
         let encoder = GzipEncoder(level: 8)
         var packed: [UInt8] = []
         for start in stride(from: 0, to: data.count, by: 777) {

@@ -1,4 +1,6 @@
 import CouchWire
+import Foundation
+import Synchronization
 import Testing
 
 /// Parses `text`, returning the error (or nil on success).
@@ -113,12 +115,17 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 @Suite struct JSONNumberTests {
-    @Test(arguments: ["0", "-0", "1", "-1", "10", "1.5", "0.0", "1e5", "1E+5", "1e-5", "-0.0e0", "123456789012345678901234"])
+    @Test(arguments: [
+        "0", "-0", "1", "-1", "10", "1.5", "0.0", "1e5", "1E+5", "1e-5", "-0.0e0", "123456789012345678901234",
+    ])
     func validNumbersAreAccepted(text: String) {
         #expect(JSONNumber(text)?.text == text)
     }
 
-    @Test(arguments: ["", "-", "+1", ".5", "1.", "01", "-01", "1e", "1e+", "NaN", "Infinity", "-Infinity", " 1", "1 ", "0x1", "1.e5", "--1", "1e5.0"])
+    @Test(arguments: [
+        "", "-", "+1", ".5", "1.", "01", "-01", "1e", "1e+", "NaN", "Infinity", "-Infinity", " 1", "1 ", "0x1", "1.e5",
+        "--1", "1e5.0",
+    ])
     func invalidNumbersAreRejected(text: String) {
         #expect(JSONNumber(text) == nil)
     }
@@ -167,6 +174,11 @@ struct SeededRandom: RandomNumberGenerator {
     @Test func equalityIsOrderSensitive() throws {
         #expect(try JSON.parse(#"{"a":1,"b":2}"#) != JSON.parse(#"{"b":2,"a":1}"#))
         #expect(try JSON.parse(#"{"a":1,"b":2}"#) == JSON.parse(#"{ "a" : 1 , "b" : 2 }"#))
+        #expect(try JSON.parse("[1,[2,3]]") != JSON.parse("[1,[2]]"))
+        #expect(try JSON.parse(#"[{"a":[null]}]"#) != JSON.parse(#"[{"a":[false]}]"#))
+        #expect(try JSON.parse(#"{"a":1}"#) != JSON.parse(#"{"b":1}"#))
+        #expect(JSON.number(JSONNumber(1)) != JSON.string("1"))
+        #expect(try JSON.parse("1.0") != JSON.parse("1"))  // numbers compare by text
     }
 }
 
@@ -287,7 +299,8 @@ struct SeededRandom: RandomNumberGenerator {
         for _ in 0..<20_000 {
             let length = Int.random(in: 0..<24, using: &random)
             let bytes = (0..<length).map { _ in
-                random.next() % 4 == 0 ? UInt8.random(in: 0...255, using: &random) : alphabet.randomElement(using: &random) ?? 0
+                random.next() % 4 == 0
+                    ? UInt8.random(in: 0...255, using: &random) : alphabet.randomElement(using: &random) ?? 0
             }
             if let value = try? JSON.parse(bytes, maxDepth: 8) {
                 accepted += 1
@@ -300,7 +313,8 @@ struct SeededRandom: RandomNumberGenerator {
 
     @Test func mutatedValidDocumentsNeverCrashTheParser() throws {
         var random = SeededRandom(state: 42)
-        let base = Array(#"{"_id":"x","_revisions":{"start":3,"ids":["a","b"]},"v":[1.5,"é",null,{"k":"\u00e9"}]}"#.utf8)
+        let base = Array(
+            #"{"_id":"x","_revisions":{"start":3,"ids":["a","b"]},"v":[1.5,"é",null,{"k":"\u00e9"}]}"#.utf8)
         for _ in 0..<20_000 {
             var bytes = base
             for _ in 0..<Int.random(in: 1...3, using: &random) {
@@ -314,6 +328,82 @@ struct SeededRandom: RandomNumberGenerator {
             if let value = try? JSON.parse(bytes) {
                 #expect(try JSON.parse(value.serialized()) == value)
             }
+        }
+    }
+}
+
+@Suite struct JSONUnicodeIdentityTests {
+    /// Swift's `==` treats precomposed and decomposed "é" as equal; JSON must not merge or equate them.
+    @Test func canonicallyEquivalentKeysStayDistinct() throws {
+        let json = try JSON.parse("{\"\u{E9}\":1,\"e\u{301}\":2}")
+        #expect(json.objectValue?.count == 2)
+        #expect(json["\u{E9}"] == 1)
+        #expect(json["e\u{301}"] == 2)
+        var big = JSONObject()
+        for k in 0..<20 { big["k\(k)"] = .int(k) }
+        big["\u{E9}"] = 1
+        big["e\u{301}"] = 2
+        #expect(big.count == 22)
+        #expect(big["e\u{301}"] == 2)
+    }
+
+    @Test func canonicallyEquivalentStringsAreNotEqualValues() {
+        #expect(JSON.string("\u{E9}") != JSON.string("e\u{301}"))
+        #expect(JSON.string("\u{E9}") == JSON.string("\u{E9}"))
+    }
+}
+
+@Suite struct JSONStackTests {
+    /// Server threads have 512 KiB stacks; the deepest document the parser accepts must survive being
+    /// parsed, compared, serialised and freed there (the last three recurse once per level).
+    @Test func deepestAcceptedDocumentFitsInAServerThreadStack() async throws {
+        let depth = JSON.defaultMaxDepth
+        let text = String(repeating: #"{"a":["#, count: depth / 2) + "1" + String(repeating: "]}", count: depth / 2)
+        let outcome = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            var ok = false
+            if let value = try? JSON.parse(text), let again = try? JSON.parse(value.serialized()) {
+                ok = value == again && value.serializedString == text
+            }
+            outcome.withLock { $0 = ok }
+            done.signal()
+        }
+        thread.stackSize = 512 * 1024
+        thread.start()
+        done.wait()
+        #expect(outcome.withLock { $0 } == true)
+    }
+}
+
+@Suite struct JSONScanLaneTests {
+    /// The string scan reads 8 bytes at a time; a special byte must be caught in every lane and in the tail.
+    @Test func specialBytesAreFoundAtEveryPosition() throws {
+        for position in 0..<40 {
+            var raw = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            // A raw control character is rejected exactly where it is.
+            raw[position] = 0x01
+            #expect(parseError([0x22] + raw + [0x22]) == JSONError(.controlCharacterInString, at: position + 1))
+            // An escape is decoded wherever it falls.
+            var escaped = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            escaped.replaceSubrange(position..<(position + 1), with: Array(#"\n"#.utf8))
+            let value = try JSON.parse([0x22] + escaped + [0x22])
+            #expect(value.stringValue?.utf8.count == 40)
+            #expect(
+                value.stringValue?.utf8.elementsEqual(
+                    escaped.prefix(position) + [0x0A] + escaped.suffix(from: position + 2)) == true)
+            // Serialising escapes it again at the same place.
+            #expect(value.serialized() == [0x22] + escaped + [0x22])
+            // A quote ends the string early, leaving trailing data.
+            var quoted = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            quoted[position] = 0x22
+            #expect(parseError([0x22] + quoted + [0x22])?.kind == .trailingData || position == 39)
+            // Non-ASCII bytes are validated wherever they fall.
+            var accented = [UInt8](repeating: UInt8(ascii: "a"), count: 40)
+            accented.replaceSubrange(position..<(position + 1), with: [0xC3, 0xA9])
+            #expect(try JSON.parse([0x22] + accented + [0x22]).serialized() == [0x22] + accented + [0x22])
+            accented[position] = 0xFF
+            #expect(parseError([0x22] + accented + [0x22]) == JSONError(.invalidUTF8, at: position + 1))
         }
     }
 }

@@ -18,7 +18,9 @@ struct MultipartHostileTests {
     @Test(arguments: Feeding.all)
     func refusesTruncatedPart(feeding: Feeding) {
         for cut in [10, 40, 45, 55, Self.good.count - 4, Self.good.count - 1] {
-            #expect(multipartError(Array(Self.good.prefix(cut)), boundary: "b", feeding: feeding) == .truncated, "cut \(cut)")
+            #expect(
+                multipartError(Array(Self.good.prefix(cut)), boundary: "b", feeding: feeding) == .truncated,
+                "cut \(cut)")
         }
     }
 
@@ -51,9 +53,11 @@ struct MultipartHostileTests {
 
     @Test func refusesTooManyParts() {
         let part = "\r\n--b\r\n\r\nx"
-        let ok = Array(("--b\r\n\r\nx" + String(repeating: part, count: MultipartLimits.maxParts - 1) + "\r\n--b--").utf8)
+        let ok = Array(
+            ("--b\r\n\r\nx" + String(repeating: part, count: MultipartLimits.maxParts - 1) + "\r\n--b--").utf8)
         #expect(multipartError(ok, boundary: "b") == nil)
-        let tooMany = Array(("--b\r\n\r\nx" + String(repeating: part, count: MultipartLimits.maxParts) + "\r\n--b--").utf8)
+        let tooMany = Array(
+            ("--b\r\n\r\nx" + String(repeating: part, count: MultipartLimits.maxParts) + "\r\n--b--").utf8)
         #expect(multipartError(tooMany, boundary: "b") == .tooManyParts)
     }
 
@@ -80,7 +84,8 @@ struct MultipartHostileTests {
     }
 
     @Test func refusesPaddingFlood() {
-        let body = Array(("--b" + String(repeating: " ", count: MultipartLimits.maxTransportPadding + 1) + "\r\n\r\n").utf8)
+        let body = Array(
+            ("--b" + String(repeating: " ", count: MultipartLimits.maxTransportPadding + 1) + "\r\n\r\n").utf8)
         #expect(multipartError(body, boundary: "b") == .malformedDelimiter)
     }
 

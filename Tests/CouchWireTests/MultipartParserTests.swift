@@ -6,7 +6,8 @@ import Testing
 @Suite("MultipartBoundary")
 struct MultipartBoundaryTests {
     @Test func quotedBoundaryAsCouchDBSendsIt() throws {
-        let parsed = try MultipartBoundary.parse(contentType: "multipart/related; boundary=\"c718eb9f8ce82d6e459364da1aa26ed4\"")
+        let parsed = try MultipartBoundary.parse(
+            contentType: "multipart/related; boundary=\"c718eb9f8ce82d6e459364da1aa26ed4\"")
         #expect(parsed.mediaType == "multipart/related")
         #expect(parsed.boundary == Array("c718eb9f8ce82d6e459364da1aa26ed4".utf8))
     }
@@ -176,7 +177,9 @@ struct MultipartParserTests {
         #expect(parsed.parts.map(\.body) == [Array("{}".utf8), Array("abc".utf8)])
         let type = try #require(parsed.parts[0].header("Content-Type"))
         #expect(MultipartHeaderValue(parsing: type).value == "application/json")
-        #expect(MultipartHeaders.filename(in: [("Content-Disposition", parsed.parts[1].header("Content-Disposition") ?? "")]) == "photo")
+        #expect(
+            MultipartHeaders.filename(in: [("Content-Disposition", parsed.parts[1].header("Content-Disposition") ?? "")]
+            ) == "photo")
     }
 
     @Test(arguments: Feeding.all)
@@ -185,7 +188,10 @@ struct MultipartParserTests {
             ("This is a preamble.\r\n--XyZ \t\r\n\r\nno headers\r\n--XyZ\r\nX-A: 1\r\n\r\n\r\n--XyZ--  \r\nepilogue --XyZ\r\n")
                 .utf8)
         let parsed = try parseMultipart(body, boundary: "XyZ", feeding: feeding)
-        #expect(parsed.parts == [ParsedPart(headers: [], body: Array("no headers".utf8)), ParsedPart(headers: ["X-A: 1"], body: [])])
+        #expect(
+            parsed.parts == [
+                ParsedPart(headers: [], body: Array("no headers".utf8)), ParsedPart(headers: ["X-A: 1"], body: []),
+            ])
     }
 
     @Test func emptyBodyWithOnlyClosingBoundary() throws {

@@ -94,7 +94,9 @@ enum Feeding: CustomStringConvertible {
         }
     }
 
-    static let all: [Feeding] = [.whole, .byteAtATime, .random(seed: 1, maxChunk: 7), .random(seed: 42, maxChunk: 4096)]
+    static let all: [Feeding] = [
+        .whole, .byteAtATime, .random(seed: 1, maxChunk: 7), .random(seed: 42, maxChunk: 4096),
+    ]
 }
 
 /// SplitMix64, so random chunkings are reproducible.

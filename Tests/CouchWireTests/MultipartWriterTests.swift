@@ -17,7 +17,8 @@ struct MultipartWriterTests {
         var writer = MultipartWriter(boundary: Array("B".utf8))
         var body = writer.partHeader(headers: MultipartWriter.jsonPartHeaders) + Array("{}".utf8)
         body += writer.partHeader(
-            headers: MultipartWriter.attachmentHeaders(name: "a.txt", contentType: "text/plain", length: 3, encoding: "gzip"))
+            headers: MultipartWriter.attachmentHeaders(
+                name: "a.txt", contentType: "text/plain", length: 3, encoding: "gzip"))
         body += Array("abc".utf8) + writer.closing()
         let expected =
             "--B\r\nContent-Type: application/json\r\n\r\n{}\r\n--B\r\nContent-Disposition: attachment; filename=\"a.txt\""
@@ -32,7 +33,9 @@ struct MultipartWriterTests {
         let body = header + writer.closing()
         let parsed = try parseMultipart(body, boundary: "B")
         #expect(parsed.parts.count == 1 && parsed.parts[0].headers.count == 3)
-        #expect(MultipartHeaders.filename(in: [("Content-Disposition", parsed.parts[0].header("Content-Disposition") ?? "")]) == "x\"  Evil: 1")
+        #expect(
+            MultipartHeaders.filename(in: [("Content-Disposition", parsed.parts[0].header("Content-Disposition") ?? "")]
+            ) == "x\"  Evil: 1")
     }
 
     @Test(arguments: [Feeding.whole, Feeding.byteAtATime])
@@ -42,14 +45,19 @@ struct MultipartWriterTests {
         let attachment = (0..<5000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let json = Array("{\"_id\":\"x\"}".utf8)
         var body = writer.partHeader(headers: MultipartWriter.jsonPartHeaders) + json
-        body += writer.partHeader(headers: MultipartWriter.attachmentHeaders(name: "é/ x.bin", contentType: "application/octet-stream", length: attachment.count))
+        body += writer.partHeader(
+            headers: MultipartWriter.attachmentHeaders(
+                name: "é/ x.bin", contentType: "application/octet-stream", length: attachment.count))
         body += attachment + writer.closing()
         #expect(
             writer.relatedBodyLength(
                 jsonLength: json.count,
-                attachments: [.init(name: "é/ x.bin", contentType: "application/octet-stream", length: attachment.count)])
+                attachments: [
+                    .init(name: "é/ x.bin", contentType: "application/octet-stream", length: attachment.count)
+                ])
                 == body.count)
-        let parsed = try parseMultipart(body, boundary: String(decoding: writer.boundary, as: UTF8.self), feeding: feeding)
+        let parsed = try parseMultipart(
+            body, boundary: String(decoding: writer.boundary, as: UTF8.self), feeding: feeding)
         #expect(parsed.parts.map(\.body) == [json, attachment])
         #expect(parsed.parts[1].header("Content-Length") == "5000")
     }
@@ -89,7 +97,8 @@ struct MultipartWriterTests {
         for exchange in try Transcripts.openRevsReplies() {
             let contentType = try #require(exchange.responseHeaders["Content-Type"])
             let (_, outerBoundary) = try MultipartBoundary.parse(contentType: contentType)
-            let parsed = try parseMultipart(exchange.responseBody, boundary: String(decoding: outerBoundary, as: UTF8.self))
+            let parsed = try parseMultipart(
+                exchange.responseBody, boundary: String(decoding: outerBoundary, as: UTF8.self))
             var outer = MultipartWriter(boundary: outerBoundary)
             #expect(outer.contentType(mediaType: "multipart/mixed") == contentType)
             var rebuilt: [UInt8] = []
@@ -112,7 +121,8 @@ struct MultipartWriterTests {
     /// Rebuilds every replicator multipart PUT body and checks its Content-Length.
     @Test func reproducesReplicatorPutBodiesByteForByte() throws {
         for exchange in try Transcripts.multipartPuts() {
-            let (_, boundary) = try MultipartBoundary.parse(contentType: try #require(exchange.requestHeaders["Content-Type"]))
+            let (_, boundary) = try MultipartBoundary.parse(
+                contentType: try #require(exchange.requestHeaders["Content-Type"]))
             let parsed = try parseMultipart(exchange.requestBody, boundary: String(decoding: boundary, as: UTF8.self))
             let rebuilt = try rebuildRelated(parsed.parts, boundary: boundary)
             #expect(rebuilt == exchange.requestBody, "\(exchange.path)")

@@ -61,14 +61,22 @@ public final class HTTPRequestBody {
     /// - Throws: `.payloadTooLarge` (413) once more than `limit` bytes arrive or Content-Length declares more
     ///   (then without reading anything, and without sending `100 Continue`); otherwise as `read(upTo:)`.
     public func readAll(limit: Int) throws(HTTPError) -> [UInt8] {
-        if let contentLength, contentLength > limit { throw .payloadTooLarge }
+        // Recorded as the body's failure so that, should the handler not answer, the engine answers 413
+        // and closes instead of reading the rest.
+        if let contentLength, contentLength > limit {
+            failure = .payloadTooLarge
+            throw .payloadTooLarge
+        }
         var result: [UInt8] = []
         result.reserveCapacity(min(contentLength ?? 0, limit))
         while true {
             // Ask for one byte beyond the limit so an oversized chunked body is detected.
             let chunk = try read(upTo: max(1, min(HTTPLimits.maxReadChunkBytes, limit - result.count + 1)))
             if chunk.isEmpty { return result }
-            if result.count + chunk.count > limit { throw .payloadTooLarge }
+            if result.count + chunk.count > limit {
+                failure = .payloadTooLarge
+                throw .payloadTooLarge
+            }
             result += chunk
         }
     }

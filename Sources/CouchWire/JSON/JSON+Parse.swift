@@ -8,7 +8,9 @@ extension JSON {
     ///
     /// - Parameters:
     ///   - bytes: The complete JSON text.
-    ///   - maxDepth: The deepest nesting of arrays and objects accepted (`[]` is depth 1).
+    ///   - maxDepth: The deepest nesting of arrays and objects accepted (`[]` is depth 1). Parsing itself
+    ///     uses no stack per level, but comparing, serialising and freeing a value recurse once per level,
+    ///     so keep this near the default on threads with small stacks.
     /// - Returns: The value.
     /// - Throws: ``JSONError`` with the kind of violation and its byte offset.
     public static func parse(
@@ -27,7 +29,8 @@ extension JSON {
     }
 
     /// Parses one JSON text; see ``parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)``.
-    public static func parse(_ bytes: ArraySlice<UInt8>, maxDepth: Int = JSON.defaultMaxDepth) throws(JSONError) -> JSON {
+    public static func parse(_ bytes: ArraySlice<UInt8>, maxDepth: Int = JSON.defaultMaxDepth) throws(JSONError) -> JSON
+    {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(JSONError) -> JSON in try parse(buffer, maxDepth: maxDepth) }
         }
@@ -35,10 +38,10 @@ extension JSON {
     }
 
     /// Parses one JSON text from a string's UTF-8; see ``parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)``.
-    public static func parse(_ string: String) throws(JSONError) -> JSON {
+    public static func parse(_ string: String, maxDepth: Int = JSON.defaultMaxDepth) throws(JSONError) -> JSON {
         var string = string
         let result = string.withUTF8 { buffer in
-            Result { () throws(JSONError) -> JSON in try parse(UnsafeRawBufferPointer(buffer)) }
+            Result { () throws(JSONError) -> JSON in try parse(UnsafeRawBufferPointer(buffer), maxDepth: maxDepth) }
         }
         return try result.get()
     }

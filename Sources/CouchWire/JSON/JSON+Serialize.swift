@@ -1,37 +1,88 @@
 extension JSON {
     /// Appends the compact JSON text of this value: no spaces, members in order, numbers as their exact
     /// text, strings escaped like CouchDB's jiffy encoder (see ``appendQuoted(_:to:)``).
+    ///
+    /// Open containers are kept on a heap stack, not in recursive calls, so any depth is safe on a small
+    /// thread stack.
     public func serialize(into buffer: inout [UInt8]) {
-        switch self {
-        case .null:
-            JSON.appendLiteral("null", to: &buffer)
-        case .bool(let value):
-            JSON.appendLiteral(value ? "true" : "false", to: &buffer)
-        case .number(let number):
-            buffer.append(contentsOf: number.text.utf8)
-        case .string(let string):
-            JSON.appendQuoted(string, to: &buffer)
-        case .array(let elements):
-            buffer.append(UInt8(ascii: "["))
-            var first = true
-            for element in elements {
-                if !first { buffer.append(UInt8(ascii: ",")) }
-                first = false
-                element.serialize(into: &buffer)
-            }
-            buffer.append(UInt8(ascii: "]"))
-        case .object(let object):
-            buffer.append(UInt8(ascii: "{"))
-            var first = true
-            for (key, value) in object {
-                if !first { buffer.append(UInt8(ascii: ",")) }
-                first = false
-                JSON.appendQuoted(key, to: &buffer)
-                buffer.append(UInt8(ascii: ":"))
-                value.serialize(into: &buffer)
-            }
-            buffer.append(UInt8(ascii: "}"))
+        /// A container being written and the index of its next child.
+        enum Open {
+            case array([JSON], next: Int)
+            case object(JSONObject, next: Int)
         }
+        var open: [Open] = []
+        var current: JSON? = self
+        while true {
+            if let value = current {
+                current = nil
+                switch value {
+                case .null, .bool, .number, .string:
+                    _ = JSON.appendScalar(value, to: &buffer)
+                case .array(let elements):
+                    buffer.append(UInt8(ascii: "["))
+                    if let first = elements.first {
+                        open.append(.array(elements, next: 1))
+                        current = first
+                        continue
+                    }
+                    buffer.append(UInt8(ascii: "]"))
+                case .object(let object):
+                    buffer.append(UInt8(ascii: "{"))
+                    if let first = object.first {
+                        JSON.appendQuoted(first.key, to: &buffer)
+                        buffer.append(UInt8(ascii: ":"))
+                        open.append(.object(object, next: 1))
+                        current = first.value
+                        continue
+                    }
+                    buffer.append(UInt8(ascii: "}"))
+                }
+            }
+            // The current value is written: write its container's following scalar children in place,
+            // and descend (keeping the container open) at the next array or object, or close it.
+            guard let top = open.popLast() else { return }
+            switch top {
+            case .array(let elements, var next):
+                while next < elements.count {
+                    buffer.append(UInt8(ascii: ","))
+                    let child = elements[next]
+                    next += 1
+                    if !JSON.appendScalar(child, to: &buffer) {
+                        open.append(.array(elements, next: next))
+                        current = child
+                        break
+                    }
+                }
+                if current == nil { buffer.append(UInt8(ascii: "]")) }
+            case .object(let object, var next):
+                while next < object.count {
+                    let member = object[next]
+                    next += 1
+                    buffer.append(UInt8(ascii: ","))
+                    JSON.appendQuoted(member.key, to: &buffer)
+                    buffer.append(UInt8(ascii: ":"))
+                    if !JSON.appendScalar(member.value, to: &buffer) {
+                        open.append(.object(object, next: next))
+                        current = member.value
+                        break
+                    }
+                }
+                if current == nil { buffer.append(UInt8(ascii: "}")) }
+            }
+        }
+    }
+
+    /// Writes `value` if it is a scalar; returns false (writing nothing) for arrays and objects.
+    @inline(__always)
+    private static func appendScalar(_ value: JSON, to buffer: inout [UInt8]) -> Bool {
+        switch value {
+        case .null: appendLiteral("null", to: &buffer)
+        case .bool(let flag): appendLiteral(flag ? "true" : "false", to: &buffer)
+        case .number(let number): buffer.append(contentsOf: number.text.utf8)
+        case .string(let string): appendQuoted(string, to: &buffer)
+        case .array, .object: return false
+        }
+        return true
     }
 
     /// The compact JSON text of this value.
@@ -55,10 +106,12 @@ extension JSON {
         var string = string
         string.withUTF8 { utf8 in
             buffer.append(UInt8(ascii: "\""))
+            let raw = UnsafeRawBufferPointer(utf8)
             var runStart = 0
-            for k in 0..<utf8.count {
+            while true {
+                let k = JSONScan.plainRun(raw, from: runStart).end
+                guard k < utf8.count else { break }
                 let byte = utf8[k]
-                if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") { continue }
                 buffer.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<k]))
                 buffer.append(UInt8(ascii: "\\"))
                 switch byte {

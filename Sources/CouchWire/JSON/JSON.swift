@@ -3,6 +3,9 @@
 /// Parse with ``JSON/parse(_:maxDepth:)-(UnsafeRawBufferPointer,_)`` (strict RFC 8259) and write with
 /// ``JSON/serialize(into:)`` (compact, escaped like CouchDB's jiffy encoder).
 /// See [RFC 8259](https://www.rfc-editor.org/rfc/rfc8259).
+///
+/// Equality is structural and exact: strings and keys compare by UTF-8 bytes (not Swift's canonical
+/// equivalence), numbers by their text, objects member by member in order.
 public enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
@@ -10,6 +13,36 @@ public enum JSON: Sendable, Equatable {
     case string(String)
     case array([JSON])
     case object(JSONObject)
+
+    /// Structural equality, computed with a heap worklist rather than recursion so that deeply nested
+    /// values cannot exhaust a small thread stack.
+    public static func == (lhs: JSON, rhs: JSON) -> Bool {
+        var pending: [(JSON, JSON)] = [(lhs, rhs)]
+        while let (left, right) = pending.popLast() {
+            switch (left, right) {
+            case (.null, .null):
+                continue
+            case (.bool(let l), .bool(let r)):
+                guard l == r else { return false }
+            case (.number(let l), .number(let r)):
+                guard l == r else { return false }
+            case (.string(let l), .string(let r)):
+                guard l.utf8Equals(r) else { return false }
+            case (.array(let l), .array(let r)):
+                guard l.count == r.count else { return false }
+                for (a, b) in zip(l, r) { pending.append((a, b)) }
+            case (.object(let l), .object(let r)):
+                guard l.count == r.count else { return false }
+                for (a, b) in zip(l, r) {
+                    guard a.key.utf8Equals(b.key) else { return false }
+                    pending.append((a.value, b.value))
+                }
+            default:
+                return false
+            }
+        }
+        return true
+    }
 }
 
 extension JSON {

@@ -2,6 +2,7 @@
 ///
 /// Small objects (the usual document) are searched linearly; larger ones also keep a key → position
 /// index so that lookups, and parsing an object with 100,000 members, stay linear overall.
+/// Keys are told apart by their UTF-8 bytes, as in JavaScript, not by Swift's canonical equivalence.
 /// Equality compares members in order: `{"a":1,"b":2}` differs from `{"b":2,"a":1}`.
 public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
     public typealias Element = (key: String, value: JSON)
@@ -12,7 +13,12 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
 
     private var members: [Element]
     /// Position of every key, present only while `members.count > indexThreshold`.
-    private var index: [String: Int]?
+    private var index: [UTF8Key: Int]?
+
+    private init(members: [Element], index: [UTF8Key: Int]?) {
+        self.members = members
+        self.index = index
+    }
 
     /// An empty object.
     public init() {
@@ -28,31 +34,41 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
         for (key, value) in pairs { self[key] = value }
     }
 
-    /// An object from parallel key and value runs, de-duplicating like ``init(_:)``.
-    init(keys: ArraySlice<String>, values: ArraySlice<JSON>) {
-        members = []
-        members.reserveCapacity(keys.count)
-        index = nil
-        if keys.count > JSONObject.indexThreshold {
-            var positions = [String: Int](minimumCapacity: keys.count)
-            for (key, value) in zip(keys, values) {
-                if let position = positions[key] {
-                    members[position].value = value
-                } else {
-                    positions[key] = members.count
-                    members.append((key, value))
-                }
-            }
-            if members.count > JSONObject.indexThreshold { index = positions }
+    /// An object from parsed members in order, de-duplicating like ``init(_:)``.
+    ///
+    /// The common case, no repeated key, keeps `members` as they are.
+    init(parsedMembers: [Element]) {
+        if let positions = JSONObject.uniquePositions(parsedMembers) {
+            self.init(members: parsedMembers, index: positions)
         } else {
-            outer: for (key, value) in zip(keys, values) {
-                for position in members.indices where members[position].key == key {
-                    members[position].value = value
-                    continue outer
-                }
-                members.append((key, value))
-            }
+            self.init(parsedMembers.map { ($0.key, $0.value) })
         }
+    }
+
+    /// Checks that all keys differ. Returns nil when some key repeats; otherwise the index to keep
+    /// (`.some(nil)` for small objects, which need none).
+    private static func uniquePositions(_ members: [Element]) -> [UTF8Key: Int]?? {
+        if members.count > JSONObject.indexThreshold {
+            var positions = [UTF8Key: Int](minimumCapacity: members.count)
+            for (position, member) in members.enumerated() {
+                guard positions.updateValue(position, forKey: UTF8Key(string: member.key)) == nil else { return nil }
+            }
+            return .some(positions)
+        }
+        // A 128-bit filter on (length, first byte) means a key is compared with the earlier ones only when
+        // something similar was seen, so the usual all-distinct object costs O(n).
+        var filter: (low: UInt64, high: UInt64) = (0, 0)
+        for (position, member) in members.enumerated() {
+            let utf8 = member.key.utf8
+            let bin = (utf8.count &* 13 &+ Int(utf8.first ?? 0)) & 127
+            let bit: UInt64 = 1 << UInt64(bin & 63)
+            let seen = bin < 64 ? filter.low & bit : filter.high & bit
+            if seen != 0 {
+                for earlier in 0..<position where members[earlier].key.utf8Equals(member.key) { return nil }
+            }
+            if bin < 64 { filter.low |= bit } else { filter.high |= bit }
+        }
+        return .some(nil)
     }
 
     public var startIndex: Int { 0 }
@@ -79,7 +95,7 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
             } else {
                 members.append((key, newValue))
                 if index != nil {
-                    index?[key] = members.count - 1
+                    index?[UTF8Key(string: key)] = members.count - 1
                 } else if members.count > JSONObject.indexThreshold {
                     rebuildIndex()
                 }
@@ -102,8 +118,8 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
     public func contains(key: String) -> Bool { position(of: key) != nil }
 
     private func position(of key: String) -> Int? {
-        if let index { return index[key] }
-        return members.firstIndex { $0.key == key }
+        if let index { return index[UTF8Key(string: key)] }
+        return members.firstIndex { $0.key.utf8Equals(key) }
     }
 
     private mutating func rebuildIndex() {
@@ -111,16 +127,12 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
             index = nil
             return
         }
-        var positions = [String: Int](minimumCapacity: members.count)
-        for (position, member) in members.enumerated() { positions[member.key] = position }
+        var positions = [UTF8Key: Int](minimumCapacity: members.count)
+        for (position, member) in members.enumerated() { positions[UTF8Key(string: member.key)] = position }
         index = positions
     }
 
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        guard lhs.members.count == rhs.members.count else { return false }
-        for (left, right) in zip(lhs.members, rhs.members) where left.key != right.key || left.value != right.value {
-            return false
-        }
-        return true
+        JSON.object(lhs) == JSON.object(rhs)
     }
 }

@@ -93,15 +93,12 @@ struct JSONParser {
                 }
                 if frame.isObject && byte == UInt8(ascii: "}") {
                     i += 1
-                    let object = JSONObject(keys: keys[frame.keyStart...], values: values[frame.valueStart...])
-                    keys.removeSubrange(frame.keyStart...)
-                    values.removeSubrange(frame.valueStart...)
-                    values.append(.object(object))
+                    let members = takeMembers(keyStart: frame.keyStart, valueStart: frame.valueStart)
+                    values.append(.object(JSONObject(parsedMembers: members)))
                 } else if !frame.isObject && byte == UInt8(ascii: "]") {
                     i += 1
-                    let array = Array(values[frame.valueStart...])
-                    values.removeSubrange(frame.valueStart...)
-                    values.append(.array(array))
+                    let elements = takeValues(from: frame.valueStart)
+                    values.append(.array(elements))
                 } else {
                     throw JSONError(.unexpectedCharacter, at: i)
                 }
@@ -113,6 +110,49 @@ struct JSONParser {
         guard i == count else { throw JSONError(.trailingData, at: i) }
         guard let document = values.popLast() else { preconditionFailure("Invalid state: no value parsed") }
         return document
+    }
+
+    /// Moves `values[start...]` into a new array and drops them from the stack.
+    ///
+    /// Moving (rather than copying, then destroying the originals) saves a retain and a release per element;
+    /// the vacated slots are refilled with `.null`, which owns nothing, before the stack shrinks.
+    private mutating func takeValues(from start: Int) -> [JSON] {
+        let n = values.count - start
+        let taken = values.withUnsafeMutableBufferPointer { stack in
+            [JSON](unsafeUninitializedCapacity: n) { target, initialized in
+                guard let source = stack.baseAddress, let destination = target.baseAddress else { return }
+                destination.moveInitialize(from: source + start, count: n)
+                (source + start).initialize(repeating: .null, count: n)
+                initialized = n
+            }
+        }
+        values.removeLast(n)
+        return taken
+    }
+
+    /// Moves the pending keys and values of an object into one member array and drops them from the stacks.
+    private mutating func takeMembers(keyStart: Int, valueStart: Int) -> [JSONObject.Element] {
+        let n = keys.count - keyStart
+        precondition(values.count - valueStart == n, "Invalid state: keys and values out of step")
+        let taken = keys.withUnsafeMutableBufferPointer { keyStack in
+            values.withUnsafeMutableBufferPointer { valueStack in
+                [JSONObject.Element](unsafeUninitializedCapacity: n) { target, initialized in
+                    guard let keyBase = keyStack.baseAddress, let valueBase = valueStack.baseAddress,
+                        let destination = target.baseAddress
+                    else { return }
+                    for k in 0..<n {
+                        (destination + k).initialize(
+                            to: ((keyBase + keyStart + k).move(), (valueBase + valueStart + k).move()))
+                    }
+                    (keyBase + keyStart).initialize(repeating: "", count: n)
+                    (valueBase + valueStart).initialize(repeating: .null, count: n)
+                    initialized = n
+                }
+            }
+        }
+        keys.removeLast(n)
+        values.removeLast(n)
+        return taken
     }
 
     @inline(__always)
@@ -160,47 +200,23 @@ struct JSONParser {
     /// Parses a string body; `i` is just past the opening quote and ends just past the closing one.
     private mutating func parseString() throws(JSONError) -> String {
         let start = i
-        i = JSONParser.scanPlain(bytes, from: i)
+        let (end, isASCII) = JSONScan.plainRun(bytes, from: i)
+        i = end
         guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
         let byte = bytes[i]
         if byte == UInt8(ascii: "\"") {
             // Fast path: no escapes, so the string is exactly these bytes once they prove to be UTF-8.
+            // (The standard library's `String(validating:)` is unspecialised here and costs more than the
+            // parse, so validation is ours and `String(decoding:)` only copies.)
             let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
-            guard let string = String(validating: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self) else {
-                throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
+            if !isASCII, let bad = UTF8Validation.firstInvalidOffset(raw) {
+                throw JSONError(.invalidUTF8, at: start + bad)
             }
             i += 1
-            return string
+            return String(decoding: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
         }
         if byte < 0x20 { throw JSONError(.controlCharacterInString, at: i) }
         return try parseEscapedString(from: start)
-    }
-
-    /// The offset of the first `"`, `\` or control byte at or after `start` (or `bytes.count`).
-    @inline(__always)
-    private static func scanPlain(_ bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
-        var i = start
-        let count = bytes.count
-        // Eight bytes at a time: a lane is interesting when it is `"` (0x22), `\` (0x5C) or below 0x20.
-        if let base = bytes.baseAddress {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            while i + 8 <= count {
-                let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                let quote = word ^ (ones &* 0x22)
-                let backslash = word ^ (ones &* 0x5C)
-                let hits =
-                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if hits & highs != 0 { break }
-                i += 8
-            }
-        }
-        while i < count {
-            let byte = bytes[i]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
-            i += 1
-        }
-        return i
     }
 
     /// Slow path for strings with escapes; `i` is at the first backslash.
@@ -208,7 +224,7 @@ struct JSONParser {
         scratch.removeAll(keepingCapacity: true)
         var runStart = start
         while true {
-            i = JSONParser.scanPlain(bytes, from: i)
+            i = JSONScan.plainRun(bytes, from: i).end
             guard i < count else { throw JSONError(.unexpectedEnd, at: count) }
             let byte = bytes[i]
             if byte == UInt8(ascii: "\"") { break }
@@ -255,13 +271,14 @@ struct JSONParser {
         }
         // `i` is at the closing quote.
         scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[runStart..<i]))
-        guard let string = String(validating: scratch, as: UTF8.self) else {
+        let isValid = scratch.withUnsafeBytes { UTF8Validation.isValid($0) }
+        guard isValid else {
             // Escapes produce valid UTF-8, so the culprit is in the raw source bytes.
             let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<i])
             throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
         }
         i += 1
-        return string
+        return String(decoding: scratch, as: UTF8.self)
     }
 
     /// The value of four hex digits at `offset`.

@@ -9,6 +9,14 @@ enum UTF8Validation {
             let lead = bytes[i]
             if lead < 0x80 {
                 i += 1
+                // Skip further ASCII eight bytes at a time.
+                if let base = bytes.baseAddress {
+                    while i + 8 <= count
+                        && base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0
+                    {
+                        i += 8
+                    }
+                }
                 continue
             }
             let length: Int

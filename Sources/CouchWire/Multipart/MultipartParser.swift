@@ -130,7 +130,8 @@ public struct MultipartParser: Sendable {
 
     // MARK: - State machine
 
-    private mutating func run(_ bytes: UnsafeRawBufferPointer, _ emit: (MultipartEvent) -> Void) throws(MultipartError) {
+    private mutating func run(_ bytes: UnsafeRawBufferPointer, _ emit: (MultipartEvent) -> Void) throws(MultipartError)
+    {
         guard let base = bytes.baseAddress else { return }
         let count = bytes.count
         var index = 0
@@ -229,7 +230,9 @@ public struct MultipartParser: Sendable {
         if from < carry { chunk.append(contentsOf: delimiter[from..<min(to, carry)]) }
         let inputFrom = max(from, carry) - carry + start
         let inputTo = to - carry + start
-        if inputTo > inputFrom { chunk.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[inputFrom..<inputTo])) }
+        if inputTo > inputFrom {
+            chunk.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[inputFrom..<inputTo]))
+        }
         emit(.bodyChunk(chunk))
     }
 

@@ -2,7 +2,9 @@ extension RevTree {
     /// Cuts every root-to-leaf path to its newest `limit` revisions (`couch_key_tree:stem/2`).
     ///
     /// A revision survives when it is fewer than `limit` generations above some leaf, so no leaf is ever lost;
-    /// survivors whose parent was cut become roots. A limit at or above the tree's depth changes nothing.
+    /// survivors whose parent was cut become roots. As in CouchDB (which stems each leaf's path and merges the
+    /// pieces back), a parent link survives only if some leaf's stemmed path holds both ends, so no branch is left
+    /// longer than `limit`. A limit at or above the tree's depth changes nothing.
     /// - Parameter limit: `_revs_limit`, at least 1 (smaller values are treated as 1).
     /// - Returns: the removed revisions.
     @discardableResult
@@ -21,9 +23,10 @@ extension RevTree {
             }
         }
         let keep = remaining.map { $0 > 0 }
-        guard keep.contains(false) else { return [] }
+        let cut = nodes.indices.map { nodes[$0].parent != nil && remaining[$0] == 1 }
+        guard keep.contains(false) || cut.contains(true) else { return [] }
         let removed = nodes.indices.filter { !keep[$0] }.map { nodes[$0].rev }
-        rebuild(keeping: keep)
+        rebuild(keeping: keep, cuttingParentOf: cut)
         return removed
     }
 }

@@ -84,12 +84,14 @@ public struct RevTree: Sendable, CustomStringConvertible {
     }
 
     /// Replaces the node array (after stemming), rebuilding indices and child counts.
-    mutating func rebuild(keeping keep: [Bool]) {
+    mutating func rebuild(keeping keep: [Bool], cuttingParentOf cut: [Bool]) {
         var newIndex = [Int?](repeating: nil, count: nodes.count)
         var kept = [Node]()
         kept.reserveCapacity(nodes.count)
         for (index, node) in nodes.enumerated() where keep[index] {
             newIndex[index] = kept.count
+            var node = node
+            if cut[index] { node.parent = nil }
             kept.append(node)
         }
         indexByRev.removeAll(keepingCapacity: true)

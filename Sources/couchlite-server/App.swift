@@ -1,0 +1,129 @@
+import CouchWire
+import Foundation
+import RevTree
+
+/// The CouchDB application: routes each request to its handler and turns every failure into a
+/// CouchDB-style error. Shared by all connection threads; everything it holds is thread-safe.
+final class App: Sendable {
+    static let couchDBVersion = "3.4.3"
+    static let version = "0.1.0"
+
+    let store: Store
+    let blobRegistry: BlobRegistry
+    let serverUUID: String
+    let log: Logger
+    let options: Options
+
+    init(store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, log: Logger) {
+        self.store = store
+        self.blobRegistry = blobRegistry
+        self.serverUUID = serverUUID
+        self.options = options
+        self.log = log
+    }
+
+    /// The engine's entry point for every request.
+    func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
+        let started = ContinuousClock.now
+        let reply = Reply(writer: writer)
+        do {
+            let request = try Request(head: head, body: body)
+            try route(request, reply)
+        } catch let error as CouchError {
+            reply.error(error)
+        } catch let error as HTTPError {
+            // The client went away or sent a bad body mid-request; answer if we still can.
+            reply.error(CouchError(error))
+        } catch {
+            log.error("request failed", ["error": String(describing: error), "path": head.path])
+            reply.error(.unknownError(String(describing: error)))
+        }
+        let elapsed = ContinuousClock.now - started
+        let ms = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+        log.info(
+            "request",
+            [
+                "method": head.method, "path": head.target, "status": String(reply.status),
+                "bytes": String(reply.bytesSent), "ms": String(format: "%.1f", ms),
+            ])
+    }
+
+    /// Dispatches on the decoded path segments.
+    private func route(_ request: Request, _ reply: Reply) throws {
+        let segments = request.segments
+        guard let first = segments.first else {
+            return try serverRoot(request, reply)
+        }
+        if first.hasPrefix("_") && !App.systemDatabases.contains(first) {
+            guard segments.count == 1 else { throw CouchError.notFound("missing") }
+            switch first {
+            case "_up": return try up(request, reply)
+            case "_all_dbs": return try allDatabases(request, reply)
+            case "_uuids": return try uuids(request, reply)
+            case "_session": return try session(request, reply)
+            default: throw CouchError.notFound("missing")
+            }
+        }
+        if segments.count == 1 {
+            return try databaseRoot(first, request, reply)
+        }
+        let database = try openDatabase(first)
+        let second = segments[1]
+        switch second {
+        case "_bulk_docs": return try bulkDocs(database, request, reply)
+        case "_revs_diff": return try revsDiff(database, request, reply, missingRevsStyle: false)
+        case "_missing_revs": return try revsDiff(database, request, reply, missingRevsStyle: true)
+        case "_bulk_get": return try bulkGet(database, request, reply)
+        case "_all_docs": return try allDocs(database, request, reply)
+        case "_changes": return try changes(database, request, reply)
+        case "_ensure_full_commit": return try ensureFullCommit(database, request, reply)
+        case "_revs_limit": return try revsLimit(database, request, reply)
+        case "_compact": return try compact(database, request, reply)
+        case "_local":
+            guard segments.count == 3 else { throw CouchError.notFound("missing") }
+            return try localDocument(database, "_local/" + segments[2], request, reply)
+        case "_design":
+            guard segments.count >= 3 else { throw CouchError.notFound("missing") }
+            let docID = "_design/" + segments[2]
+            if segments.count == 3 { return try document(database, docID, request, reply) }
+            if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
+                throw CouchError.notImplemented("couchlite does not execute design document functions (\(segments[3])).")
+            }
+            return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
+        case "_find", "_index", "_explain", "_design_docs", "_purge", "_security", "_view_cleanup":
+            throw CouchError.notImplemented("\(second) is not supported by couchlite.")
+        default:
+            // `_local%2Fx` and `_design%2Fx` arrive as one segment.
+            if second.hasPrefix("_local/") {
+                return try localDocument(database, second, request, reply)
+            }
+            if second.hasPrefix("_design/") && segments.count == 2 {
+                return try document(database, second, request, reply)
+            }
+            if second.hasPrefix("_") {
+                throw CouchError.illegalDocID("Only reserved document ids may start with underscore.")
+            }
+            if segments.count == 2 { return try document(database, second, request, reply) }
+            return try attachment(database, second, segments[2...].joined(separator: "/"), request, reply)
+        }
+    }
+
+    /// Databases whose names may start with an underscore, as in CouchDB.
+    static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
+
+    /// Opens an existing database or fails with 404 `Database does not exist.`
+    func openDatabase(_ name: String) throws -> Database {
+        do {
+            return try store.open(name)
+        } catch {
+            throw CouchError(error)
+        }
+    }
+}
+
+/// Throws 405 unless the request's method is one of `allowed`.
+func require(_ request: Request, _ allowed: String...) throws(CouchError) {
+    guard allowed.contains(request.method) else {
+        throw .methodNotAllowed(allowed.joined(separator: ","))
+    }
+}

@@ -1,0 +1,130 @@
+import CouchCrypto
+import CouchWire
+import Foundation
+import RevTree
+
+/// Attachment bytes that arrived as parts of a `multipart/related` body, already stored as blobs,
+/// by attachment name.
+struct FollowedAttachments {
+    struct Part {
+        let key: String
+        let md5: [UInt8]
+        let sha1: [UInt8]
+        let length: Int
+    }
+    var parts: [String: Part] = [:]
+}
+
+/// Turning `_attachments` JSON into stored blobs and `AttachmentRef`s.
+extension App {
+    /// CouchDB refuses attachment names starting with `_` (chttpd_db 2307) and empty ones.
+    static func validateAttachmentName(_ name: String) throws(CouchError) {
+        guard !name.isEmpty else { throw .badRequest("Attachment name can't be empty") }
+        if name.hasPrefix("_") {
+            throw .badRequest("Attachment name '\(name)' starts with prohibited character '_'")
+        }
+    }
+
+    /// Converts each `_attachments` entry: stubs stay stubs (the store resolves them), inline
+    /// `data` and multipart `follows` bytes become blobs.
+    func ingestAttachments(
+        _ database: Database, _ attachments: JSONObject?, newRevPos: Int, replicated: Bool,
+        followed: FollowedAttachments?
+    ) throws -> [AttachmentRef] {
+        guard let attachments else { return [] }
+        var refs: [AttachmentRef] = []
+        for (name, value) in attachments {
+            try App.validateAttachmentName(name)
+            guard case .object(let entry) = value else {
+                throw CouchError.badRequest("Attachment \(name) must be a JSON object")
+            }
+            let contentType = entry["content_type"]?.stringValue ?? "application/octet-stream"
+            let givenRevpos = entry["revpos"]?.intValue
+            let revpos = replicated ? (givenRevpos ?? newRevPos) : newRevPos
+            if entry["stub"]?.boolValue == true {
+                refs.append(.stub(name: name, revpos: givenRevpos, digest: entry["digest"]?.stringValue))
+                continue
+            }
+            if let data = entry["data"] {
+                guard let text = data.stringValue, let bytes = Base64.decode(text) else {
+                    throw CouchError.badRequest("Invalid attachment data for \(name)")
+                }
+                let writer = try blobs(for: database).makeWriter()
+                try writer.write(bytes)
+                let stored = try writer.commit()
+                try App.checkDigest(entry["digest"]?.stringValue, md5: stored.md5, name: name)
+                refs.append(
+                    .stored(
+                        AttachmentInfo(
+                            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5),
+                            length: stored.length, revpos: revpos, encoding: nil, encodedLength: nil,
+                            blobKey: stored.key)))
+                continue
+            }
+            if entry["follows"]?.boolValue == true {
+                guard let part = followed?.parts[name] else {
+                    throw CouchError.badRequest("Attachment \(name) follows but no part was sent for it")
+                }
+                let encoding = entry["encoding"]?.stringValue
+                let digest = try App.followedDigest(entry["digest"]?.stringValue, part: part, name: name)
+                let declaredLength = entry["length"]?.intValue
+                refs.append(
+                    .stored(
+                        AttachmentInfo(
+                            name: name, contentType: contentType, digest: digest,
+                            length: encoding == nil ? part.length : (declaredLength ?? part.length), revpos: revpos,
+                            encoding: encoding, encodedLength: encoding == nil ? nil : part.length,
+                            blobKey: part.key)))
+                continue
+            }
+            throw CouchError.badRequest("Attachment \(name) has no data, stub or follows")
+        }
+        return refs
+    }
+
+    /// A client's `md5-` digest must match the bytes; other digests (Couchbase Lite's `sha1-`) are
+    /// checked when we can and kept.
+    static func checkDigest(_ given: String?, md5: [UInt8], name: String) throws(CouchError) {
+        guard let given, given.hasPrefix("md5-") else { return }
+        guard given == "md5-" + base64(md5) else {
+            throw .badRequest("Attachment \(name) does not match its md5 digest (content_md5_mismatch)")
+        }
+    }
+
+    static func followedDigest(_ given: String?, part: FollowedAttachments.Part, name: String) throws(CouchError) -> String {
+        let md5 = "md5-" + base64(part.md5)
+        guard let given else { return md5 }
+        if given.hasPrefix("md5-") {
+            guard given == md5 else {
+                throw .badRequest("Attachment \(name) does not match its md5 digest (content_md5_mismatch)")
+            }
+            return given
+        }
+        if given.hasPrefix("sha1-") {
+            guard given == "sha1-" + base64(part.sha1) else {
+                throw .badRequest("Attachment \(name) does not match its sha1 digest")
+            }
+            return given
+        }
+        return md5
+    }
+
+    static func base64(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        Base64.encode(bytes, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Reads an attachment's bytes, decoded, for inline `data`.
+    func attachmentLoader(_ database: Database) -> (AttachmentInfo) throws -> [UInt8] {
+        { [self] att in
+            let reader = try blobs(for: database).openReader(att.blobKey)
+            defer { reader.close() }
+            let stored = try reader.read(at: 0, upTo: reader.length)
+            if att.encoding == "gzip" {
+                return try Gzip.decompress(stored, limit: max(att.length, 0) + 1)
+            }
+            return stored
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import CouchCrypto
+import CouchWire
+import RevTree
+
+/// `GET/HEAD/PUT/DELETE /db/doc` and `POST /db`.
+extension App {
+    func document(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        try DocumentID.validate(docID)
+        switch request.method {
+        case "GET", "HEAD": try getDocument(database, docID, request, reply)
+        case "PUT": try putDocument(database, docID, request, reply)
+        case "DELETE": try deleteDocument(database, docID, request, reply)
+        case "POST":
+            // CouchDB answers form uploads on POST /db/doc (issue 5); plain POST is not a document write.
+            try postAttachmentForm(database, docID, request, reply)
+        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+        }
+    }
+
+    // MARK: Reading
+
+    private func getDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        let query = request.query
+        if let openRevs = query["open_revs"] {
+            return try getOpenRevs(database, docID, openRevs, request, reply)
+        }
+        var options = try RenderOptions(query)
+        guard let info = try database.document(docID) else { throw CouchError.notFound("missing") }
+        let revision: StoredRevision
+        if let revText = query["rev"] {
+            let rev = try DocumentInput.parseRev(revText)
+            guard let found = try database.revision(docID, rev: rev), found.body != nil || found.deleted else {
+                throw CouchError.notFound("missing")
+            }
+            revision = found
+        } else {
+            guard !info.deleted, let winner = try database.revision(docID, rev: nil) else {
+                throw CouchError.notFound(info.deleted ? "deleted" : "missing")
+            }
+            revision = winner
+        }
+        let etag = "\"\(revision.rev)\""
+        if request.head.headers["If-None-Match"] == etag {
+            return try reply.bytes(304, [], headers: ["ETag": etag])
+        }
+        if wantsMultipart(request, accept: "multipart/related"), revision.attachments.contains(where: { options.sendsData(revpos: $0.revpos) }) {
+            options.attachments = true
+            options.follows = true
+            return try sendMultipartRelated(database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
+        }
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        try reply.json(200, .object(try renderer.render(revision)), headers: ["ETag": etag])
+    }
+
+    /// `open_revs=all` or `open_revs=["1-a",…]`, as a JSON array of `{"ok":doc}`/`{"missing":rev}`,
+    /// or as `multipart/mixed` when the client asks for it (the CouchDB replicator does).
+    private func getOpenRevs(
+        _ database: Database, _ docID: String, _ openRevs: String, _ request: Request, _ reply: Reply
+    ) throws {
+        var options = try RenderOptions(request.query)
+        let latest = try request.query.bool("latest")
+        let info = try database.document(docID)
+        var results: [(rev: RevID, revision: StoredRevision?)] = []
+        if openRevs == "all" {
+            guard info != nil else { throw CouchError.notFound("missing") }
+            for leaf in try database.leafRevisions(docID) { results.append((leaf.rev, leaf)) }
+        } else {
+            let requested: [RevID]
+            do {
+                requested = try RenderOptions.revList(try JSON.parse(openRevs))
+            } catch let error as CouchError {
+                throw error
+            } catch {
+                throw CouchError.badRequest("invalid UTF-8 JSON")
+            }
+            var seen = Set<RevID>()
+            for rev in requested {
+                var targets = [rev]
+                if latest, let info {
+                    let leaves = info.tree.leaves(descendingFrom: rev)
+                    if !leaves.isEmpty { targets = leaves }
+                }
+                for target in targets where seen.insert(target).inserted {
+                    let found = try database.revision(docID, rev: target)
+                    results.append((target, found.flatMap { $0.body != nil || $0.deleted ? $0 : nil }))
+                }
+            }
+        }
+        if wantsMultipart(request, accept: "multipart/mixed") {
+            options.follows = true
+            return try sendOpenRevsMultipart(database, docID, info: info, results: results, options: options, reply: reply)
+        }
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        var array: [JSON] = []
+        for (rev, revision) in results {
+            if let revision {
+                array.append(["ok": .object(try renderer.render(revision))])
+            } else {
+                array.append(["missing": .string(rev.description)])
+            }
+        }
+        try reply.json(200, .array(array))
+    }
+
+    /// Whether the `Accept` header asks for the given multipart type.
+    func wantsMultipart(_ request: Request, accept type: String) -> Bool {
+        guard let accept = request.head.headers["Accept"]?.lowercased() else { return false }
+        return accept.split(separator: ",").contains { $0.trimmingPrefix(" ").hasPrefix(type) }
+    }
+
+    // MARK: Writing
+
+    private func putDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        if docID.hasPrefix("_local/") { return try localDocument(database, docID, request, reply) }
+        let newEdits = try request.query.bool("new_edits", default: true)
+        let (input, followed) = try readDocumentBody(request)
+        if let bodyID = input.id, bodyID != docID {
+            throw CouchError.badRequest("Document id must match the id in the URL")
+        }
+        var base = input.rev
+        if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
+        if let ifMatch = request.head.headers["If-Match"] {
+            base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
+        }
+        let rev = try writeOne(database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+        try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
+    }
+
+    private func deleteDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        var base: RevID?
+        if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
+        if let ifMatch = request.head.headers["If-Match"] {
+            base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
+        }
+        guard let base else { throw CouchError.conflict }
+        var input = try DocumentInput(.object(JSONObject()))
+        input.deleted = true
+        let rev = try writeOne(database, docID: docID, input: input, base: base, newEdits: true, followed: nil)
+        try sendWriteResult(docID: docID, rev: rev, status: 200, request: request, reply: reply)
+    }
+
+    /// `POST /db`: a new document, with a generated id unless the body has one.
+    func postDocument(_ database: Database, _ request: Request, _ reply: Reply) throws {
+        if let type = request.contentType, type != "application/json" {
+            throw CouchError.badContentType("Content-Type must be application/json")
+        }
+        let input = try DocumentInput(try request.jsonBody(limit: Limits.documentBytes))
+        let docID = input.id ?? Secrets.randomBytes(16).hexString
+        try DocumentID.validate(docID)
+        if docID.hasPrefix("_local/") {
+            let rev = try putLocal(database, docID, input: input)
+            return try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
+        }
+        let rev = try writeOne(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+        try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
+    }
+
+    private func sendWriteResult(docID: String, rev: RevID, status: Int, request: Request, reply: Reply) throws {
+        var headers = HTTPHeaders()
+        headers.set("ETag", "\"\(rev)\"")
+        if status == 201 {
+            let db = request.segments.first ?? ""
+            headers.set("Location", "/\(PercentEncoding.encodeSegment(db))/\(PercentEncoding.encodeSegment(docID))")
+        }
+        let batch = request.query["batch"] == "ok"
+        try reply.json(batch ? 202 : status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+    }
+
+    /// Writes one document revision and returns its rev, or throws its error.
+    func writeOne(
+        _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
+        followed: FollowedAttachments?
+    ) throws -> RevID {
+        let write = try makeWrite(database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+        let results = newEdits ? try database.applyEdits([write]) : try database.applyReplicated([write])
+        guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
+        switch result.result {
+        case .success(let rev): return rev
+        case .failure(let error): throw CouchError(error)
+        }
+    }
+
+    /// Turns a parsed document into a store write, ingesting any attachment data it carries.
+    func makeWrite(
+        _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
+        followed: FollowedAttachments?
+    ) throws -> RevisionWrite {
+        let path: [RevID]
+        if newEdits {
+            path = base.map { [$0] } ?? []
+        } else {
+            path = try input.replicatedPath()
+        }
+        let newPos = newEdits ? (base?.pos ?? 0) + 1 : (path.first?.pos ?? 1)
+        let attachments = try ingestAttachments(
+            database, input.attachments, newRevPos: newPos, replicated: !newEdits, followed: followed)
+        let body = input.bodyBytes
+        guard body.count <= Limits.documentBytes else {
+            throw CouchError.documentTooLarge(docID)
+        }
+        return RevisionWrite(docID: docID, path: path, deleted: input.deleted, body: body, attachments: attachments)
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: Character) -> String {
+        var s = Substring(self)
+        while s.first == set { s.removeFirst() }
+        while s.last == set { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,159 @@
+import CouchWire
+import RevTree
+
+/// Reading document bodies that arrive as JSON or as `multipart/related` (the JSON part first,
+/// then one part per `"follows": true` attachment, matched in JSON order as CouchDB does).
+extension App {
+    /// Bytes read from the socket per step while streaming a body.
+    static let streamChunk = 256 * 1024
+
+    func readDocumentBody(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
+        switch request.contentType {
+        case nil, "application/json", "text/plain":
+            return (try DocumentInput(try request.jsonBody(limit: Limits.documentBytes)), nil)
+        case "multipart/related":
+            return try readMultipartDocument(request)
+        case let other?:
+            throw CouchError.badContentType("Content-Type must be multipart/related or application/json, not \(other)")
+        }
+    }
+
+    private func readMultipartDocument(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
+        let boundary: [UInt8]
+        do {
+            boundary = try MultipartBoundary.parse(contentType: request.head.headers["Content-Type"] ?? "").boundary
+        } catch {
+            throw CouchError.badRequest("Invalid multipart/related Content-Type: \(error)")
+        }
+        if let length = request.body.contentLength, length > Limits.attachmentRequestBytes {
+            throw CouchError.tooLarge("Request body is larger than \(Limits.attachmentRequestBytes) bytes")
+        }
+        guard let docID = request.segments.count >= 2 ? request.segments[1] : nil else {
+            throw CouchError.badRequest("multipart/related bodies are accepted for documents only")
+        }
+        let database = try openDatabase(request.segments[0])
+        var reader = MultipartDocumentReader(app: self, database: database, docID: docID)
+        var parser = MultipartParser(boundary: boundary)
+        var total = 0
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = try request.body.read(upTo: App.streamChunk)
+            } catch {
+                throw CouchError(error)
+            }
+            if chunk.isEmpty { break }
+            total += chunk.count
+            guard total <= Limits.attachmentRequestBytes else {
+                throw CouchError.tooLarge("Request body is larger than \(Limits.attachmentRequestBytes) bytes")
+            }
+            let events: [MultipartEvent]
+            do {
+                events = try parser.parse(chunk)
+            } catch {
+                throw CouchError.badRequest("Malformed multipart body: \(error)")
+            }
+            for event in events { try reader.handle(event) }
+        }
+        do {
+            try parser.finish()
+        } catch {
+            throw CouchError.badRequest("Malformed multipart body: \(error)")
+        }
+        return try reader.result()
+    }
+}
+
+/// Collects the parts of one `multipart/related` document: the JSON part in memory (bounded), each
+/// attachment part streamed into a blob.
+private struct MultipartDocumentReader {
+    let app: App
+    let database: Database
+    let docID: String
+    private var partIndex = -1
+    private var headers: [(String, String)] = []
+    private var json: [UInt8] = []
+    private var input: DocumentInput?
+    /// `follows` attachments in JSON order, with the byte count each part must have.
+    private var expected: [(name: String, bytes: Int?)] = []
+    private var writer: BlobWriter?
+    private var followed = FollowedAttachments()
+    private var ended = false
+
+    init(app: App, database: Database, docID: String) {
+        self.app = app
+        self.database = database
+        self.docID = docID
+    }
+
+    mutating func handle(_ event: MultipartEvent) throws {
+        switch event {
+        case .partBegin(let partHeaders):
+            partIndex += 1
+            headers = partHeaders
+            if partIndex > 0 {
+                guard partIndex - 1 < expected.count else {
+                    throw CouchError.badRequest("More multipart parts than attachments marked follows")
+                }
+                writer = try app.blobs(for: database).makeWriter()
+            }
+        case .bodyChunk(let bytes):
+            if partIndex == 0 {
+                json += bytes
+                guard json.count <= Limits.documentBytes else { throw CouchError.documentTooLarge(docID) }
+            } else if let writer {
+                try writer.write(bytes)
+                if let limit = expected[partIndex - 1].bytes, writer.length > limit {
+                    throw CouchError.badRequest("Attachment \(expected[partIndex - 1].name) is longer than its declared length")
+                }
+            }
+        case .partEnd:
+            if partIndex == 0 {
+                try finishJSONPart()
+            } else if let writer {
+                let slot = expected[partIndex - 1]
+                if let declared = slot.bytes, writer.length != declared {
+                    writer.abort()
+                    throw CouchError.badRequest("Attachment \(slot.name) is shorter than its declared length")
+                }
+                let stored = try writer.commit()
+                followed.parts[slot.name] = FollowedAttachments.Part(
+                    key: stored.key, md5: stored.md5, sha1: stored.sha1, length: stored.length)
+                self.writer = nil
+            }
+        case .end:
+            ended = true
+        }
+    }
+
+    private mutating func finishJSONPart() throws {
+        var bytes = json
+        if MultipartHeaders.value("Content-Encoding", in: headers)?.lowercased() == "gzip" {
+            do {
+                bytes = try Gzip.decompress(bytes, limit: Limits.documentBytes)
+            } catch {
+                throw CouchError.badRequest("The gzip-encoded JSON part could not be decoded")
+            }
+        }
+        let parsed: JSON
+        do {
+            parsed = try JSON.parse(bytes)
+        } catch {
+            throw CouchError.invalidJSON
+        }
+        let document = try DocumentInput(parsed)
+        for (name, value) in document.attachments ?? JSONObject() where value["follows"]?.boolValue == true {
+            let declared = value["encoding"] == nil ? value["length"]?.intValue : value["encoded_length"]?.intValue
+            expected.append((name, declared))
+        }
+        input = document
+    }
+
+    func result() throws -> (DocumentInput, FollowedAttachments?) {
+        guard let input, ended else { throw CouchError.badRequest("Truncated multipart body") }
+        guard followed.parts.count == expected.count else {
+            throw CouchError.badRequest("Fewer multipart parts than attachments marked follows")
+        }
+        return (input, followed)
+    }
+}

@@ -1,0 +1,172 @@
+import CouchWire
+import RevTree
+
+/// Documents sent as `multipart/related` (JSON part, then attachment bytes) and `open_revs` replies
+/// as `multipart/mixed`, in the exact part layout the CouchDB replicator requires (protocol.md §2).
+extension App {
+    /// The attachments of `revision` whose bytes follow the JSON part.
+    private func following(_ revision: StoredRevision, _ options: RenderOptions) -> [AttachmentInfo] {
+        revision.attachments.filter { options.sendsData(revpos: $0.revpos) }
+    }
+
+    private func multipartAttachments(_ atts: [AttachmentInfo]) -> [MultipartWriter.Attachment] {
+        atts.map {
+            MultipartWriter.Attachment(
+                name: $0.name, contentType: $0.contentType, length: $0.encodedLength ?? $0.length, encoding: $0.encoding)
+        }
+    }
+
+    /// Writes one `multipart/related` body: JSON part then each following attachment, streamed.
+    private func writeRelatedBody(
+        _ database: Database, writer: inout MultipartWriter, json: [UInt8], atts: [AttachmentInfo], reply: Reply
+    ) throws {
+        try reply.write(writer.partHeader(headers: MultipartWriter.jsonPartHeaders))
+        try reply.write(json)
+        for att in atts {
+            let reader = try blobs(for: database).openReader(att.blobKey)
+            defer { reader.close() }
+            let headers = MultipartWriter.attachmentHeaders(
+                name: att.name, contentType: att.contentType, length: reader.length, encoding: att.encoding)
+            try reply.write(writer.partHeader(headers: headers))
+            try stream(reader, from: 0, count: reader.length, to: reply)
+        }
+        try reply.write(writer.closing())
+    }
+
+    /// `GET /db/doc` with `Accept: multipart/related`.
+    func sendMultipartRelated(
+        _ database: Database, _ docID: String, info: DocumentInfo, revision: StoredRevision, options: RenderOptions,
+        reply: Reply, etag: String
+    ) throws {
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let json = JSON.object(try renderer.render(revision)).serialized()
+        let atts = following(revision, options)
+        var writer = MultipartWriter()
+        let length = writer.relatedBodyLength(jsonLength: json.count, attachments: multipartAttachments(atts))
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", writer.contentType(mediaType: "multipart/related"))
+        headers.set("ETag", etag)
+        try reply.begin(200, headers: headers, contentLength: length)
+        try writeRelatedBody(database, writer: &writer, json: json, atts: atts, reply: reply)
+        try reply.finish()
+    }
+
+    /// `GET /db/doc?open_revs=…` with `Accept: multipart/mixed`: one part per revision —
+    /// `application/json` when no attachment bytes follow, a nested `multipart/related` when they
+    /// do, and `application/json; error="true"` with `{"missing":rev}` for unknown revisions.
+    func sendOpenRevsMultipart(
+        _ database: Database, _ docID: String, info: DocumentInfo?, results: [(rev: RevID, revision: StoredRevision?)],
+        options: RenderOptions, reply: Reply
+    ) throws {
+        var outer = MultipartWriter()
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
+        try reply.begin(200, headers: headers)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        for (rev, revision) in results {
+            guard let revision else {
+                try reply.write(outer.partHeader(headers: [("Content-Type", MultipartWriter.missingRevisionContentType)]))
+                try reply.write(JSON.object(JSONObject([("missing", .string(rev.description))])).serialized())
+                continue
+            }
+            let json = JSON.object(try renderer.render(revision)).serialized()
+            let atts = following(revision, options)
+            if atts.isEmpty {
+                try reply.write(outer.partHeader(headers: MultipartWriter.jsonPartHeaders))
+                try reply.write(json)
+                continue
+            }
+            var inner = MultipartWriter()
+            try reply.write(outer.partHeader(headers: [("Content-Type", inner.contentType(mediaType: "multipart/related"))]))
+            try writeRelatedBody(database, writer: &inner, json: json, atts: atts, reply: reply)
+        }
+        try reply.write(outer.closing())
+        try reply.finish()
+    }
+
+    /// `POST /db/doc` as `multipart/form-data` from an HTML form: `_rev` field and `_attachments`
+    /// file fields (CouchDB's form upload).
+    func postAttachmentForm(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        guard request.contentType == "multipart/form-data" else {
+            throw CouchError.badContentType("Content-Type must be multipart/form-data")
+        }
+        let boundary: [UInt8]
+        do {
+            boundary = try MultipartBoundary.parse(contentType: request.head.headers["Content-Type"] ?? "").boundary
+        } catch {
+            throw CouchError.badRequest("Invalid multipart/form-data Content-Type: \(error)")
+        }
+        var parser = MultipartParser(boundary: boundary)
+        var fieldName: String?
+        var fileName: String?
+        var fileType = "application/octet-stream"
+        var fieldValue: [UInt8] = []
+        var writer: BlobWriter?
+        var revText: String?
+        var uploads: [AttachmentInfo] = []
+        var total = 0
+        func handle(_ event: MultipartEvent) throws {
+            switch event {
+            case .partBegin(let headers):
+                let disposition = MultipartHeaderValue(parsing: MultipartHeaders.value("Content-Disposition", in: headers) ?? "")
+                fieldName = disposition.parameter("name")
+                fileName = disposition.parameter("filename")
+                fileType = MultipartHeaders.value("Content-Type", in: headers) ?? "application/octet-stream"
+                fieldValue = []
+                writer = fieldName == "_attachments" && fileName?.isEmpty == false ? try blobs(for: database).makeWriter() : nil
+            case .bodyChunk(let bytes):
+                if let writer {
+                    try writer.write(bytes)
+                } else {
+                    fieldValue += bytes
+                    guard fieldValue.count <= Limits.smallRequestBytes else { throw CouchError.tooLarge("Form field is too large") }
+                }
+            case .partEnd:
+                if let current = writer, let fileName {
+                    let stored = try current.commit()
+                    try App.validateAttachmentName(fileName)
+                    uploads.append(
+                        AttachmentInfo(
+                            name: fileName, contentType: fileType, digest: "md5-" + App.base64(stored.md5),
+                            length: stored.length, revpos: 0, encoding: nil, encodedLength: nil, blobKey: stored.key))
+                    writer = nil
+                } else if fieldName == "_rev" {
+                    revText = String(decoding: fieldValue, as: UTF8.self)
+                }
+            case .end:
+                break
+            }
+        }
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = try request.body.read(upTo: App.streamChunk)
+            } catch {
+                throw CouchError(error)
+            }
+            if chunk.isEmpty { break }
+            total += chunk.count
+            guard total <= Limits.attachmentRequestBytes else { throw CouchError.tooLarge("Form upload is too large") }
+            do {
+                for event in try parser.parse(chunk) { try handle(event) }
+            } catch let error as MultipartError {
+                throw CouchError.badRequest("Malformed multipart body: \(error)")
+            }
+        }
+        do {
+            try parser.finish()
+        } catch {
+            throw CouchError.badRequest("Malformed multipart body: \(error)")
+        }
+        let base = try revText.map { (text: String) throws(CouchError) -> RevID in try DocumentInput.parseRev(text) }
+        let revpos = (base?.pos ?? 0) + 1
+        let rev = try rewriteAttachments(database, docID, base: base) { atts in
+            for var upload in uploads {
+                upload.revpos = revpos
+                atts.removeAll { $0.name == upload.name }
+                atts.append(upload)
+            }
+        }
+        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+    }
+}

@@ -1,0 +1,122 @@
+import CouchWire
+import RevTree
+
+/// Every failure a client can see, mapped to CouchDB's status, `error` and `reason` in one place
+/// (chttpd's `error_info/1`). Anything that is not a `CouchError` becomes a logged 500.
+enum CouchError: Error, Equatable {
+    case badRequest(String)
+    case invalidJSON
+    case notAnObject
+    case invalidRev
+    case illegalDocID(String)
+    case illegalDatabaseName(String)
+    case unauthorized(String)
+    case forbidden(String)
+    case dbNotFound
+    case notFound(String)
+    case methodNotAllowed(String)
+    case conflict
+    case fileExists
+    case missingStub(String)
+    case preconditionFailed(String)
+    case tooLarge(String)
+    case documentTooLarge(String)
+    case badContentType(String)
+    case notImplemented(String)
+    case rangeNotSatisfiable
+    case queryParseError(String)
+    case unknownError(String)
+
+    var status: Int {
+        switch self {
+        case .badRequest, .invalidJSON, .notAnObject, .invalidRev, .illegalDocID, .illegalDatabaseName,
+            .queryParseError:
+            400
+        case .unauthorized: 401
+        case .forbidden: 403
+        case .dbNotFound, .notFound: 404
+        case .methodNotAllowed: 405
+        case .conflict: 409
+        case .fileExists, .missingStub, .preconditionFailed: 412
+        case .tooLarge, .documentTooLarge: 413
+        case .badContentType: 415
+        case .rangeNotSatisfiable: 416
+        case .unknownError: 500
+        case .notImplemented: 501
+        }
+    }
+
+    var error: String {
+        switch self {
+        case .badRequest, .invalidJSON, .notAnObject, .invalidRev: "bad_request"
+        case .illegalDocID: "illegal_docid"
+        case .illegalDatabaseName: "illegal_database_name"
+        case .queryParseError: "query_parse_error"
+        case .unauthorized: "unauthorized"
+        case .forbidden: "forbidden"
+        case .dbNotFound, .notFound: "not_found"
+        case .methodNotAllowed: "method_not_allowed"
+        case .conflict: "conflict"
+        case .fileExists: "file_exists"
+        case .missingStub: "missing_stub"
+        case .preconditionFailed: "precondition_failed"
+        case .tooLarge: "too_large"
+        case .documentTooLarge: "document_too_large"
+        case .badContentType: "bad_content_type"
+        case .rangeNotSatisfiable: "requested_range_not_satisfiable"
+        case .notImplemented: "not_implemented"
+        case .unknownError: "unknown_error"
+        }
+    }
+
+    var reason: String {
+        switch self {
+        case .badRequest(let reason), .illegalDocID(let reason), .unauthorized(let reason),
+            .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
+            .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
+            .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):
+            reason
+        case .invalidJSON: "invalid UTF-8 JSON"
+        case .notAnObject: "Document must be a JSON object"
+        case .invalidRev: "Invalid rev format"
+        case .illegalDatabaseName(let name):
+            "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter."
+        case .dbNotFound: "Database does not exist."
+        case .methodNotAllowed(let allowed): "Only \(allowed) allowed"
+        case .conflict: "Document update conflict."
+        case .fileExists: "The database could not be created, the file already exists."
+        case .rangeNotSatisfiable: "Requested range not satisfiable"
+        }
+    }
+
+    /// The `{"error","reason"}` body.
+    var json: JSON {
+        .object(JSONObject([("error", .string(error)), ("reason", .string(reason))]))
+    }
+}
+
+extension CouchError {
+    /// Maps a store failure onto the wire.
+    init(_ storeError: StoreError) {
+        switch storeError {
+        case .conflict: self = .conflict
+        case .notFound(let reason): self = .notFound(reason)
+        case .missingStub(let name): self = .missingStub("Invalid attachment stub in \(name)")
+        case .invalidRev: self = .invalidRev
+        case .badRequest(let reason): self = .badRequest(reason)
+        case .invalidDocID(let reason): self = .illegalDocID(reason)
+        case .fileExists: self = .fileExists
+        case .dbNotFound: self = .dbNotFound
+        default: self = .unknownError(String(describing: storeError))
+        }
+    }
+
+    /// Maps an HTTP body-reading failure onto the wire.
+    init(_ httpError: HTTPError) {
+        switch httpError.status {
+        case 413: self = .tooLarge("Request body is too large")
+        case 400: self = .badRequest(httpError.reason)
+        default: self = .unknownError(httpError.reason)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import CouchWire
+import RevTree
+
+/// A document as a client sent it, split into CouchDB's special `_` members and the user's body.
+struct DocumentInput {
+    var id: String?
+    var rev: RevID?
+    /// `_revisions` as a path, leaf first (`start-0`, `start-1`, …).
+    var revisions: [RevID]?
+    var deleted = false
+    /// The user's fields, in the order sent.
+    var body = JSONObject()
+    /// The `_attachments` member, still as JSON.
+    var attachments: JSONObject?
+
+    /// Special members CouchDB accepts and ignores on input (they are computed on output).
+    private static let ignoredSpecials: Set<String> = [
+        "_revs_info", "_conflicts", "_deleted_conflicts", "_local_seq",
+    ]
+
+    /// Splits a JSON document.
+    /// - Throws: 400 for a non-object, a bad `_id`, `_rev` or `_revisions`, or an unknown `_` member.
+    init(_ json: JSON) throws(CouchError) {
+        guard case .object(let object) = json else { throw .notAnObject }
+        for (key, value) in object {
+            guard key.hasPrefix("_") else {
+                body[key] = value
+                continue
+            }
+            switch key {
+            case "_id":
+                guard let id = value.stringValue else { throw .badRequest("Document id must be a string") }
+                self.id = id
+            case "_rev":
+                guard let text = value.stringValue else { throw .invalidRev }
+                rev = try DocumentInput.parseRev(text)
+            case "_deleted":
+                deleted = value.boolValue ?? false
+            case "_revisions":
+                revisions = try DocumentInput.parseRevisions(value)
+            case "_attachments":
+                guard case .object(let atts) = value else {
+                    throw .badRequest("_attachments must be a JSON object")
+                }
+                attachments = atts
+            default:
+                if DocumentInput.ignoredSpecials.contains(key) { continue }
+                throw .badRequest("Bad special document member: \(key)")
+            }
+        }
+        if let revisions, let first = revisions.first, let rev, first != rev {
+            throw .badRequest("_rev does not match _revisions")
+        }
+    }
+
+    static func parseRev(_ text: String) throws(CouchError) -> RevID {
+        do {
+            return try RevID(parsing: text)
+        } catch {
+            throw .invalidRev
+        }
+    }
+
+    /// `{"start": N, "ids": [h0, h1, …]}` → `[N-h0, (N-1)-h1, …]`.
+    static func parseRevisions(_ value: JSON) throws(CouchError) -> [RevID] {
+        guard let start = value["start"]?.intValue, let ids = value["ids"]?.arrayValue else {
+            throw .badRequest("_revisions must have an integer start and an array of ids")
+        }
+        guard start >= 1, ids.count <= start else {
+            throw .badRequest("_revisions.start must be at least the number of ids")
+        }
+        guard ids.count <= RevisionLimits.maxRevisionsIDs else {
+            throw .badRequest("_revisions has more than \(RevisionLimits.maxRevisionsIDs) ids")
+        }
+        var path: [RevID] = []
+        path.reserveCapacity(ids.count)
+        for (offset, id) in ids.enumerated() {
+            guard let hash = id.stringValue, !hash.isEmpty else { throw .invalidRev }
+            path.append(try parseRev("\(start - offset)-\(hash)"))
+        }
+        guard !path.isEmpty else { throw .badRequest("_revisions.ids must not be empty") }
+        return path
+    }
+
+    /// The path to merge for a replicated (`new_edits=false`) write.
+    func replicatedPath() throws(CouchError) -> [RevID] {
+        if let revisions { return revisions }
+        if let rev { return [rev] }
+        throw .badRequest("Document rev is required when new_edits is false")
+    }
+
+    /// The serialized user body the store keeps.
+    var bodyBytes: [UInt8] { JSON.object(body).serialized() }
+}
+
+/// Bounds on revision histories a client may send.
+enum RevisionLimits {
+    /// Most ids accepted in one `_revisions` (a hostile history of 100,000 ids is refused).
+    static let maxRevisionsIDs = 10_000
+}
+
+/// Document id rules of CouchDB (`couch_doc:validate_docid`).
+enum DocumentID {
+    static let maxBytes = 8 * 1024
+
+    static func validate(_ id: String) throws(CouchError) {
+        guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
+        guard id.utf8.count <= maxBytes else { throw .illegalDocID("Document id is too long") }
+        if id.hasPrefix("_") {
+            let reserved = ["_design/", "_local/"]
+            guard reserved.contains(where: { id.hasPrefix($0) && id.count > $0.count }) else {
+                throw .illegalDocID("Only reserved document ids may start with underscore.")
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import CouchWire
+import RevTree
+
+/// What to include when a stored revision is turned back into a JSON document
+/// (`couch_doc:to_json_obj`: `_id`, `_rev`, body, `_deleted`, `_revisions`, meta, `_attachments`).
+struct RenderOptions {
+    var revs = false
+    var revsInfo = false
+    var conflicts = false
+    var deletedConflicts = false
+    var localSeq = false
+    /// Inline attachment data as base64 (`attachments=true`).
+    var attachments = false
+    /// With `attachments`, only data newer than these revisions is inlined (`atts_since`).
+    var attsSince: [RevID]?
+    /// Show `encoding`/`encoded_length` for compressed attachments.
+    var attEncodingInfo = false
+    /// Mark attachments `follows: true` for a multipart response instead of inlining them.
+    var follows = false
+
+    init() {}
+
+    /// Reads the document query parameters.
+    init(_ query: QueryParameters) throws(CouchError) {
+        revs = try query.bool("revs")
+        revsInfo = try query.bool("revs_info")
+        conflicts = try query.bool("conflicts")
+        deletedConflicts = try query.bool("deleted_conflicts")
+        localSeq = try query.bool("local_seq")
+        if try query.bool("meta") {
+            conflicts = true
+            deletedConflicts = true
+            revsInfo = true
+            localSeq = true
+        }
+        attachments = try query.bool("attachments")
+        attEncodingInfo = try query.bool("att_encoding_info")
+        if let since = try query.json("atts_since") {
+            attsSince = try RenderOptions.revList(since)
+        }
+    }
+
+    static func revList(_ json: JSON) throws(CouchError) -> [RevID] {
+        guard let array = json.arrayValue else { throw .badRequest("atts_since must be a JSON array of revs") }
+        var revs: [RevID] = []
+        for item in array {
+            guard let text = item.stringValue else { throw .invalidRev }
+            revs.append(try DocumentInput.parseRev(text))
+        }
+        return revs
+    }
+
+    /// Whether attachment data with this `revpos` is sent rather than stubbed (`couch_db` 333-345).
+    func sendsData(revpos: Int) -> Bool {
+        guard attachments || follows else { return false }
+        guard let since = attsSince, !since.isEmpty else { return true }
+        let newestKnown = since.map(\.pos).max() ?? 0
+        return revpos > newestKnown
+    }
+}
+
+/// Builds JSON documents from stored revisions.
+struct DocumentRenderer {
+    let id: String
+    let info: DocumentInfo?
+    let options: RenderOptions
+    /// Reads attachment bytes for inline `data`; nil when none are needed.
+    let loadAttachment: ((AttachmentInfo) throws -> [UInt8])?
+
+    /// The document as an ordered JSON object.
+    func render(_ revision: StoredRevision) throws -> JSONObject {
+        var doc = JSONObject()
+        doc["_id"] = .string(id)
+        doc["_rev"] = .string(revision.rev.description)
+        if let body = revision.body, !body.isEmpty, case .object(let fields) = try JSON.parse(body) {
+            for (key, value) in fields { doc[key] = value }
+        }
+        if revision.deleted { doc["_deleted"] = true }
+        if options.revs {
+            doc["_revisions"] = [
+                "start": .number(JSONNumber(revision.rev.pos)),
+                "ids": .array(revision.history.map { .string($0.hash) }),
+            ]
+        }
+        if options.revsInfo, let info {
+            doc["_revs_info"] = .array(
+                info.tree.revsInfo(of: revision.rev).map { entry in
+                    .object(JSONObject([("rev", .string(entry.rev.description)), ("status", .string(entry.status.rawValue))]))
+                })
+        }
+        if let info {
+            let others = info.leaves.filter { $0.rev != revision.rev }
+            if options.conflicts {
+                let live = others.filter { !$0.deleted }.map { JSON.string($0.rev.description) }
+                if !live.isEmpty { doc["_conflicts"] = .array(live) }
+            }
+            if options.deletedConflicts {
+                let dead = others.filter { $0.deleted }.map { JSON.string($0.rev.description) }
+                if !dead.isEmpty { doc["_deleted_conflicts"] = .array(dead) }
+            }
+        }
+        if options.localSeq { doc["_local_seq"] = .number(JSONNumber(revision.localSeq)) }
+        if !revision.attachments.isEmpty {
+            var atts = JSONObject()
+            for att in revision.attachments { atts[att.name] = .object(try renderAttachment(att)) }
+            doc["_attachments"] = .object(atts)
+        }
+        return doc
+    }
+
+    /// One `_attachments` entry (`couch_att:to_json`).
+    func renderAttachment(_ att: AttachmentInfo) throws -> JSONObject {
+        var entry = JSONObject()
+        entry["content_type"] = .string(att.contentType)
+        entry["revpos"] = .number(JSONNumber(att.revpos))
+        entry["digest"] = .string(att.digest)
+        if !options.sendsData(revpos: att.revpos) {
+            entry["length"] = .number(JSONNumber(att.length))
+            entry["stub"] = true
+        } else if options.follows {
+            entry["length"] = .number(JSONNumber(att.length))
+            entry["follows"] = true
+        } else if let loadAttachment {
+            var encoded: [UInt8] = []
+            Base64.encode(try loadAttachment(att), into: &encoded)
+            entry["data"] = .string(String(decoding: encoded, as: UTF8.self))
+        }
+        if (options.attEncodingInfo || options.follows), let encoding = att.encoding, let encodedLength = att.encodedLength {
+            entry["encoding"] = .string(encoding)
+            entry["encoded_length"] = .number(JSONNumber(encodedLength))
+        }
+        return entry
+    }
+}

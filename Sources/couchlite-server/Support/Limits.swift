@@ -1,0 +1,22 @@
+/// Sizes the application enforces on request bodies and parameters (the engine's own limits live
+/// in CouchWire's `HTTPLimits`).
+enum Limits {
+    /// Largest JSON document body, in bytes (CouchDB's `max_document_size` default, 8,000,000).
+    static let documentBytes = 8_000_000
+    /// Largest `_bulk_docs`, `_bulk_get`, `_revs_diff` or `_all_docs` body, in bytes. PouchDB sends
+    /// attachments inline in `_bulk_docs`, so this is generous (CouchDB's `max_http_request_size`
+    /// default is 4 GiB; we hold JSON bodies in memory, so keep it well below that).
+    static let bulkRequestBytes = 512 * 1024 * 1024
+    /// Largest body of small control requests (`_local` docs, `_revs_limit`, `_session`), in bytes.
+    static let smallRequestBytes = 1024 * 1024
+    /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
+    static let maxUUIDCount = 1000
+    /// Longest database name, in bytes (CouchDB's limit).
+    static let databaseNameBytes = 238
+}
+
+extension Limits {
+    /// Largest body carrying attachment bytes (multipart document or standalone attachment PUT),
+    /// in bytes: several GiB of video stream through, never held in memory.
+    static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
+}

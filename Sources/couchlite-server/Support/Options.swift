@@ -1,0 +1,105 @@
+import Foundation
+
+/// Command-line and environment configuration of the server.
+///
+/// One option table generates `--help`, the parser and the environment lookup, so the three can
+/// never disagree (swift-argument-parser's shape, without the package).
+struct Options: Sendable {
+    var bind = "127.0.0.1"
+    var port = 5984
+    var dataDir = "./data"
+    var admin: String?
+    var logLevel = LogLevel.info
+    var maxConnections = 4096
+
+    /// One row of the option table.
+    struct Spec: Sendable {
+        let flag: String
+        let environment: String
+        let valueName: String
+        let help: String
+        let apply: @Sendable (inout Options, String) throws(OptionsError) -> Void
+    }
+
+    static let table: [Spec] = [
+        Spec(flag: "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
+             help: "address to listen on (IPv4 or IPv6), default 127.0.0.1") { o, v throws(OptionsError) in
+            guard !v.isEmpty else { throw OptionsError("--bind needs an address") }
+            o.bind = v
+        },
+        Spec(flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
+             help: "TCP port, default 5984 (0 picks a free port and prints it)") { o, v throws(OptionsError) in
+            guard let p = Int(v), (0...65535).contains(p) else { throw OptionsError("--port must be 0...65535, got '\(v)'") }
+            o.port = p
+        },
+        Spec(flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+             help: "directory for databases and server state, default ./data") { o, v throws(OptionsError) in
+            guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
+            o.dataDir = v
+        },
+        Spec(flag: "--admin", environment: "COUCHLITE_ADMIN", valueName: "USER:PASS",
+             help: "server admin credentials") { o, v throws(OptionsError) in
+            guard let colon = v.firstIndex(of: ":"), colon != v.startIndex, v.index(after: colon) != v.endIndex else {
+                throw OptionsError("--admin must look like USER:PASS")
+            }
+            o.admin = v
+        },
+        Spec(flag: "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
+             help: "error, warning, info or debug; default info") { o, v throws(OptionsError) in
+            guard let level = LogLevel(rawValue: v) else { throw OptionsError("--log-level must be error, warning, info or debug") }
+            o.logLevel = level
+        },
+        Spec(flag: "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS", valueName: "N",
+             help: "cap on open client connections, default 4096") { o, v throws(OptionsError) in
+            guard let n = Int(v), n > 0 else { throw OptionsError("--max-connections must be a positive integer") }
+            o.maxConnections = n
+        },
+    ]
+
+    static var usage: String {
+        var lines = ["usage: couchlite-server [options]", "", "A CouchDB-compatible replication server.", "", "options:"]
+        for spec in table {
+            let left = "  \(spec.flag) \(spec.valueName)"
+            lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + spec.help + " [$\(spec.environment)]")
+        }
+        lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
+        return lines.joined(separator: "\n")
+    }
+
+    /// Parses the environment first, then the arguments, which win.
+    /// - Returns: nil when `--help` was asked for.
+    static func parse(arguments: [String], environment: [String: String]) throws(OptionsError) -> Options? {
+        var options = Options()
+        for spec in table {
+            if let value = environment[spec.environment] { try spec.apply(&options, value) }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" { return nil }
+            var name = argument
+            var value: String?
+            if let eq = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                name = String(argument[..<eq])
+                value = String(argument[argument.index(after: eq)...])
+            }
+            guard let spec = table.first(where: { $0.flag == name }) else {
+                throw OptionsError("unknown option '\(argument)'")
+            }
+            if value == nil {
+                index += 1
+                guard index < arguments.count else { throw OptionsError("\(name) needs a value") }
+                value = arguments[index]
+            }
+            try spec.apply(&options, value ?? "")
+            index += 1
+        }
+        return options
+    }
+}
+
+/// A command-line mistake; printed on stderr, exit 64 (EX_USAGE).
+struct OptionsError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

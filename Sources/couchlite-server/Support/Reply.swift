@@ -1,0 +1,74 @@
+import CouchWire
+
+/// The response side of one request: wraps the engine's writer with CouchDB's default headers and
+/// remembers the status and byte count for the access log.
+final class Reply {
+    let writer: HTTPResponseWriter
+    private(set) var status = 0
+    private(set) var bytesSent = 0
+
+    init(writer: HTTPResponseWriter) {
+        self.writer = writer
+    }
+
+    var headSent: Bool { writer.headSent }
+
+    /// Headers every CouchDB response carries besides the engine's Date and Server.
+    static func baseHeaders(contentType: String = "application/json") -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", contentType)
+        headers.add("Cache-Control", "must-revalidate")
+        return headers
+    }
+
+    /// Sends a complete JSON response.
+    func json(_ status: Int, _ body: JSON, headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
+        var bytes = body.serialized()
+        bytes.append(UInt8(ascii: "\n"))
+        try self.bytes(status, bytes, headers: extra)
+    }
+
+    /// Sends a complete response whose body is already serialized (JSON unless headers say otherwise).
+    func bytes(_ status: Int, _ body: [UInt8], headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
+        var headers = Reply.baseHeaders()
+        for (name, value) in extra { headers.set(name, value) }
+        self.status = status
+        bytesSent += writer.isHEAD ? 0 : body.count
+        try writer.respond(status: status, headers: headers, body: body)
+    }
+
+    /// Starts a streamed response (chunked on HTTP/1.1 unless `contentLength` is given).
+    func begin(_ status: Int, headers extra: HTTPHeaders = HTTPHeaders(), contentLength: Int? = nil) throws(HTTPError) {
+        var headers = Reply.baseHeaders()
+        for (name, value) in extra { headers.set(name, value) }
+        self.status = status
+        try writer.writeHead(status: status, headers: headers, contentLength: contentLength)
+    }
+
+    func write(_ bytes: [UInt8]) throws(HTTPError) {
+        bytesSent += bytes.count
+        try writer.write(bytes)
+    }
+
+    func write(_ text: String) throws(HTTPError) {
+        try write(Array(text.utf8))
+    }
+
+    func flush() throws(HTTPError) { try writer.flush() }
+
+    func finish() throws(HTTPError) { try writer.finish() }
+
+    /// Sends a CouchDB error body, unless a response has already started (then the connection is
+    /// all that can be given up).
+    func error(_ error: CouchError, headers: HTTPHeaders = HTTPHeaders()) {
+        guard !writer.headSent else {
+            writer.closeAfterResponse()
+            return
+        }
+        do {
+            try json(error.status, error.json, headers: headers)
+        } catch {
+            writer.closeAfterResponse()
+        }
+    }
+}

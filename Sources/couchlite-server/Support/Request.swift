@@ -1,0 +1,172 @@
+import CouchWire
+
+/// One request as the handlers see it: decoded path segments, decoded query parameters, and the
+/// body still unread (handlers pull it in pieces or whole, with their own size limit).
+struct Request {
+    let head: HTTPRequestHead
+    let body: HTTPRequestBody
+    /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing.
+    let segments: [String]
+    let query: QueryParameters
+
+    var method: String { head.method }
+
+    init(head: HTTPRequestHead, body: HTTPRequestBody) throws(CouchError) {
+        self.head = head
+        self.body = body
+        var segments: [String] = []
+        for raw in head.path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let decoded = PercentEncoding.decode(raw) else {
+                throw .badRequest("Invalid percent-encoding in URL path")
+            }
+            segments.append(decoded)
+        }
+        self.segments = segments
+        self.query = try QueryParameters(raw: head.query ?? "")
+    }
+
+    /// The media type of the body, lowercased, without parameters.
+    var contentType: String? {
+        guard let value = head.headers["Content-Type"] else { return nil }
+        let media = value.split(separator: ";", maxSplits: 1).first.map(String.init) ?? value
+        return media.trimmingSpaces().lowercased()
+    }
+
+    /// Reads and parses a JSON body.
+    /// - Throws: 413 over `limit`, 400 `bad_request` for anything that is not valid JSON.
+    func jsonBody(limit: Int) throws(CouchError) -> JSON {
+        let bytes: [UInt8]
+        do {
+            bytes = try body.readAll(limit: limit)
+        } catch {
+            throw CouchError(error)
+        }
+        do {
+            return try JSON.parse(bytes)
+        } catch {
+            throw .invalidJSON
+        }
+    }
+
+    /// Reads a JSON body that must be an object.
+    func jsonObjectBody(limit: Int) throws(CouchError) -> JSONObject {
+        guard case .object(let object) = try jsonBody(limit: limit) else { throw .badRequest("Request body must be a JSON object") }
+        return object
+    }
+}
+
+/// Decoded `name=value` pairs of a query string, in order.
+struct QueryParameters {
+    private(set) var pairs: [(name: String, value: String)] = []
+
+    init(raw: String) throws(CouchError) {
+        for piece in raw.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = PercentEncoding.decode(parts[0], plusIsSpace: true),
+                let value = PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: true)
+            else {
+                throw .badRequest("Invalid percent-encoding in query string")
+            }
+            pairs.append((name, value))
+        }
+    }
+
+    /// The last value given for `name` (CouchDB takes the last).
+    subscript(name: String) -> String? {
+        pairs.last(where: { $0.name == name })?.value
+    }
+
+    func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }
+
+    /// A boolean parameter: `true`/`false`, else 400 like CouchDB.
+    func bool(_ name: String, default defaultValue: Bool = false) throws(CouchError) -> Bool {
+        guard let value = self[name] else { return defaultValue }
+        switch value {
+        case "true": return true
+        case "false": return false
+        default: throw .queryParseError("Invalid boolean parameter: \"\(value)\"")
+        }
+    }
+
+    /// A non-negative integer parameter.
+    func int(_ name: String) throws(CouchError) -> Int? {
+        guard let value = self[name] else { return nil }
+        guard let n = Int(value), n >= 0 else {
+            throw .queryParseError("Invalid value for integer: \"\(value)\"")
+        }
+        return n
+    }
+
+    /// A JSON-encoded parameter such as `startkey="a"` or `open_revs=["1-a"]`.
+    func json(_ name: String) throws(CouchError) -> JSON? {
+        guard let value = self[name] else { return nil }
+        do {
+            return try JSON.parse(value)
+        } catch {
+            throw .badRequest("invalid UTF-8 JSON")
+        }
+    }
+}
+
+/// RFC 3986 percent-decoding of one URL component.
+enum PercentEncoding {
+    /// - Returns: nil for a malformed escape or bytes that are not UTF-8.
+    static func decode(_ text: Substring, plusIsSpace: Bool = false) -> String? {
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
+            return String(text)
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                out.append(high << 4 | low)
+            } else if plusIsSpace && byte == UInt8(ascii: "+") {
+                out.append(UInt8(ascii: " "))
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    /// Encodes a path segment the way CouchDB writes `Location` headers (`/` → `%2F`).
+    static func encodeSegment(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let digits = Array("0123456789ABCDEF".unicodeScalars)
+                out += "%"
+                out.unicodeScalars.append(digits[Int(byte >> 4)])
+                out.unicodeScalars.append(digits[Int(byte & 0x0f)])
+            }
+        }
+        return out
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+extension String {
+    func trimmingSpaces() -> String {
+        var scalars = Substring(self)
+        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
+        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
+        return String(scalars)
+    }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+@testable import CouchWire
+
+/// Shared state tests use to coordinate with handlers running on connection threads.
+final class HandlerProbe: Sendable {
+    let arrivals = Mutex(0)
+    let observedErrors = Mutex<[HTTPError]>([])
+
+    func arrive() -> Int { arrivals.withLock { count in
+        count += 1
+        return count
+    } }
+
+    var arrivalCount: Int { arrivals.withLock { $0 } }
+
+    func record(_ error: HTTPError) { observedErrors.withLock { $0.append(error) } }
+}
+
+/// A test application exercising the engine; routes by path.
+func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
+    { head, body, writer in
+        do throws(HTTPError) {
+            switch head.path {
+            case "/hello":
+                try writer.respond(status: 200, headers: ["Content-Type": "text/plain"], body: Array("hello".utf8))
+            case "/echo":
+                let bytes = try body.readAll(limit: 1 << 20)
+                try writer.respond(
+                    status: 200, headers: ["X-Method": head.method, "X-Path": head.target], body: bytes)
+            case "/count":
+                var total = 0
+                while true {
+                    let piece = try body.read(upTo: 64 * 1024)
+                    if piece.isEmpty { break }
+                    total += piece.count
+                }
+                try writer.respond(status: 200, headers: [:], body: Array(String(total).utf8))
+            case "/stream":
+                try writer.writeHead(status: 200, headers: ["Content-Type": "text/plain"], contentLength: nil)
+                for index in 0..<3 {
+                    try writer.write(Array("line \(index)\n".utf8))
+                    try writer.flush()
+                }
+                try writer.finish()
+            case "/slow":
+                usleep(400_000)
+                try writer.respond(status: 200, headers: [:], body: Array("done".utf8))
+            case "/gate":
+                // Holds every request until `gateCount` have arrived, like long-poll feeds waiting for a change.
+                _ = probe.arrive()
+                let deadline = HTTPDeadline.after(.seconds(20))
+                while probe.arrivalCount < gateCount, HTTPDeadline.now() < deadline { usleep(5_000) }
+                try writer.respond(status: 200, headers: [:], body: Array(String(probe.arrivalCount).utf8))
+            case "/longpoll":
+                _ = probe.arrive()
+                try writer.writeHead(status: 200, headers: [:], contentLength: nil)
+                try writer.flush()
+                while !writer.isPeerClosed() { usleep(10_000) }
+                probe.record(.clientGone)
+            case "/nothing":
+                break
+            case "/close":
+                writer.closeAfterResponse()
+                try writer.respond(status: 200, headers: [:], body: Array("bye".utf8))
+            default:
+                try writer.respond(status: 404, headers: [:], body: Array("{\"error\":\"not_found\"}".utf8))
+            }
+        } catch {
+            probe.record(error)
+        }
+    }
+}
+
+/// Starts a server on 127.0.0.1 port 0 (unless configured otherwise), runs `body`, and shuts it down.
+func withTestServer(
+    _ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, gateCount: Int = 0,
+    _ body: (Int, HTTPServer, HandlerProbe) throws -> Void
+) throws {
+    var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+    configuration.idleTimeout = .seconds(5)
+    configuration.headerTimeout = .seconds(5)
+    configuration.bodyStallTimeout = .seconds(5)
+    configure(&configuration)
+    let probe = HandlerProbe()
+    let server = HTTPServer(configuration: configuration, handler: testHandler(probe: probe, gateCount: gateCount))
+    let port = try server.start()
+    defer { server.shutdown(timeout: .seconds(2)) }
+    try body(port, server, probe)
+}
+
+/// Seconds elapsed while running `body`.
+func measure(_ body: () throws -> Void) rethrows -> Double {
+    let start = HTTPDeadline.now()
+    try body()
+    return Double(HTTPDeadline.now().nanoseconds - start.nanoseconds) / 1e9
+}

@@ -1,3 +1,0 @@
-import RevTree
-import Testing
-@Suite struct PlaceholderRevTree { @Test func builds() { #expect(Bool(true)) } }
