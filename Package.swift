@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // glibc's <malloc.h>, for arena tuning in the server.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
@@ -25,7 +27,7 @@ let package = Package(
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
         // The executable that wires the store into CouchDB endpoints.
         .executableTarget(
-            name: "couchlite-server", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
+            name: "couchlite-server", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(

@@ -77,6 +77,14 @@ if [ "$rc" -ne 0 ] && [ -n "$tmp_dir" ]; then
   echo "--- server log (tail)" >&2; tail -n 50 "$tmp_dir/server.log" >&2 || true
 fi
 
+# A one-to-two-second run of every benchmark workload, so the instrument cannot rot (figures are
+# not judged here: machines are noisy; see BENCHMARKS.md).
+step "benchmark smoke run (bench/smoke.sh)"
+set +e
+BENCH_PID="$server_pid" bash bench/smoke.sh "$COUCH_URL"
+bench_rc=$?
+set -e
+
 # End-to-end replication between two couchlite servers that the tests start, kill and restart
 # themselves: only when testing couchlite (not a foreign server named by COUCH_URL).
 e2e_rc=0
@@ -88,7 +96,7 @@ if [ -n "$tmp_dir" ]; then
   set -e
 fi
 
-if [ "$rc" -ne 0 ] || [ "$e2e_rc" -ne 0 ]; then
-  echo "test.sh: conformance exit $rc, e2e exit $e2e_rc" >&2
+if [ "$rc" -ne 0 ] || [ "$e2e_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
+  echo "test.sh: conformance exit $rc, e2e exit $e2e_rc, bench smoke exit $bench_rc" >&2
   exit 1
 fi

@@ -1,3 +1,4 @@
+import CMalloc
 import CouchCrypto
 import CouchWire
 import Dispatch
@@ -22,6 +23,11 @@ do {
 }
 
 let log = Logger(label: "couchlite", level: options.logLevel)
+
+// glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps freed
+// memory in them; with a thread per connection, 2,000 long-poll feeds would leave that memory
+// behind after they close. A few shared arenas keep resident memory flat.
+_ = mallopt(M_ARENA_MAX, 2)
 
 /// Reads the server's persistent uuid from `<data-dir>/server.json`, creating it on first start.
 func loadServerUUID(dataDir: String) throws -> String {

@@ -128,6 +128,8 @@ struct ChangesFeed {
     let reply: Reply
     private var lastSeq: Int
     private var emitted = 0
+    /// Whether a scan stopped at the limit with rows left unread; only then is `pending` non-zero.
+    private var stoppedAtLimit = false
 
     init(app: App, database: Database, query: ChangesQuery, reply: Reply) {
         self.app = app
@@ -193,8 +195,11 @@ struct ChangesFeed {
         try reply.finish()
     }
 
+    /// Rows after `last_seq` in the snapshot the feed read. A scan that was not cut short by the
+    /// limit read everything, so only a limited feed pays for counting (2,000 woken feeds must not
+    /// each run an extra query).
     private func pendingCount() throws -> Int {
-        guard !query.descending else { return 0 }
+        guard !query.descending, stoppedAtLimit else { return 0 }
         var count = 0
         try database.changes(since: lastSeq, limit: nil, descending: false) { _ in
             count += 1
@@ -211,7 +216,10 @@ struct ChangesFeed {
         var rows: [(seq: Int, row: JSONObject)] = []
         let remaining = query.limit.map { $0 - emitted }
         try database.changes(since: query.descending ? 0 : lastSeq, limit: nil, descending: query.descending) { change in
-            if let remaining, rows.count >= remaining { return false }
+            if let remaining, rows.count >= remaining {
+                stoppedAtLimit = true
+                return false
+            }
             if !query.descending { lastSeq = change.seq } else if rows.isEmpty { lastSeq = change.seq }
             if let row = try makeRow(change) { rows.append((change.seq, row)) }
             return true
