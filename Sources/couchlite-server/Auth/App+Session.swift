@@ -44,7 +44,8 @@ extension App {
             let account = authenticator.login(name: name, password: password)
         else {
             headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now))
-            let status = try addRedirect(request.query["fail"], request, &headers)
+            let redirected = try addRedirect(request.query["fail"], request, &headers)
+            let status = redirected == 302 ? 302 : 401
             let error = CouchError.unauthorized("Name or password is incorrect.")
             return try reply.json(status, error.json, headers: headers)
         }
