@@ -172,6 +172,22 @@ def test_matrix_design_doc_write(couch, secured, who):
         assert r.status_code == 201, r.text
 
 
+def test_member_bulk_docs_and_post_cannot_write_design_docs(couch, secured):
+    db, clients, _ = secured
+    s = clients["member"]
+    r = call(s, couch, "POST", f"/{db}/_bulk_docs", json={"docs": [{"_id": "_design/bulk"}, {"_id": "plain-bulk"}]})
+    assert r.status_code == 201
+    items = r.json()
+    assert items[0]["id"] == "_design/bulk"
+    assert items[0]["error"] == "forbidden" and items[0]["reason"] == "You are not a db or server admin."
+    assert items[1]["ok"] is True
+    r = call(s, couch, "POST", f"/{db}", json={"_id": "_design/post"})
+    assert r.status_code == 403 and r.json() == NOT_DB_ADMIN_NAMED
+    assert couch.get(f"/{db}/_design/bulk").status_code == 404
+    r = call(clients["dbadmin"], couch, "POST", f"/{db}/_bulk_docs", json={"docs": [{"_id": "_design/byadmin"}]})
+    assert r.status_code == 201 and r.json()[0]["ok"] is True
+
+
 @pytest.mark.parametrize("who", ["anonymous", "outsider", "member", "role_member", "dbadmin", "admin"])
 def test_matrix_security_object(couch, secured, who):
     db, clients, security = secured
