@@ -13,9 +13,13 @@ final class App: Sendable {
     let serverUUID: String
     let log: Logger
     let options: Options
+    let access: AccessControl
 
-    init(store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, log: Logger) {
+    init(
+        store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl, log: Logger
+    ) {
         self.store = store
+        self.access = access
         self.blobRegistry = blobRegistry
         self.serverUUID = serverUUID
         self.options = options
@@ -26,11 +30,13 @@ final class App: Sendable {
     func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
+        applyCORS(head, reply)
+        defer { UserContext.clearCurrent() }
         do {
             let request = try Request(head: head, body: body)
-            try route(request, reply)
+            if try admit(request, reply) { try route(request, reply) }
         } catch let error as CouchError {
-            reply.error(error)
+            reply.error(error, headers: errorHeaders(error, head))
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.
             reply.error(CouchError(error))
@@ -60,12 +66,16 @@ final class App: Sendable {
             case "_up": return try up(request, reply)
             case "_all_dbs": return try allDatabases(request, reply)
             case "_uuids": return try uuids(request, reply)
-            case "_session": return try session(request, reply)
+            case "_session": return try sessionEndpoint(request, reply)
             default: throw CouchError.notFound("missing")
             }
         }
+        if first == App.usersDatabase, try usersRoute(request, reply) { return }
         if segments.count == 1 {
-            return try databaseRoot(first, request, reply)
+            try databaseRoot(first, request, reply)
+            // A created or deleted database starts again from the default `_security`.
+            if request.method == "PUT" || request.method == "DELETE" { access.security.reset(first) }
+            return
         }
         let database = try openDatabase(first)
         let second = segments[1]
@@ -90,7 +100,8 @@ final class App: Sendable {
                 throw CouchError.notImplemented("couchlite does not execute design document functions (\(segments[3])).")
             }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
-        case "_find", "_index", "_explain", "_design_docs", "_purge", "_security", "_view_cleanup":
+        case "_security": return try securityObject(database, request, reply)
+        case "_find", "_index", "_explain", "_design_docs", "_purge", "_view_cleanup":
             throw CouchError.notImplemented("\(second) is not supported by couchlite.")
         default:
             // `_local%2Fx` and `_design%2Fx` arrive as one segment.

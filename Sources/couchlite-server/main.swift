@@ -45,13 +45,16 @@ func loadServerUUID(dataDir: String) throws -> String {
 
 let app: App
 let server: HTTPServer
+var generatedAdmin: ServerAdmins.Generated?
 do {
     try FileManager.default.createDirectory(atPath: options.dataDir, withIntermediateDirectories: true)
     let store = try Store(directory: options.dataDir + "/databases")
     let uuid = try loadServerUUID(dataDir: options.dataDir)
+    let (access, generated) = try AccessControl.setUp(options: options, store: store)
+    generatedAdmin = generated
     app = App(
         store: store, blobRegistry: BlobRegistry(root: options.dataDir + "/attachments"), serverUUID: uuid,
-        options: options, log: log)
+        options: options, access: access, log: log)
     var configuration = HTTPServerConfiguration()
     configuration.host = options.bind
     configuration.port = options.port
@@ -66,6 +69,17 @@ do {
     // A machine-readable line for scripts that start us on port 0.
     let host = options.bind.contains(":") ? "[\(options.bind)]" : options.bind
     FileHandle.standardOutput.write(Data("couchlite listening on http://\(host):\(port)/\n".utf8))
+    if let generated = generatedAdmin {
+        // Shown once: only the hash is kept (in <data-dir>/admins.json).
+        FileHandle.standardOutput.write(Data("""
+            couchlite: no server admin was configured, so one was created:
+              name: \(generated.name)   password: \(generated.password)
+            This password is shown only once; only its hash is stored. Try:
+              curl -u '\(generated.name):\(generated.password)' http://\(host):\(port)/_session
+            Set --admin USER:PASS (or COUCHLITE_ADMIN) to choose your own.
+
+            """.utf8))
+    }
 } catch {
     log.error("could not start", ["error": String(describing: error)])
     exit(1)

@@ -186,6 +186,7 @@ extension App {
         _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
         followed: FollowedAttachments?
     ) throws -> RevisionWrite {
+        try requireDesignWriteAccess(database, docID: docID)  // members may not write design docs (issue 6)
         let path: [RevID]
         if newEdits {
             path = base.map { [$0] } ?? []

@@ -2,7 +2,7 @@ import CouchCrypto
 import CouchWire
 import RevTree
 
-/// Server-level endpoints: `/`, `/_up`, `/_all_dbs`, `/_uuids`, `/_session`.
+/// Server-level endpoints: `/`, `/_up`, `/_all_dbs`, `/_uuids` (`/_session` is in Auth/App+Session.swift).
 extension App {
     func serverRoot(_ request: Request, _ reply: Reply) throws {
         try require(request, "GET", "HEAD")
@@ -44,11 +44,6 @@ extension App {
         try reply.json(200, ["uuids": .array(uuids)], headers: headers)
     }
 
-    /// Until authentication lands, `_session` answers 404 so that the CouchDB replicator falls back
-    /// to Basic auth (protocol.md §1a row 0), which every request may carry.
-    func session(_ request: Request, _ reply: Reply) throws {
-        throw CouchError.notFound("missing")
-    }
 }
 
 /// The `startkey`/`endkey` family of query parameters over string keys (`_all_dbs`, `_all_docs`).

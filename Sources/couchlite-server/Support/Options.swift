@@ -11,6 +11,10 @@ struct Options: Sendable {
     var admin: String?
     var logLevel = LogLevel.info
     var maxConnections = 4096
+    /// Origins allowed cross-origin requests (`*` for any); empty turns CORS off.
+    var corsOrigins: [String] = []
+    /// Whether CORS answers allow credentials (cookies, Basic auth), as PouchDB sends them.
+    var corsCredentials = true
 
     /// One row of the option table.
     struct Spec: Sendable {
@@ -53,6 +57,19 @@ struct Options: Sendable {
              help: "cap on open client connections, default 4096") { o, v throws(OptionsError) in
             guard let n = Int(v), n > 0 else { throw OptionsError("--max-connections must be a positive integer") }
             o.maxConnections = n
+        },
+        Spec(flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
+             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none") { o, v throws(OptionsError) in
+            let origins = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard origins.allSatisfy({ $0 == "*" || $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
+                throw OptionsError("--cors-origins takes * or origins with their scheme, like http://localhost:8080")
+            }
+            o.corsOrigins = origins
+        },
+        Spec(flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "BOOL",
+             help: "allow credentials on CORS requests (true or false), default true") { o, v throws(OptionsError) in
+            guard let flag = Bool(v) else { throw OptionsError("--cors-credentials must be true or false") }
+            o.corsCredentials = flag
         },
     ]
 

@@ -6,6 +6,9 @@ final class Reply {
     let writer: HTTPResponseWriter
     private(set) var status = 0
     private(set) var bytesSent = 0
+    /// Headers added to whatever this request is answered with, errors included (CORS, a
+    /// refreshed session cookie); a header the handler sets itself wins.
+    var extraHeaders = HTTPHeaders()
 
     init(writer: HTTPResponseWriter) {
         self.writer = writer
@@ -31,6 +34,7 @@ final class Reply {
     /// Sends a complete response whose body is already serialized (JSON unless headers say otherwise).
     func bytes(_ status: Int, _ body: [UInt8], headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
         var headers = Reply.baseHeaders()
+        for (name, value) in extraHeaders { headers.add(name, value) }
         for (name, value) in extra { headers.set(name, value) }
         self.status = status
         bytesSent += writer.isHEAD ? 0 : body.count
@@ -40,6 +44,7 @@ final class Reply {
     /// Starts a streamed response (chunked on HTTP/1.1 unless `contentLength` is given).
     func begin(_ status: Int, headers extra: HTTPHeaders = HTTPHeaders(), contentLength: Int? = nil) throws(HTTPError) {
         var headers = Reply.baseHeaders()
+        for (name, value) in extraHeaders { headers.add(name, value) }
         for (name, value) in extra { headers.set(name, value) }
         self.status = status
         try writer.writeHead(status: status, headers: headers, contentLength: contentLength)

@@ -1,0 +1,34 @@
+import CouchWire
+import Foundation
+import RevTree
+
+/// Everything the server needs to decide who may do what: authentication, each database's
+/// `_security` object and the CORS rules. One per server, shared by all connection threads.
+final class AccessControl: Sendable {
+    let authenticator: Authenticator
+    let security: SecurityStore
+    let cors: CORSPolicy
+
+    init(authenticator: Authenticator, security: SecurityStore, cors: CORSPolicy) {
+        self.authenticator = authenticator
+        self.security = security
+        self.cors = cors
+    }
+
+    /// Sets up access control for a data directory: admins (generating one on a first start
+    /// without `--admin`), the cookie secret, the security objects and the `_users` database.
+    /// - Returns: the generated admin, if one was made, for `main` to print once.
+    static func setUp(options: Options, store: Store) throws -> (AccessControl, ServerAdmins.Generated?) {
+        let (admins, generated) = try ServerAdmins.setUp(credentials: options.admin, dataDir: options.dataDir)
+        let secret = try Authenticator.loadSecret(dataDir: options.dataDir)
+        let security = try SecurityStore(directory: options.dataDir + "/security")
+        if (try? store.open(App.usersDatabase)) == nil {
+            _ = try store.create(App.usersDatabase)
+            security.reset(App.usersDatabase)
+        }
+        let access = AccessControl(
+            authenticator: Authenticator(admins: admins, secret: secret, store: store), security: security,
+            cors: CORSPolicy(origins: options.corsOrigins, allowCredentials: options.corsCredentials))
+        return (access, generated)
+    }
+}

@@ -1,0 +1,184 @@
+import CouchCrypto
+import CouchWire
+import RevTree
+
+/// Writes to the `_users` database: passwords are hashed before anything is stored (the plain
+/// text is never written or returned), and every user document is checked by the rules of
+/// CouchDB's `_design/_auth` validate function and `couch_users_db:before_doc_update`.
+extension App {
+    static let usersDatabase = "_users"
+    static let userDocumentPrefix = "org.couchdb.user:"
+
+    /// Handles the `_users` writes that carry documents; other routes fall through.
+    /// - Returns: true when the request was answered.
+    func usersRoute(_ request: Request, _ reply: Reply) throws -> Bool {
+        let segments = request.segments
+        let method = request.method
+        if segments.count == 1 && method == "POST" {
+            let database = try openDatabase(App.usersDatabase)
+            let doc = try userDocumentBody(request)
+            guard let docID = doc["_id"]?.stringValue else {
+                throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name")
+            }
+            let rev = try writeUserDocument(database, docID: docID, doc, base: nil, newEdits: true)
+            try sendUserWrite(docID, rev, status: 201, request, reply)
+            return true
+        }
+        if segments.count == 2 && segments[1] == "_bulk_docs" {
+            try bulkUserDocuments(request, reply)
+            return true
+        }
+        guard segments.count == 2, !segments[1].hasPrefix("_"), method == "PUT" || method == "DELETE" else { return false }
+        let database = try openDatabase(App.usersDatabase)
+        let docID = segments[1]
+        var base = try request.query["rev"].map(DocumentInput.parseRev)
+        if let ifMatch = request.head.headers["If-Match"] {
+            base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
+        }
+        if method == "DELETE" {
+            guard let base else { throw CouchError.conflict }
+            let rev = try writeUserDocument(database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true)
+            try sendUserWrite(docID, rev, status: 200, request, reply)
+            return true
+        }
+        let doc = try userDocumentBody(request)
+        if let bodyID = doc["_id"]?.stringValue, bodyID != docID {
+            throw CouchError.badRequest("Document id must match the id in the URL")
+        }
+        if base == nil, let revText = doc["_rev"]?.stringValue { base = try DocumentInput.parseRev(revText) }
+        let newEdits = try request.query.bool("new_edits", default: true)
+        let rev = try writeUserDocument(database, docID: docID, doc, base: base, newEdits: newEdits)
+        try sendUserWrite(docID, rev, status: 201, request, reply)
+        return true
+    }
+
+    private func userDocumentBody(_ request: Request) throws -> JSONObject {
+        if let type = request.contentType, type != "application/json" {
+            // A multipart body would reach the store without its password being hashed.
+            throw CouchError.badContentType("Content-Type must be application/json")
+        }
+        return try request.jsonObjectBody(limit: Limits.documentBytes)
+    }
+
+    private func sendUserWrite(_ docID: String, _ rev: RevID, status: Int, _ request: Request, _ reply: Reply) throws {
+        var headers = HTTPHeaders()
+        headers.set("ETag", "\"\(rev)\"")
+        if status == 201 { headers.set("Location", "/_users/\(PercentEncoding.encodeSegment(docID))") }
+        try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+    }
+
+    /// `POST /_users/_bulk_docs`: each document goes through the same checks, one at a time.
+    private func bulkUserDocuments(_ request: Request, _ reply: Reply) throws {
+        try require(request, "POST")
+        try requireJSONContent(request)
+        let database = try openDatabase(App.usersDatabase)
+        let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        guard let docs = body["docs"]?.arrayValue else {
+            throw CouchError.badRequest("POST body must include `docs` parameter.")
+        }
+        let newEdits = body["new_edits"]?.boolValue ?? true
+        var results: [JSON] = []
+        for item in docs {
+            let id = item["_id"]?.stringValue
+            do {
+                guard case .object(let doc) = item else { throw CouchError.notAnObject }
+                guard let id else { throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name") }
+                let base = try doc["_rev"]?.stringValue.map(DocumentInput.parseRev)
+                let rev = try writeUserDocument(database, docID: id, doc, base: newEdits ? base : nil, newEdits: newEdits)
+                if newEdits { results.append(["ok": true, "id": .string(id), "rev": .string(rev.description)]) }
+            } catch let error as CouchError {
+                var entry = JSONObject()
+                if let id { entry["id"] = .string(id) }
+                entry["error"] = .string(error.error)
+                entry["reason"] = .string(error.reason)
+                results.append(.object(entry))
+            }
+        }
+        try reply.json(201, .array(results))
+    }
+
+    /// Checks, hashes and stores one user document.
+    func writeUserDocument(_ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool) throws -> RevID {
+        try DocumentID.validate(docID)
+        let user = UserContext.current
+        let isAdmin = isDatabaseAdmin(App.usersDatabase, user)
+        let docName = docID.hasPrefix(App.userDocumentPrefix) ? String(docID.dropFirst(App.userDocumentPrefix.count)) : nil
+        // couch_users_db:before_doc_update: others' documents do not exist for you.
+        if !isAdmin, user.name != nil, user.name != docName { throw CouchError.notFound("missing") }
+        if docID.hasPrefix("_design/") {
+            guard isAdmin else { throw App.securityError(user, "You are not a db or server admin.") }
+        }
+        var doc = doc
+        doc["_id"] = .string(docID)
+        var oldDoc: JSONObject?
+        if let current = try database.revision(docID, rev: nil), !current.deleted, let body = current.body,
+            case .object(let object) = try JSON.parse(body)
+        {
+            oldDoc = object
+        }
+        if !docID.hasPrefix("_design/") {
+            if doc["password"]?.stringValue != nil { doc = App.hashingPassword(doc) }
+            try App.validateUserDocument(doc, old: oldDoc, user: user, isAdmin: isAdmin)
+        }
+        if let rev = base { doc["_rev"] = .string(rev.description) }
+        let input = try DocumentInput(.object(doc))
+        return try writeOne(database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil)
+    }
+
+    /// Replaces `password` by a fresh PBKDF2 hash (couch_users_db:save_doc).
+    static func hashingPassword(_ doc: JSONObject) -> JSONObject {
+        guard let password = doc["password"]?.stringValue else { return doc }
+        let hash = PasswordHash.make(password: Array(password.utf8))
+        let passwordFields: Set<String> = [
+            "derived_key", "iterations", "password", "password_scheme", "password_sha", "preserve_salt", "pbkdf2_prf", "salt",
+        ]
+        var out = JSONObject(hash.userDocumentFields)
+        for (key, value) in doc where !passwordFields.contains(key) { out[key] = value }
+        return out
+    }
+
+    /// The rules of CouchDB's `_users` validate function, with its messages.
+    static func validateUserDocument(_ doc: JSONObject, old: JSONObject?, user: UserContext, isAdmin: Bool) throws(CouchError) {
+        if doc["_deleted"]?.boolValue == true {
+            if user.isServerAdmin || (user.name != nil && user.name == old?["name"]?.stringValue) { return }
+            throw .forbidden("Only admins may delete other user docs.")
+        }
+        guard doc["type"]?.stringValue == "user" else { throw .forbidden("doc.type must be user") }
+        guard let name = doc["name"]?.stringValue, !name.isEmpty else { throw .forbidden("doc.name is required") }
+        guard let rolesJSON = doc["roles"], rolesJSON != .null, rolesJSON != false else { throw .forbidden("doc.roles must exist") }
+        guard let roleItems = rolesJSON.arrayValue else { throw .forbidden("doc.roles must be an array") }
+        var roles: [String] = []
+        for item in roleItems {
+            guard let role = item.stringValue else { throw .forbidden("doc.roles can only contain strings") }
+            roles.append(role)
+        }
+        guard doc["_id"]?.stringValue == userDocumentPrefix + name else {
+            throw .forbidden("Doc ID must be of the form org.couchdb.user:name")
+        }
+        if let old, old["name"]?.stringValue != name { throw .forbidden("Usernames can not be changed.") }
+        if doc["password_sha"] != nil, doc["salt"] == nil {
+            throw .forbidden("Users with password_sha must have a salt.See /_utils/script/couch.js for example code.")
+        }
+        if let scheme = doc["password_scheme"]?.stringValue, !["simple", "pbkdf2", "simple+pbkdf2"].contains(scheme) {
+            throw .forbidden("Password scheme `\(scheme)` not supported.")
+        }
+        if doc["password_scheme"]?.stringValue == "pbkdf2" {
+            guard case .number = doc["iterations"] else { throw .forbidden("iterations must be a number.") }
+            guard doc["derived_key"]?.stringValue != nil else { throw .forbidden("derived_key must be a string.") }
+        }
+        if !isAdmin {
+            if let old {
+                guard user.name == name else { throw .forbidden("You may only update your own user document.") }
+                let oldRoles = (old["roles"]?.arrayValue ?? []).compactMap(\.stringValue).sorted()
+                guard oldRoles == roles.sorted() else { throw .forbidden("Only _admin may edit roles") }
+            } else if !roles.isEmpty {
+                throw .forbidden("Only _admin may set roles")
+            }
+        }
+        for role in roles where role != "_metrics" && role.hasPrefix("_") {
+            throw .forbidden("No system roles (starting with underscore) in users db.")
+        }
+        if name.hasPrefix("_") { throw .forbidden("Username may not start with underscore.") }
+        if name.contains(":") { throw .forbidden("Character `:` is not allowed in usernames.") }
+    }
+}
