@@ -167,6 +167,6 @@ extension App {
                 atts.append(upload)
             }
         }
-        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
     }
 }
