@@ -51,7 +51,7 @@ extension App {
                 }
                 let writer = try blobs(for: database).makeWriter()
                 try writer.write(bytes)
-                let stored = try writer.commit()
+                let stored = try commitBlob(writer)
                 refs.append(
                     .stored(
                         AttachmentInfo(

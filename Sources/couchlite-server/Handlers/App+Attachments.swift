@@ -127,7 +127,7 @@ extension App {
                 throw CouchError.tooLarge("Attachment is larger than \(Limits.attachmentRequestBytes) bytes")
             }
         }
-        let stored = try writer.commit()
+        let stored = try commitBlob(writer)
         let identityLength = try encoding == nil ? stored.length : gzipIdentityLength(database, key: stored.key)
         let contentType = request.head.headers["Content-Type"] ?? "application/octet-stream"
         let newAttachment = AttachmentInfo(

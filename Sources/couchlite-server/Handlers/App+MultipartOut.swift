@@ -123,7 +123,7 @@ extension App {
                 }
             case .partEnd:
                 if let current = writer, let fileName {
-                    let stored = try current.commit()
+                    let stored = try commitBlob(current)
                     try App.validateAttachmentName(fileName)
                     uploads.append(
                         AttachmentInfo(
