@@ -830,3 +830,37 @@ def test_same_bytes_in_many_docs(couch, db):
     for i in range(1, 5):
         g = get_att(couch, db, f"d{i}", f"n{i}")
         assert g.content == PHOTO and g.headers["Content-Type"] == f"image/x-{i}"
+
+
+def test_standalone_put_chunked_body(couch, db):
+    def pieces():
+        for i in range(0, len(PHOTO), 3000):
+            yield PHOTO[i:i + 3000]
+    r = couch.request("PUT", att_url(db, "d", "c.bin"), data=pieces(),
+                      headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    check_stored(couch, db, "d", "c.bin", PHOTO)
+
+
+def test_standalone_put_into_missing_database_is_404(couch):
+    r = couch.raw("PUT", f"/ct-missing-{uuid.uuid4().hex[:8]}/d/a", body=b"x",
+                  headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 404
+    assert r.json()["error"] == "not_found"
+
+
+def test_get_attachment_by_deleted_revision_is_404(couch, stored):
+    db, rev = stored
+    deleted = couch.delete(f"/{db}/d?rev={rev}").json()["rev"]
+    g = get_att(couch, db, "d", "a.bin", params={"rev": deleted})
+    assert g.status_code == 404
+    assert g.json()["error"] == "not_found"
+
+
+def test_empty_attachment(couch, db):
+    r = put_att(couch, db, "d", "empty", b"")
+    assert r.status_code == 201, r.text
+    meta = couch.get(f"/{db}/d").json()["_attachments"]["empty"]
+    assert meta["length"] == 0 and meta["digest"] == md5_digest(b"")
+    g = get_att(couch, db, "d", "empty")
+    assert g.status_code == 200 and g.content == b""

@@ -188,6 +188,7 @@ def test_big_standalone_and_multipart_attachments_stream_in_bounded_memory(att_s
 
     # Both uploads are one blob (content-addressed).
     assert len(s.blob_files(db)) == 1
+    print(f"\nbaseline RSS {baseline:.1f} MiB; peak after PUT {after_put:.1f}, multipart PUT {after_multipart:.1f}, GET {after_get:.1f} MiB")
     for label, peak in [("PUT", after_put), ("multipart PUT", after_multipart), ("GET", after_get)]:
         assert peak - baseline < ATT_RSS_BUDGET_MIB, \
             f"{label} of {ATT_BIG_MIB} MiB raised peak RSS from {baseline:.1f} to {peak:.1f} MiB"
