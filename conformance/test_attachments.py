@@ -864,3 +864,40 @@ def test_empty_attachment(couch, db):
     assert meta["length"] == 0 and meta["digest"] == md5_digest(b"")
     g = get_att(couch, db, "d", "empty")
     assert g.status_code == 200 and g.content == b""
+
+
+def test_html_form_requires_a_matching_referer(couch, db):
+    rev1 = couch.put(f"/{db}/d", json={}).json()["rev"]
+    files = {"_attachments": ("a.bin", b"x", "application/octet-stream")}
+    r = couch.post(f"/{db}/d", data={"_rev": rev1}, files=files)
+    assert r.status_code == 400
+    assert r.json() == {"error": "bad_request", "reason": "Referer header required."}
+    r = couch.post(f"/{db}/d", data={"_rev": rev1}, files=files, headers={"Referer": "http://evil.example/"})
+    assert r.status_code == 400
+    assert r.json() == {"error": "bad_request", "reason": "Referer header must match host."}
+    assert couch.get(f"/{db}/d").json()["_rev"] == rev1
+
+
+def test_html_form_with_doc_field(couch, db):
+    rev1 = couch.put(f"/{db}/d", json={"old": True, "_attachments": {
+        "keep": {"content_type": "x/y", "data": b64(b"kept")}}}).json()["rev"]
+    new_doc = {"_rev": rev1, "title": "from form", "_attachments": {"keep": {"stub": True}}}
+    files = {"_attachments": ("up.bin", OTHER, "application/octet-stream")}
+    r = couch.post(f"/{db}/d", data={"_doc": json.dumps(new_doc)}, files=files, headers={"Referer": couch.base + "/x"})
+    assert r.status_code == 201, r.text
+    doc = couch.get(f"/{db}/d").json()
+    assert doc["title"] == "from form" and "old" not in doc
+    assert doc["_attachments"]["keep"]["revpos"] == 1
+    assert doc["_attachments"]["up.bin"]["revpos"] == 2
+    assert get_att(couch, db, "d", "up.bin").content == OTHER
+    assert get_att(couch, db, "d", "keep").content == b"kept"
+
+
+def test_boundary_after_other_content_type_parameters(couch, db):
+    b = uuid.uuid4().hex
+    doc = replicated_doc("d", {"a": follows(PHOTO)})
+    body = related_body(b, doc, [replicator_part("a", PHOTO)])
+    r = couch.request("PUT", f"/{db}/d?new_edits=false", data=body,
+                      headers={"Content-Type": f'Multipart/Related; type="application/json"; boundary={b}'})
+    assert r.status_code == 201, r.text
+    check_stored(couch, db, "d", "a", PHOTO)
