@@ -27,6 +27,13 @@ extension App {
 
     /// Converts each `_attachments` entry: stubs stay stubs (the store resolves them), inline
     /// `data` and multipart `follows` bytes become blobs.
+    ///
+    /// Bytes are stored as they arrive. CouchDB gzips `text/*`, JSON, JavaScript and XML data it
+    /// receives unencoded and then reports the md5 of the *compressed* bytes as the digest; we do
+    /// not: the digest is the md5 of what is stored, which is what every peer checks
+    /// (`couch_util:check_md5` compares a `follows` part with its identity md5, and a gzip part
+    /// with the md5 of the gzip bytes, both of which match what we send), and no client predicts
+    /// CouchDB's compressed digests. Attachments that arrive gzip-encoded stay gzip-encoded.
     func ingestAttachments(
         _ database: Database, _ attachments: JSONObject?, newRevPos: Int, replicated: Bool,
         followed: FollowedAttachments?
