@@ -27,6 +27,13 @@ extension App {
 
     /// Converts each `_attachments` entry: stubs stay stubs (the store resolves them), inline
     /// `data` and multipart `follows` bytes become blobs.
+    ///
+    /// Bytes are stored as they arrive. CouchDB gzips `text/*`, JSON, JavaScript and XML data it
+    /// receives unencoded and then reports the md5 of the *compressed* bytes as the digest; we do
+    /// not: the digest is the md5 of what is stored, which is what every peer checks
+    /// (`couch_util:check_md5` compares a `follows` part with its identity md5, and a gzip part
+    /// with the md5 of the gzip bytes, both of which match what we send), and no client predicts
+    /// CouchDB's compressed digests. Attachments that arrive gzip-encoded stay gzip-encoded.
     func ingestAttachments(
         _ database: Database, _ attachments: JSONObject?, newRevPos: Int, replicated: Bool,
         followed: FollowedAttachments?
@@ -51,8 +58,7 @@ extension App {
                 }
                 let writer = try blobs(for: database).makeWriter()
                 try writer.write(bytes)
-                let stored = try writer.commit()
-                try App.checkDigest(entry["digest"]?.stringValue, md5: stored.md5, name: name)
+                let stored = try commitBlob(writer)
                 refs.append(
                     .stored(
                         AttachmentInfo(
@@ -82,15 +88,9 @@ extension App {
         return refs
     }
 
-    /// A client's `md5-` digest must match the bytes; other digests (Couchbase Lite's `sha1-`) are
-    /// checked when we can and kept.
-    static func checkDigest(_ given: String?, md5: [UInt8], name: String) throws(CouchError) {
-        guard let given, given.hasPrefix("md5-") else { return }
-        guard given == "md5-" + base64(md5) else {
-            throw .badRequest("Attachment \(name) does not match its md5 digest (content_md5_mismatch)")
-        }
-    }
-
+    /// Inline `data` is trusted over any digest sent with it (`couch_att:inline_from_json` ignores
+    /// it and the md5 of the bytes is stored). Multipart `follows` bytes must match an `md5-`
+    /// digest (`couch_util:check_md5`); a `sha1-` digest (Couchbase Lite) is checked and kept.
     static func followedDigest(_ given: String?, part: FollowedAttachments.Part, name: String) throws(CouchError) -> String {
         let md5 = "md5-" + base64(part.md5)
         guard let given else { return md5 }

@@ -24,6 +24,7 @@ extension App {
         headers.set("Content-Type", att.contentType)
         headers.set("ETag", etag)
         headers.set("Accept-Ranges", att.encoding == nil ? "bytes" : "none")
+        headers.set("Cache-Control", "must-revalidate")
         if request.head.headers["If-None-Match"] == etag {
             return try reply.bytes(304, [], headers: headers)
         }
@@ -49,11 +50,12 @@ extension App {
             try decoder.finish()
             return try reply.finish()
         }
-        if let range = request.head.headers["Range"] {
-            guard let (start, end) = ByteRange.parse(range, length: reader.length) else {
-                headers.set("Content-Range", "bytes */\(reader.length)")
-                return reply.error(.rangeNotSatisfiable, headers: headers)
-            }
+        switch ByteRange.parse(request.head.headers["Range"], length: reader.length) {
+        case .whole:
+            break
+        case .unsatisfiable:
+            return reply.error(.rangeNotSatisfiable)
+        case .bytes(let start, let end):
             headers.set("Content-Range", "bytes \(start)-\(end)/\(reader.length)")
             try reply.begin(206, headers: headers, contentLength: end - start + 1)
             try stream(reader, from: start, count: end - start + 1, to: reply)
@@ -97,6 +99,14 @@ extension App {
             ?? request.head.headers["If-Match"].map { (text: String) throws(CouchError) -> RevID in
                 try DocumentInput.parseRev(text.trimmingCharacters(in: "\""))
             }
+        // CouchDB stores gzip bodies as sent (served back encoded or decoded on the fly) and refuses
+        // any other coding; it does not check `Content-MD5` on this route.
+        let encoding: String?
+        switch request.head.headers["Content-Encoding"]?.lowercased().trimmingCharacters(in: " ") {
+        case nil, "identity": encoding = nil
+        case "gzip": encoding = "gzip"
+        default: throw CouchError.badContentType("Only gzip and identity content-encodings are supported")
+        }
         if let length = request.body.contentLength, length > Limits.attachmentRequestBytes {
             throw CouchError.tooLarge("Attachment is larger than \(Limits.attachmentRequestBytes) bytes")
         }
@@ -117,19 +127,53 @@ extension App {
                 throw CouchError.tooLarge("Attachment is larger than \(Limits.attachmentRequestBytes) bytes")
             }
         }
-        let stored = try writer.commit()
-        if let md5 = request.head.headers["Content-MD5"], md5 != App.base64(stored.md5) {
-            throw CouchError.badRequest("Content-MD5 header does not match the attachment data (content_md5_mismatch)")
-        }
+        let stored = try commitBlob(writer)
+        let identityLength = try encoding == nil ? stored.length : gzipIdentityLength(database, key: stored.key)
         let contentType = request.head.headers["Content-Type"] ?? "application/octet-stream"
         let newAttachment = AttachmentInfo(
-            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: stored.length,
-            revpos: (base?.pos ?? 0) + 1, encoding: nil, encodedLength: nil, blobKey: stored.key)
+            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: identityLength,
+            revpos: (base?.pos ?? 0) + 1, encoding: encoding, encodedLength: encoding == nil ? nil : stored.length,
+            blobKey: stored.key)
         let rev = try rewriteAttachments(database, docID, base: base) { atts in
             atts.removeAll { $0.name == name }
             atts.append(newAttachment)
         }
-        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
+        var headers = HTTPHeaders()
+        headers.set("ETag", "\"\(rev)\"")
+        let location = [request.segments[0], docID, name].map(PercentEncoding.encodeSegment).joined(separator: "/")
+        headers.set("Location", "/" + location)
+        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+    }
+
+    /// Largest decoded size accepted for a gzip attachment, in bytes (1 TiB: only guards the
+    /// decoder's arithmetic; nothing decoded is kept).
+    static let gzipIdentityLimit = 1 << 40
+
+    /// The decoded size of a gzip blob, found by decoding it in bounded pieces (CouchDB records the
+    /// encoded size for both when it cannot tell; we can, and `length` must be the identity size).
+    private func gzipIdentityLength(_ database: Database, key: String) throws -> Int {
+        let reader = try blobs(for: database).openReader(key)
+        defer { reader.close() }
+        let decoder: GzipDecoder
+        do {
+            decoder = try GzipDecoder(limit: App.gzipIdentityLimit)
+        } catch {
+            throw CouchError.unknownError("gzip decoder unavailable")
+        }
+        var offset = 0
+        var total = 0
+        do {
+            while offset < reader.length {
+                let chunk = try reader.read(at: offset, upTo: App.streamChunk)
+                if chunk.isEmpty { break }
+                offset += chunk.count
+                total += try decoder.decode(chunk).count
+            }
+            try decoder.finish()
+        } catch {
+            throw CouchError.badRequest("Attachment body is not valid gzip")
+        }
+        return total
     }
 
     private func deleteAttachment(_ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply) throws {
@@ -163,10 +207,14 @@ extension App {
         } else if let info = try database.document(docID), !info.deleted {
             throw CouchError.conflict
         }
+        let kept = atts
         try edit(&atts)
+        // Unchanged attachments go as stubs so that they keep their revpos (new ones get the new one).
+        let refs: [AttachmentRef] = atts.map { att in
+            kept.contains(att) ? .stub(name: att.name, revpos: att.revpos, digest: att.digest) : .stored(att)
+        }
         let write = RevisionWrite(
-            docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body,
-            attachments: atts.map { .stored($0) })
+            docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body, attachments: refs)
         guard let outcome = try database.applyEdits([write]).first else {
             throw CouchError.unknownError("store returned no result")
         }
@@ -177,22 +225,33 @@ extension App {
     }
 }
 
-/// A single `Range: bytes=…` specification (the only kind CouchDB serves).
-enum ByteRange {
-    /// - Returns: inclusive first and last byte, or nil when unsatisfiable or malformed.
-    static func parse(_ header: String, length: Int) -> (Int, Int)? {
-        guard header.hasPrefix("bytes="), length > 0 else { return nil }
-        let spec = header.dropFirst("bytes=".count)
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
-        let first = spec[..<dash].trimmingPrefix(" ")
-        let last = spec[spec.index(after: dash)...]
-        if first.isEmpty {
-            guard let suffix = Int(last), suffix > 0 else { return nil }
-            return (max(length - suffix, 0), length - 1)
+/// A `Range: bytes=…` request, read as `chttpd_db:parse_ranges` does.
+enum ByteRange: Equatable {
+    /// Send the whole attachment with 200: no header, a malformed one, several ranges (CouchDB
+    /// answers those with `multipart/byteranges`; we send everything), or `bytes=0-`.
+    case whole
+    /// A first byte past the end, or a last byte before the first: 416.
+    case unsatisfiable
+    /// Inclusive first and last byte: 206.
+    case bytes(Int, Int)
+
+    static func parse(_ header: String?, length: Int) -> ByteRange {
+        guard let header, header.hasPrefix("bytes=") else { return .whole }
+        let spec = header.dropFirst("bytes=".count).trimmingPrefix(" ")
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
+        let firstText = spec[..<dash]
+        let lastText = spec[spec.index(after: dash)...].trimmingPrefix(" ")
+        if firstText.isEmpty {
+            guard let suffix = Int(lastText), suffix > 0 else { return .whole }
+            return length == 0 ? .unsatisfiable : .bytes(max(length - suffix, 0), length - 1)
         }
-        guard let start = Int(first), start < length else { return nil }
-        if last.isEmpty { return (start, length - 1) }
-        guard let end = Int(last), end >= start else { return nil }
-        return (start, min(end, length - 1))
+        guard let first = Int(firstText), first >= 0 else { return .whole }
+        if lastText.isEmpty {
+            if first == 0 { return .whole }
+            return first <= length - 1 ? .bytes(first, length - 1) : .unsatisfiable
+        }
+        guard let last = Int(lastText) else { return .whole }
+        let clamped = min(last, length - 1)
+        return clamped < first ? .unsatisfiable : .bytes(first, clamped)
     }
 }

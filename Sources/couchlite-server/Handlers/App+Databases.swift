@@ -99,9 +99,10 @@ extension App {
             throw CouchError.badContentType("Content-Type must be application/json")
         }
         let log = self.log
+        let app = self
         Thread.detachNewThread {
             do {
-                try database.compact()
+                try app.compactWithBlobs(database)
             } catch {
                 log.error("compaction failed", ["db.name": database.name, "error": String(describing: error)])
             }

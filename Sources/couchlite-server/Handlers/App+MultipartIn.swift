@@ -116,7 +116,7 @@ private struct MultipartDocumentReader {
                     writer.abort()
                     throw CouchError.badRequest("Attachment \(slot.name) is shorter than its declared length")
                 }
-                let stored = try writer.commit()
+                let stored = try app.commitBlob(writer)
                 followed.parts[slot.name] = FollowedAttachments.Part(
                     key: stored.key, md5: stored.md5, sha1: stored.sha1, length: stored.length)
                 self.writer = nil
@@ -154,6 +154,8 @@ private struct MultipartDocumentReader {
         guard followed.parts.count == expected.count else {
             throw CouchError.badRequest("Fewer multipart parts than attachments marked follows")
         }
+        // Earlier parts may have been committed long ago; their revision is written next.
+        try app.refreshBlobs(followed.parts.values.map(\.key), in: database)
         return (input, followed)
     }
 }

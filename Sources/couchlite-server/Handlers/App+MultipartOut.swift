@@ -84,9 +84,27 @@ extension App {
         try reply.finish()
     }
 
-    /// `POST /db/doc` as `multipart/form-data` from an HTML form: `_rev` field and `_attachments`
-    /// file fields (CouchDB's form upload).
+    /// CouchDB refuses form posts whose `Referer` is missing or names another host (a guard
+    /// against cross-site form submission; `couch_httpd:validate_referer`).
+    static func validateReferer(_ request: Request) throws(CouchError) {
+        guard let referer = request.head.headers["Referer"] else {
+            throw .badRequest("Referer header required.")
+        }
+        let host = request.head.headers["X-Forwarded-Host"] ?? request.head.headers["Host"] ?? ""
+        var rest = Substring(referer)
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
+        let refererHost = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !host.isEmpty, refererHost.lowercased() == host.lowercased() else {
+            throw .badRequest("Referer header must match host.")
+        }
+    }
+
+    /// `POST /db/doc` as `multipart/form-data` from an HTML form: `_rev` (or `_doc`, the whole
+    /// document as JSON) and `_attachments` file fields (CouchDB's form upload).
     func postAttachmentForm(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        try App.validateReferer(request)
         guard request.contentType == "multipart/form-data" else {
             throw CouchError.badContentType("Content-Type must be multipart/form-data")
         }
@@ -103,6 +121,7 @@ extension App {
         var fieldValue: [UInt8] = []
         var writer: BlobWriter?
         var revText: String?
+        var docText: [UInt8]?
         var uploads: [AttachmentInfo] = []
         var total = 0
         func handle(_ event: MultipartEvent) throws {
@@ -123,7 +142,7 @@ extension App {
                 }
             case .partEnd:
                 if let current = writer, let fileName {
-                    let stored = try current.commit()
+                    let stored = try commitBlob(current)
                     try App.validateAttachmentName(fileName)
                     uploads.append(
                         AttachmentInfo(
@@ -132,6 +151,8 @@ extension App {
                     writer = nil
                 } else if fieldName == "_rev" {
                     revText = String(decoding: fieldValue, as: UTF8.self)
+                } else if fieldName == "_doc" {
+                    docText = fieldValue
                 }
             case .end:
                 break
@@ -158,15 +179,37 @@ extension App {
         } catch {
             throw CouchError.badRequest("Malformed multipart body: \(error)")
         }
-        let base = try revText.map { (text: String) throws(CouchError) -> RevID in try DocumentInput.parseRev(text) }
-        let revpos = (base?.pos ?? 0) + 1
-        let rev = try rewriteAttachments(database, docID, base: base) { atts in
-            for var upload in uploads {
-                upload.revpos = revpos
-                atts.removeAll { $0.name == upload.name }
-                atts.append(upload)
+        let rev: RevID
+        if let docText {
+            // `_doc`: the whole document as JSON (its `_rev` is the base); files replace same-named attachments.
+            let parsed: JSON
+            do {
+                parsed = try JSON.parse(docText)
+            } catch {
+                throw CouchError.invalidJSON
+            }
+            let input = try DocumentInput(parsed)
+            var write = try makeWrite(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+            let names = Set(uploads.map(\.name))
+            write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
+            guard let outcome = try database.applyEdits([write]).first else {
+                throw CouchError.unknownError("store returned no result")
+            }
+            switch outcome.result {
+            case .success(let written): rev = written
+            case .failure(let error): throw CouchError(error)
+            }
+        } else {
+            guard let revText else { throw CouchError.badRequest("Form must have a _rev or a _doc field") }
+            let base = try DocumentInput.parseRev(revText)
+            rev = try rewriteAttachments(database, docID, base: base) { atts in
+                for var upload in uploads {
+                    upload.revpos = base.pos + 1
+                    atts.removeAll { $0.name == upload.name }
+                    atts.append(upload)
+                }
             }
         }
-        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
     }
 }
