@@ -354,6 +354,8 @@ def test_md5_mismatch_in_multipart_stores_nothing(couch, db):
     # CouchDB 3.x lets couch_util:check_md5's md5_mismatch reach the client unmapped (500); its
     # node-local interface maps it to 400 content_md5_mismatch.
     assert r.status_code in (400, 500), r.text
+    if r.status_code == 400:
+        assert r.json()["error"] == "content_md5_mismatch"
     assert doc_absent(couch, db, "d")
 
 

@@ -96,7 +96,7 @@ extension App {
         guard let given else { return md5 }
         if given.hasPrefix("md5-") {
             guard given == md5 else {
-                throw .badRequest("Attachment \(name) does not match its md5 digest (content_md5_mismatch)")
+                throw .contentMD5Mismatch
             }
             return given
         }

@@ -19,6 +19,9 @@ enum CouchError: Error, Equatable {
     case conflict
     case fileExists
     case missingStub(String)
+    /// Attachment bytes that do not hash to the digest the client sent (couch_httpd's
+    /// `content_md5_mismatch`; CouchDB 3's clustered interface lets it escape as a 500).
+    case contentMD5Mismatch
     case preconditionFailed(String)
     case tooLarge(String)
     case documentTooLarge(String)
@@ -30,7 +33,7 @@ enum CouchError: Error, Equatable {
 
     var status: Int {
         switch self {
-        case .badRequest, .docValidation, .invalidJSON, .notAnObject, .invalidRev, .illegalDocID,
+        case .badRequest, .docValidation, .contentMD5Mismatch, .invalidJSON, .notAnObject, .invalidRev, .illegalDocID,
             .illegalDatabaseName, .queryParseError:
             400
         case .unauthorized: 401
@@ -51,6 +54,7 @@ enum CouchError: Error, Equatable {
         switch self {
         case .badRequest, .invalidJSON, .notAnObject, .invalidRev: "bad_request"
         case .docValidation: "doc_validation"
+        case .contentMD5Mismatch: "content_md5_mismatch"
         case .illegalDocID: "illegal_docid"
         case .illegalDatabaseName: "illegal_database_name"
         case .queryParseError: "query_parse_error"
@@ -79,6 +83,7 @@ enum CouchError: Error, Equatable {
             .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
+        case .contentMD5Mismatch: "Possible message corruption."
         case .notAnObject: "Document must be a JSON object"
         case .invalidRev: "Invalid rev format"
         case .illegalDatabaseName(let name):
