@@ -134,3 +134,17 @@ def test_stemming_keeps_leaves_under_small_revs_limit(couch, db):
     r = couch.get(f"/{db}/s", params={"revs": "true"})
     assert r.json()["_rev"] == "10-10"
     assert len(r.json()["_revisions"]["ids"]) == 3
+
+
+def test_longest_database_name_takes_attachments_and_security(couch):
+    name = "l" + "x" * 237
+    assert couch.put(f"/{name}").status_code == 201
+    try:
+        r = couch.put(f"/{name}/doc/a.bin", data=b"\x00\x01\x02", headers={"Content-Type": "application/octet-stream"})
+        assert r.status_code == 201, r.text
+        assert couch.get(f"/{name}/doc/a.bin").content == b"\x00\x01\x02"
+        sec = {"admins": {"names": [], "roles": []}, "members": {"names": [], "roles": ["_admin"]}}
+        assert couch.put(f"/{name}/_security", json=sec).status_code == 200
+        assert couch.get(f"/{name}/_security").json()["members"]["roles"] == ["_admin"]
+    finally:
+        couch.delete(f"/{name}")

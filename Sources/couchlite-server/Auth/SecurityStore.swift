@@ -3,7 +3,7 @@ import CouchWire
 import Foundation
 import Synchronization
 
-/// Keeps each database's `_security` object in `<data-dir>/security/<hex of name>.json`, written
+/// Keeps each database's `_security` object in `<data-dir>/security/<safe name>.json`, written
 /// atomically; hex so that any database name, `/` and `..` included, is one harmless file name.
 ///
 /// A database without a file has the default object: admin-only (CouchDB 3), except `_users`,
@@ -44,13 +44,7 @@ final class SecurityStore: Sendable {
         database == App.usersDatabase ? .open : .adminOnly
     }
 
-    /// Longest name, in bytes, whose hex is used as is; longer names (up to 238 bytes) would
-    /// pass the 255-byte file name limit, so they are named by their SHA-256 instead.
-    private static let hexNameBytes = 100
-
     private func path(of database: String) -> String {
-        let bytes = Array(database.utf8)
-        let file = bytes.count <= SecurityStore.hexNameBytes ? bytes.hexString : "sha256-" + Digest.hash(.sha256, bytes).hexString
-        return directory + "/" + file + ".json"
+        directory + "/" + SafeFileName.of(database) + ".json"
     }
 }

@@ -9,7 +9,7 @@ import Synchronization
     import Darwin
 #endif
 
-/// One content-addressed blob store per database, under `<data-dir>/attachments/<hex of name>`
+/// One content-addressed blob store per database, under `<data-dir>/attachments/<safe name>` (`SafeFileName`)
 /// (hex so that any legal database name, `/` included, is one safe directory name), and the gate
 /// that keeps compaction's blob sweep away from uploads being committed.
 final class BlobRegistry: Sendable {
@@ -82,7 +82,7 @@ final class BlobRegistry: Sendable {
     }
 
     private func directory(for name: String) -> String {
-        root + "/" + Array(name.utf8).hexString
+        root + "/" + SafeFileName.of(name)
     }
 }
 
