@@ -27,19 +27,37 @@ extension UserContext {
     ///
     /// The engine runs each request start to finish on one connection thread, so a thread-local
     /// slot lets deep handlers (document writes, `_users` reads) see the caller without every
-    /// signature carrying it. `App.handle` sets it before routing and clears it afterwards.
+    /// signature carrying it. `App.handle` sets it before routing and clears it afterwards. The
+    /// slot is a pthread key (a few nanoseconds), not `Thread.threadDictionary` (a Foundation
+    /// dictionary lookup that showed up in read-heavy profiles).
     static var current: UserContext {
-        get { (Thread.current.threadDictionary[threadKey] as? Box)?.value ?? .anonymous }
-        set { Thread.current.threadDictionary[threadKey] = Box(newValue) }
+        get {
+            guard let pointer = pthread_getspecific(threadKey) else { return .anonymous }
+            return Unmanaged<Box>.fromOpaque(pointer).takeUnretainedValue().value
+        }
+        set {
+            clearCurrent()
+            pthread_setspecific(threadKey, Unmanaged.passRetained(Box(newValue)).toOpaque())
+        }
     }
 
     static func clearCurrent() {
-        Thread.current.threadDictionary.removeObject(forKey: threadKey)
+        guard let pointer = pthread_getspecific(threadKey) else { return }
+        pthread_setspecific(threadKey, nil)
+        Unmanaged<Box>.fromOpaque(pointer).release()
     }
 
-    private static let threadKey = "couchlite.userContext"
+    /// The thread-local slot; a thread that ends with a context set releases it in the destructor.
+    private static let threadKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            guard let pointer else { return }
+            Unmanaged<AnyObject>.fromOpaque(pointer).release()
+        }
+        return key
+    }()
 
-    /// A class wrapper so the struct can live in an `NSMutableDictionary`.
+    /// A class wrapper so the struct can live behind a thread-local pointer.
     private final class Box {
         let value: UserContext
         init(_ value: UserContext) { self.value = value }

@@ -1,5 +1,6 @@
 import CouchCrypto
 import CouchWire
+import Foundation
 import RevTree
 
 /// `GET/HEAD/PUT/DELETE /db/doc` and `POST /db`.
@@ -25,7 +26,6 @@ extension App {
             return try getOpenRevs(database, docID, openRevs, request, reply)
         }
         var options = try RenderOptions(query)
-        guard let info = try database.document(docID) else { throw CouchError.notFound("missing") }
         let revision: StoredRevision
         if let revText = query["rev"] {
             let rev = try DocumentInput.parseRev(revText)
@@ -34,11 +34,13 @@ extension App {
             }
             revision = found
         } else {
-            guard !info.deleted, let winner = try database.revision(docID, rev: nil) else {
-                throw CouchError.notFound(info.deleted ? "deleted" : "missing")
-            }
+            guard let winner = try database.revision(docID, rev: nil) else { throw CouchError.notFound("missing") }
+            guard !winner.deleted else { throw CouchError.notFound("deleted") }
             revision = winner
         }
+        // The tree is read only when the answer needs it (a plain GET is one indexed lookup).
+        let needsTree = options.conflicts || options.deletedConflicts || options.revsInfo
+        let info = needsTree ? try database.document(docID) : nil
         let etag = "\"\(revision.rev)\""
         if request.head.headers["If-None-Match"] == etag {
             return try reply.bytes(304, [], headers: ["ETag": etag])
@@ -104,8 +106,10 @@ extension App {
 
     /// Whether the `Accept` header asks for the given multipart type.
     func wantsMultipart(_ request: Request, accept type: String) -> Bool {
-        guard let accept = request.head.headers["Accept"]?.lowercased() else { return false }
-        return accept.split(separator: ",").contains { $0.trimmingPrefix(" ").hasPrefix(type) }
+        guard let accept = request.head.headers["Accept"], accept.utf8.count >= type.utf8.count else { return false }
+        // Most requests accept `application/json` only; look closer only when a multipart type is named.
+        guard accept.range(of: type, options: .caseInsensitive) != nil else { return false }
+        return accept.lowercased().split(separator: ",").contains { $0.trimmingPrefix(" ").hasPrefix(type) }
     }
 
     // MARK: Writing

@@ -35,7 +35,7 @@ extension App {
 
     /// `GET /db/doc` with `Accept: multipart/related`.
     func sendMultipartRelated(
-        _ database: Database, _ docID: String, info: DocumentInfo, revision: StoredRevision, options: RenderOptions,
+        _ database: Database, _ docID: String, info: DocumentInfo?, revision: StoredRevision, options: RenderOptions,
         reply: Reply, etag: String
     ) throws {
         let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
