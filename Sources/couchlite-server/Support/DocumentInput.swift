@@ -67,25 +67,27 @@ struct DocumentInput {
         }
     }
 
-    /// `{"start": N, "ids": [h0, h1, …]}` → `[N-h0, (N-1)-h1, …]`.
+    /// `{"start": N, "ids": [h0, h1, …]}` → `[N-h0, (N-1)-h1, …]` (validated by `RevID.path`).
     static func parseRevisions(_ value: JSON) throws(CouchError) -> [RevID] {
         guard let start = value["start"]?.intValue, let ids = value["ids"]?.arrayValue else {
             throw .badRequest("_revisions must have an integer start and an array of ids")
         }
-        guard start >= 1, ids.count <= start else {
-            throw .badRequest("_revisions.start must be at least the number of ids")
+        var hashes: [String] = []
+        hashes.reserveCapacity(ids.count)
+        for id in ids {
+            guard let hash = id.stringValue else { throw .invalidRev }
+            hashes.append(hash)
         }
-        guard ids.count <= RevisionLimits.maxRevisionsIDs else {
-            throw .badRequest("_revisions has more than \(RevisionLimits.maxRevisionsIDs) ids")
+        do {
+            return try RevID.path(start: start, ids: hashes)
+        } catch {
+            switch error {
+            case .invalidRevFormat: throw .invalidRev
+            case .invalidRevisions(let reason): throw .badRequest(reason)
+            case .pathTooLong(let count):
+                throw .badRequest("_revisions has \(count) ids, more than \(RevTreeLimits.maxPathLength)")
+            }
         }
-        var path: [RevID] = []
-        path.reserveCapacity(ids.count)
-        for (offset, id) in ids.enumerated() {
-            guard let hash = id.stringValue, !hash.isEmpty else { throw .invalidRev }
-            path.append(try parseRev("\(start - offset)-\(hash)"))
-        }
-        guard !path.isEmpty else { throw .badRequest("_revisions.ids must not be empty") }
-        return path
     }
 
     /// The path to merge for a replicated (`new_edits=false`) write.
@@ -97,12 +99,6 @@ struct DocumentInput {
 
     /// The serialized user body the store keeps.
     var bodyBytes: [UInt8] { JSON.object(body).serialized() }
-}
-
-/// Bounds on revision histories a client may send.
-enum RevisionLimits {
-    /// Most ids accepted in one `_revisions` (a hostile history of 100,000 ids is refused).
-    static let maxRevisionsIDs = 10_000
 }
 
 /// Document id rules of CouchDB (`couch_doc:validate_docid`).
