@@ -16,7 +16,8 @@ final class App: Sendable {
     let access: AccessControl
 
     init(
-        store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl, log: Logger
+        store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
+        log: Logger
     ) {
         self.store = store
         self.access = access
@@ -99,7 +100,8 @@ final class App: Sendable {
             let docID = "_design/" + segments[2]
             if segments.count == 3 { return try document(database, docID, request, reply) }
             if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
-                throw CouchError.notImplemented("couchlite does not execute design document functions (\(segments[3])).")
+                throw CouchError.notImplemented(
+                    "couchlite does not execute design document functions (\(segments[3])).")
             }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
         case "_security": return try securityObject(database, request, reply)

@@ -10,8 +10,9 @@ import RevTree
 
 let options: Options
 do {
-    guard let parsed = try Options.parse(
-        arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+    guard
+        let parsed = try Options.parse(
+            arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
     else {
         print(Options.usage)
         exit(0)
@@ -71,14 +72,16 @@ do {
     FileHandle.standardOutput.write(Data("couchlite listening on http://\(host):\(port)/\n".utf8))
     if let generated = generatedAdmin {
         // Shown once: only the hash is kept (in <data-dir>/admins.json).
-        FileHandle.standardOutput.write(Data("""
-            couchlite: no server admin was configured, so one was created:
-              name: \(generated.name)   password: \(generated.password)
-            This password is shown only once; only its hash is stored. Try:
-              curl -u '\(generated.name):\(generated.password)' http://\(host):\(port)/_session
-            Set --admin USER:PASS (or COUCHLITE_ADMIN) to choose your own.
+        FileHandle.standardOutput.write(
+            Data(
+                """
+                couchlite: no server admin was configured, so one was created:
+                  name: \(generated.name)   password: \(generated.password)
+                This password is shown only once; only its hash is stored. Try:
+                  curl -u '\(generated.name):\(generated.password)' http://\(host):\(port)/_session
+                Set --admin USER:PASS (or COUCHLITE_ADMIN) to choose your own.
 
-            """.utf8))
+                """.utf8))
     }
 } catch {
     log.error("could not start", ["error": String(describing: error)])

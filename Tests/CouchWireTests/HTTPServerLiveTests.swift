@@ -1,13 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Synchronization
 import Testing
 
 @testable import CouchWire
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 @Suite(.serialized) struct HTTPServerLiveTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {

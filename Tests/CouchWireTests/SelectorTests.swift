@@ -1,5 +1,6 @@
-@testable import CouchWire
 import Testing
+
+@testable import CouchWire
 
 private func selector(_ text: String) throws -> Selector { try Selector(JSON.parse(text)) }
 

@@ -161,7 +161,11 @@ final class HTTPConnection {
         if case .received(let count) = outcome { bufferEnd = count }
     }
 
-    enum ChunkOutcome { case needMoreData, data([UInt8]), end }
+    enum ChunkOutcome {
+        case needMoreData
+        case data([UInt8])
+        case end
+    }
 
     /// Runs the chunked decoder over at most `maxCount` buffered bytes.
     func decodeBuffered(_ decoder: inout HTTPChunkedDecoder, maxCount: Int) throws(HTTPError) -> ChunkOutcome {

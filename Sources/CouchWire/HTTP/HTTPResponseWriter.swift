@@ -3,7 +3,11 @@
 /// Writes are buffered (up to `HTTPLimits.responseBufferBytes`) until `flush()` or `finish()`. Use it only on the
 /// handler's thread and only while the handler runs.
 public final class HTTPResponseWriter {
-    private enum Framing { case none, length(Int), chunked, closeDelimited }
+    private enum Framing {
+        case none
+        case length(Int)
+        case chunked, closeDelimited
+    }
 
     /// True once `writeHead` succeeded.
     public private(set) var headSent = false

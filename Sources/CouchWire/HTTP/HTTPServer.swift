@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Handles one request: reads the body incrementally and writes the response incrementally.
 /// Runs on the connection's own thread and may block; it must not keep the body or writer after returning.

@@ -21,8 +21,14 @@ public struct Selector: Sendable {
     }
 
     enum Condition: Sendable {
-        case eq(JSON), ne(JSON), gt(JSON), gte(JSON), lt(JSON), lte(JSON)
-        case `in`([JSON]), nin([JSON])
+        case eq(JSON)
+        case ne(JSON)
+        case gt(JSON)
+        case gte(JSON)
+        case lt(JSON)
+        case lte(JSON)
+        case `in`([JSON])
+        case nin([JSON])
         case exists(Bool)
 
         var negated: Condition {

@@ -77,7 +77,9 @@ extension App {
 
     /// Writes to `_design/…` (the document or its attachments).
     private func isDesignWrite(_ request: Request) -> Bool {
-        guard ["PUT", "POST", "DELETE", "COPY"].contains(request.method), request.segments.count >= 2 else { return false }
+        guard ["PUT", "POST", "DELETE", "COPY"].contains(request.method), request.segments.count >= 2 else {
+            return false
+        }
         let second = request.segments[1]
         return (second == "_design" && request.segments.count >= 3) || second.hasPrefix("_design/")
     }

@@ -51,7 +51,9 @@ extension App {
         }
         headers.add("Set-Cookie", SessionCookie.header(authenticator.newCookie(for: account), now: Authenticator.now))
         let status = try addRedirect(request.query["next"], request, &headers)
-        try reply.json(status, ["ok": true, "name": .string(account.name), "roles": .array(account.roles.map(JSON.string))], headers: headers)
+        try reply.json(
+            status, ["ok": true, "name": .string(account.name), "roles": .array(account.roles.map(JSON.string))],
+            headers: headers)
     }
 
     /// The login fields of a form-encoded or JSON body.
@@ -65,7 +67,9 @@ extension App {
         }
         var form: [String: String] = [:]
         if type == "application/x-www-form-urlencoded" {
-            guard let text = String(validating: bytes, as: UTF8.self) else { throw CouchError.badRequest("Invalid form body") }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw CouchError.badRequest("Invalid form body")
+            }
             for (name, value) in try QueryParameters(raw: text).pairs where form[name] == nil { form[name] = value }
         } else if type == "application/json" {
             guard case .object(let object) = (try? JSON.parse(bytes)) ?? .null else { throw CouchError.invalidJSON }
@@ -74,7 +78,8 @@ extension App {
                 form[name] = string
             }
         } else {
-            throw CouchError.badContentType("Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
+            throw CouchError.badContentType(
+                "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'")
         }
         return form
     }

@@ -28,7 +28,9 @@ extension App {
             try bulkUserDocuments(request, reply)
             return true
         }
-        guard segments.count == 2, !segments[1].hasPrefix("_"), method == "PUT" || method == "DELETE" else { return false }
+        guard segments.count == 2, !segments[1].hasPrefix("_"), method == "PUT" || method == "DELETE" else {
+            return false
+        }
         let database = try openDatabase(App.usersDatabase)
         let docID = segments[1]
         var base = try request.query["rev"].map(DocumentInput.parseRev)
@@ -37,7 +39,8 @@ extension App {
         }
         if method == "DELETE" {
             guard let base else { throw CouchError.conflict }
-            let rev = try writeUserDocument(database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true)
+            let rev = try writeUserDocument(
+                database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true)
             try sendUserWrite(docID, rev, status: 200, request, reply)
             return true
         }
@@ -84,7 +87,8 @@ extension App {
                 guard case .object(let doc) = item else { throw CouchError.notAnObject }
                 guard let id else { throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name") }
                 let base = try doc["_rev"]?.stringValue.map(DocumentInput.parseRev)
-                let rev = try writeUserDocument(database, docID: id, doc, base: newEdits ? base : nil, newEdits: newEdits)
+                let rev = try writeUserDocument(
+                    database, docID: id, doc, base: newEdits ? base : nil, newEdits: newEdits)
                 if newEdits { results.append(["ok": true, "id": .string(id), "rev": .string(rev.description)]) }
             } catch let error as CouchError {
                 var entry = JSONObject()
@@ -98,11 +102,14 @@ extension App {
     }
 
     /// Checks, hashes and stores one user document.
-    func writeUserDocument(_ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool) throws -> RevID {
+    func writeUserDocument(_ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool) throws
+        -> RevID
+    {
         try DocumentID.validate(docID)
         let user = UserContext.current
         let isAdmin = isDatabaseAdmin(App.usersDatabase, user)
-        let docName = docID.hasPrefix(App.userDocumentPrefix) ? String(docID.dropFirst(App.userDocumentPrefix.count)) : nil
+        let docName =
+            docID.hasPrefix(App.userDocumentPrefix) ? String(docID.dropFirst(App.userDocumentPrefix.count)) : nil
         // couch_users_db:before_doc_update: others' documents do not exist for you.
         if !isAdmin, user.name != nil, user.name != docName { throw CouchError.notFound("missing") }
         if docID.hasPrefix("_design/") {
@@ -122,7 +129,8 @@ extension App {
         }
         if let rev = base { doc["_rev"] = .string(rev.description) }
         let input = try DocumentInput(.object(doc))
-        return try writeOne(database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil)
+        return try writeOne(
+            database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil)
     }
 
     /// Replaces `password` by a fresh PBKDF2 hash (couch_users_db:save_doc).
@@ -130,7 +138,8 @@ extension App {
         guard let password = doc["password"]?.stringValue else { return doc }
         let hash = PasswordHash.make(password: Array(password.utf8))
         let passwordFields: Set<String> = [
-            "derived_key", "iterations", "password", "password_scheme", "password_sha", "preserve_salt", "pbkdf2_prf", "salt",
+            "derived_key", "iterations", "password", "password_scheme", "password_sha", "preserve_salt", "pbkdf2_prf",
+            "salt",
         ]
         var out = JSONObject(hash.userDocumentFields)
         for (key, value) in doc where !passwordFields.contains(key) { out[key] = value }
@@ -138,14 +147,18 @@ extension App {
     }
 
     /// The rules of CouchDB's `_users` validate function, with its messages.
-    static func validateUserDocument(_ doc: JSONObject, old: JSONObject?, user: UserContext, isAdmin: Bool) throws(CouchError) {
+    static func validateUserDocument(_ doc: JSONObject, old: JSONObject?, user: UserContext, isAdmin: Bool)
+        throws(CouchError)
+    {
         if doc["_deleted"]?.boolValue == true {
             if user.isServerAdmin || (user.name != nil && user.name == old?["name"]?.stringValue) { return }
             throw .forbidden("Only admins may delete other user docs.")
         }
         guard doc["type"]?.stringValue == "user" else { throw .forbidden("doc.type must be user") }
         guard let name = doc["name"]?.stringValue, !name.isEmpty else { throw .forbidden("doc.name is required") }
-        guard let rolesJSON = doc["roles"], rolesJSON != .null, rolesJSON != false else { throw .forbidden("doc.roles must exist") }
+        guard let rolesJSON = doc["roles"], rolesJSON != .null, rolesJSON != false else {
+            throw .forbidden("doc.roles must exist")
+        }
         guard let roleItems = rolesJSON.arrayValue else { throw .forbidden("doc.roles must be an array") }
         var roles: [String] = []
         for item in roleItems {

@@ -97,7 +97,10 @@ final class Authenticator: Sendable {
             return account
         }
         let delay = throttle.failed(name)
-        if delay > .zero { Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18) }
+        if delay > .zero {
+            Thread.sleep(
+                forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+        }
         return nil
     }
 
@@ -128,8 +131,10 @@ final class Authenticator: Sendable {
                 let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
                 if timeLeft > 0 {
                     let user = UserContext(name: account.name, roles: account.roles, handler: "cookie")
-                    let refresh = timeLeft < AuthLimits.sessionSeconds / 2
-                        ? SessionCookie.value(name: account.name, issued: now, secret: secret, salt: account.hash.salt) : nil
+                    let refresh =
+                        timeLeft < AuthLimits.sessionSeconds / 2
+                        ? SessionCookie.value(name: account.name, issued: now, secret: secret, salt: account.hash.salt)
+                        : nil
                     return Outcome(user: user, refreshedCookie: refresh)
                 }
             }
@@ -146,7 +151,9 @@ final class Authenticator: Sendable {
         let nameBytes = Array(decoded[..<colon])
         let password = Array(decoded[(colon + 1)...])
         if nameBytes == [UInt8(ascii: "_")] && password == [UInt8(ascii: "_")] { return Outcome(user: .anonymous) }
-        guard let name = String(validating: nameBytes, as: UTF8.self), let account = login(name: name, password: password) else {
+        guard let name = String(validating: nameBytes, as: UTF8.self),
+            let account = login(name: name, password: password)
+        else {
             throw .unauthorized("Name or password is incorrect.")
         }
         return Outcome(user: UserContext(name: account.name, roles: account.roles, handler: "default"))

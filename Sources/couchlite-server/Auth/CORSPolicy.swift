@@ -43,7 +43,9 @@ struct CORSPolicy: Sendable {
             let method = head.headers["Access-Control-Request-Method"], CORSPolicy.supportedMethods.contains(method)
         else { return nil }
         let requested = head.headers["Access-Control-Request-Headers"] ?? ""
-        let names = requested.split(separator: ",").map { $0.trimmingCharacters(in: " \t").lowercased() }.filter { !$0.isEmpty }
+        let names = requested.split(separator: ",").map { $0.trimmingCharacters(in: " \t").lowercased() }.filter {
+            !$0.isEmpty
+        }
         guard names.allSatisfy({ CORSPolicy.supportedHeaders.contains($0) }),
             requested.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F })
         else { return nil }
@@ -64,7 +66,9 @@ struct CORSPolicy: Sendable {
         out.add("Access-Control-Allow-Origin", origin)
         if allowsCredentials(origin) { out.add("Access-Control-Allow-Credentials", "true") }
         // Our responses carry Content-Type (not a "simple" one for JSON) and Cache-Control.
-        out.add("Access-Control-Expose-Headers", (["content-type", "cache-control"] + CORSPolicy.exposedCouchHeaders).joined(separator: ", "))
+        out.add(
+            "Access-Control-Expose-Headers",
+            (["content-type", "cache-control"] + CORSPolicy.exposedCouchHeaders).joined(separator: ", "))
         out.add("Vary", "Origin")
         return out
     }

@@ -28,7 +28,8 @@ struct PasswordHash: Sendable, Equatable {
     /// Spends the time of one verification without a stored hash, so that an unknown name
     /// answers as slowly as a wrong password.
     static func burnVerification(_ password: [UInt8]) {
-        _ = Secrets.pbkdf2SHA256(password: password, salt: Array("couchlite".utf8), iterations: AuthLimits.pbkdf2Iterations)
+        _ = Secrets.pbkdf2SHA256(
+            password: password, salt: Array("couchlite".utf8), iterations: AuthLimits.pbkdf2Iterations)
     }
 
     /// The fields CouchDB writes into a user document, in its order.

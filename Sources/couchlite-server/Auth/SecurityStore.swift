@@ -30,7 +30,8 @@ final class SecurityStore: Sendable {
     }
 
     func setSecurity(_ object: SecurityObject, of database: String) throws {
-        try Data(JSON.object(object.json).serialized()).write(to: URL(fileURLWithPath: path(of: database)), options: .atomic)
+        try Data(JSON.object(object.json).serialized()).write(
+            to: URL(fileURLWithPath: path(of: database)), options: .atomic)
         cache.withLock { $0[database] = object }
     }
 

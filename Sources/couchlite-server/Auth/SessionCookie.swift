@@ -25,7 +25,9 @@ struct SessionCookie: Equatable {
     ///   not base64url of three colon-separated parts with a hex time.
     init(parsing value: String) throws(CouchError) {
         let malformed = CouchError.badRequest("Malformed AuthSession cookie. Please clear your cookies.")
-        guard value.utf8.count <= AuthLimits.credentialBytes, let bytes = Base64URL.decode(value) else { throw malformed }
+        guard value.utf8.count <= AuthLimits.credentialBytes, let bytes = Base64URL.decode(value) else {
+            throw malformed
+        }
         let colon = UInt8(ascii: ":")
         guard let first = bytes.firstIndex(of: colon),
             let second = bytes[(first + 1)...].firstIndex(of: colon),
@@ -57,7 +59,8 @@ struct SessionCookie: Equatable {
     /// `SameSite=Lax`.
     static func header(_ value: String, now: Int) -> String {
         let expires = httpCookieDate(now + AuthLimits.sessionSeconds)
-        return "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(AuthLimits.sessionSeconds); Path=/; HttpOnly; SameSite=Lax"
+        return
+            "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(AuthLimits.sessionSeconds); Path=/; HttpOnly; SameSite=Lax"
     }
 
     /// `Sun, 29-Nov-2026 13:24:06 GMT`, the date form mochiweb writes into cookies.
@@ -79,7 +82,9 @@ struct SessionCookie: Equatable {
             let pair = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces) == cookieName else { continue }
             var value = pair[1].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             return value.isEmpty ? nil : value
         }
         return nil

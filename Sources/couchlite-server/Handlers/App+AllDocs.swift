@@ -15,7 +15,9 @@ extension App {
             try requireJSONContent(request)
             let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
             if let bodyKeys = body["keys"] {
-                guard let array = bodyKeys.arrayValue else { throw CouchError.badRequest("`keys` body member must be an array.") }
+                guard let array = bodyKeys.arrayValue else {
+                    throw CouchError.badRequest("`keys` body member must be an array.")
+                }
                 keys = array
             }
         }
@@ -68,7 +70,8 @@ extension App {
             var before = 0
             if let start = range.startKey {
                 // Rows that sort before the start key, for `offset`.
-                let precedingRange = range.descending
+                let precedingRange =
+                    range.descending
                     ? KeyRange(endKey: start, inclusiveEnd: false, descending: true)
                     : KeyRange(endKey: start, inclusiveEnd: false)
                 try database.allDocs(

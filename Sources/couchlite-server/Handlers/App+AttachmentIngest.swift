@@ -91,7 +91,9 @@ extension App {
     /// Inline `data` is trusted over any digest sent with it (`couch_att:inline_from_json` ignores
     /// it and the md5 of the bytes is stored). Multipart `follows` bytes must match an `md5-`
     /// digest (`couch_util:check_md5`); a `sha1-` digest (Couchbase Lite) is checked and kept.
-    static func followedDigest(_ given: String?, part: FollowedAttachments.Part, name: String) throws(CouchError) -> String {
+    static func followedDigest(_ given: String?, part: FollowedAttachments.Part, name: String) throws(CouchError)
+        -> String
+    {
         let md5 = "md5-" + base64(part.md5)
         guard let given else { return md5 }
         if given.hasPrefix("md5-") {

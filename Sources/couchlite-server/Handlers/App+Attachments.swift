@@ -14,7 +14,9 @@ extension App {
         }
     }
 
-    private func getAttachment(_ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply) throws {
+    private func getAttachment(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
         guard let att = revision.attachments.first(where: { $0.name == name }) else {
             throw CouchError.notFound("Document is missing attachment")
@@ -81,7 +83,9 @@ extension App {
     /// The revision `rev` names, or the live winner.
     private func readableRevision(_ database: Database, _ docID: String, rev: String?) throws -> StoredRevision {
         if let rev {
-            guard let revision = try database.revision(docID, rev: try DocumentInput.parseRev(rev)), revision.body != nil else {
+            guard let revision = try database.revision(docID, rev: try DocumentInput.parseRev(rev)),
+                revision.body != nil
+            else {
                 throw CouchError.notFound("missing")
             }
             return revision
@@ -93,9 +97,14 @@ extension App {
         return revision
     }
 
-    private func putAttachment(_ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply) throws {
+    private func putAttachment(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
         try App.validateAttachmentName(name)
-        let base = try request.query["rev"].map { (text: String) throws(CouchError) -> RevID in try DocumentInput.parseRev(text) }
+        let base =
+            try request.query["rev"].map { (text: String) throws(CouchError) -> RevID in
+                try DocumentInput.parseRev(text)
+            }
             ?? request.head.headers["If-Match"].map { (text: String) throws(CouchError) -> RevID in
                 try DocumentInput.parseRev(text.trimmingCharacters(in: "\""))
             }
@@ -176,8 +185,11 @@ extension App {
         return total
     }
 
-    private func deleteAttachment(_ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply) throws {
-        guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"") else {
+    private func deleteAttachment(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
+        guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"")
+        else {
             throw CouchError.conflict
         }
         let base = try DocumentInput.parseRev(revText)

@@ -36,7 +36,9 @@ struct ChangesQuery {
         case "longpoll": feed = .longpoll
         case "continuous", "live": feed = .continuous
         case "eventsource": feed = .eventsource
-        case let other: throw CouchError.badRequest("Supported `feed` types: normal, continuous, live, longpoll, eventsource (got \(other))")
+        case let other:
+            throw CouchError.badRequest(
+                "Supported `feed` types: normal, continuous, live, longpoll, eventsource (got \(other))")
         }
         if let sinceText = query["since"] {
             if sinceText == "now" {
@@ -71,7 +73,8 @@ struct ChangesQuery {
         if let ms = try query.int("timeout") { timeout = .milliseconds(ms) }
         if let interval = try query.int("seq_interval"), interval > 0 { seqInterval = interval }
 
-        let body: JSONObject? = request.method == "POST" && request.body.hasBody
+        let body: JSONObject? =
+            request.method == "POST" && request.body.hasBody
             ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
         switch query["filter"] {
         case nil:
@@ -215,7 +218,8 @@ struct ChangesFeed {
         guard !limitReached else { return }
         var rows: [(seq: Int, row: JSONObject)] = []
         let remaining = query.limit.map { $0 - emitted }
-        try database.changes(since: query.descending ? 0 : lastSeq, limit: nil, descending: query.descending) { change in
+        try database.changes(since: query.descending ? 0 : lastSeq, limit: nil, descending: query.descending) {
+            change in
             if let remaining, rows.count >= remaining {
                 stoppedAtLimit = true
                 return false

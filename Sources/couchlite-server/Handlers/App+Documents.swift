@@ -45,12 +45,16 @@ extension App {
         if request.head.headers["If-None-Match"] == etag {
             return try reply.bytes(304, [], headers: ["ETag": etag])
         }
-        if wantsMultipart(request, accept: "multipart/related"), revision.attachments.contains(where: { options.sendsData(revpos: $0.revpos) }) {
+        if wantsMultipart(request, accept: "multipart/related"),
+            revision.attachments.contains(where: { options.sendsData(revpos: $0.revpos) })
+        {
             options.attachments = true
             options.follows = true
-            return try sendMultipartRelated(database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
+            return try sendMultipartRelated(
+                database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
         }
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        let renderer = DocumentRenderer(
+            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
         try reply.json(200, .object(try renderer.render(revision)), headers: ["ETag": etag])
     }
 
@@ -90,9 +94,11 @@ extension App {
         }
         if wantsMultipart(request, accept: "multipart/mixed") {
             options.follows = true
-            return try sendOpenRevsMultipart(database, docID, info: info, results: results, options: options, reply: reply)
+            return try sendOpenRevsMultipart(
+                database, docID, info: info, results: results, options: options, reply: reply)
         }
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        let renderer = DocumentRenderer(
+            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
         var array: [JSON] = []
         for (rev, revision) in results {
             if let revision {
@@ -168,7 +174,8 @@ extension App {
             headers.set("Location", "/\(PercentEncoding.encodeSegment(db))/\(PercentEncoding.encodeSegment(docID))")
         }
         let batch = request.query["batch"] == "ok"
-        try reply.json(batch ? 202 : status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+        try reply.json(
+            batch ? 202 : status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 
     /// Writes one document revision and returns its rev, or throws its error.
@@ -176,7 +183,8 @@ extension App {
         _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
         followed: FollowedAttachments?
     ) throws -> RevID {
-        let write = try makeWrite(database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+        let write = try makeWrite(
+            database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
         let results = newEdits ? try database.applyEdits([write]) : try database.applyReplicated([write])
         guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
         switch result.result {

@@ -104,7 +104,8 @@ private struct MultipartDocumentReader {
             } else if let writer {
                 try writer.write(bytes)
                 if let limit = expected[partIndex - 1].bytes, writer.length > limit {
-                    throw CouchError.badRequest("Attachment \(expected[partIndex - 1].name) is longer than its declared length")
+                    throw CouchError.badRequest(
+                        "Attachment \(expected[partIndex - 1].name) is longer than its declared length")
                 }
             }
         case .partEnd:

@@ -12,7 +12,8 @@ extension App {
     private func multipartAttachments(_ atts: [AttachmentInfo]) -> [MultipartWriter.Attachment] {
         atts.map {
             MultipartWriter.Attachment(
-                name: $0.name, contentType: $0.contentType, length: $0.encodedLength ?? $0.length, encoding: $0.encoding)
+                name: $0.name, contentType: $0.contentType, length: $0.encodedLength ?? $0.length, encoding: $0.encoding
+            )
         }
     }
 
@@ -65,7 +66,8 @@ extension App {
         let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
         for (rev, revision) in results {
             guard let revision else {
-                try reply.write(outer.partHeader(headers: [("Content-Type", MultipartWriter.missingRevisionContentType)]))
+                try reply.write(
+                    outer.partHeader(headers: [("Content-Type", MultipartWriter.missingRevisionContentType)]))
                 try reply.write(JSON.object(JSONObject([("missing", .string(rev.description))])).serialized())
                 continue
             }
@@ -77,7 +79,8 @@ extension App {
                 continue
             }
             var inner = MultipartWriter()
-            try reply.write(outer.partHeader(headers: [("Content-Type", inner.contentType(mediaType: "multipart/related"))]))
+            try reply.write(
+                outer.partHeader(headers: [("Content-Type", inner.contentType(mediaType: "multipart/related"))]))
             try writeRelatedBody(database, writer: &inner, json: json, atts: atts, reply: reply)
         }
         try reply.write(outer.closing())
@@ -127,18 +130,23 @@ extension App {
         func handle(_ event: MultipartEvent) throws {
             switch event {
             case .partBegin(let headers):
-                let disposition = MultipartHeaderValue(parsing: MultipartHeaders.value("Content-Disposition", in: headers) ?? "")
+                let disposition = MultipartHeaderValue(
+                    parsing: MultipartHeaders.value("Content-Disposition", in: headers) ?? "")
                 fieldName = disposition.parameter("name")
                 fileName = disposition.parameter("filename")
                 fileType = MultipartHeaders.value("Content-Type", in: headers) ?? "application/octet-stream"
                 fieldValue = []
-                writer = fieldName == "_attachments" && fileName?.isEmpty == false ? try blobs(for: database).makeWriter() : nil
+                writer =
+                    fieldName == "_attachments" && fileName?.isEmpty == false
+                    ? try blobs(for: database).makeWriter() : nil
             case .bodyChunk(let bytes):
                 if let writer {
                     try writer.write(bytes)
                 } else {
                     fieldValue += bytes
-                    guard fieldValue.count <= Limits.smallRequestBytes else { throw CouchError.tooLarge("Form field is too large") }
+                    guard fieldValue.count <= Limits.smallRequestBytes else {
+                        throw CouchError.tooLarge("Form field is too large")
+                    }
                 }
             case .partEnd:
                 if let current = writer, let fileName {
@@ -189,7 +197,8 @@ extension App {
                 throw CouchError.invalidJSON
             }
             let input = try DocumentInput(parsed)
-            var write = try makeWrite(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+            var write = try makeWrite(
+                database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
             let names = Set(uploads.map(\.name))
             write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
             guard let outcome = try database.applyEdits([write]).first else {
@@ -210,6 +219,7 @@ extension App {
                 }
             }
         }
-        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
+        try reply.json(
+            201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
     }
 }

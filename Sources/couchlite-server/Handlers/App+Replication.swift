@@ -30,7 +30,8 @@ extension App {
                     continue
                 }
                 writes.append(
-                    try makeWrite(database, docID: docID, input: input, base: input.rev, newEdits: newEdits, followed: nil))
+                    try makeWrite(
+                        database, docID: docID, input: input, base: input.rev, newEdits: newEdits, followed: nil))
                 writeIndex.append(index)
             } catch let error as CouchError {
                 var item = JSONObject()
@@ -46,7 +47,9 @@ extension App {
             let index = writeIndex[offset]
             switch outcome.result {
             case .success(let rev):
-                if newEdits { results[index] = ["ok": true, "id": .string(outcome.docID), "rev": .string(rev.description)] }
+                if newEdits {
+                    results[index] = ["ok": true, "id": .string(outcome.docID), "rev": .string(rev.description)]
+                }
             case .failure(let storeError):
                 let error = CouchError(storeError)
                 var item = JSONObject()
@@ -126,7 +129,9 @@ extension App {
                 continue
             }
             var docOptions = options
-            if let since = spec["atts_since"], !since.isNull { docOptions.attsSince = try? RenderOptions.revList(since) }
+            if let since = spec["atts_since"], !since.isNull {
+                docOptions.attsSince = try? RenderOptions.revList(since)
+            }
             do {
                 let info = try database.document(id)
                 var targets: [RevID] = []

@@ -39,7 +39,9 @@ struct DocumentInput {
             case "_deleted":
                 deleted = value.boolValue ?? false
             case "_revisions" where local:
-                if let start = value["start"]?.intValue, start == 0, let first = value["ids"]?[0]?.stringValue, rev == nil {
+                if let start = value["start"]?.intValue, start == 0, let first = value["ids"]?[0]?.stringValue,
+                    rev == nil
+                {
                     rev = try DocumentInput.parseRev("0-\(first)")
                 }
             case "_revisions":

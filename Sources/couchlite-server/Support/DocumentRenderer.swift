@@ -85,7 +85,10 @@ struct DocumentRenderer {
         if options.revsInfo, let info {
             doc["_revs_info"] = .array(
                 info.tree.revsInfo(of: revision.rev).map { entry in
-                    .object(JSONObject([("rev", .string(entry.rev.description)), ("status", .string(entry.status.rawValue))]))
+                    .object(
+                        JSONObject([
+                            ("rev", .string(entry.rev.description)), ("status", .string(entry.status.rawValue)),
+                        ]))
                 })
         }
         if let info {
@@ -125,7 +128,9 @@ struct DocumentRenderer {
             Base64.encode(try loadAttachment(att), into: &encoded)
             entry["data"] = .string(String(decoding: encoded, as: UTF8.self))
         }
-        if (options.attEncodingInfo || options.follows), let encoding = att.encoding, let encodedLength = att.encodedLength {
+        if options.attEncodingInfo || options.follows, let encoding = att.encoding,
+            let encodedLength = att.encodedLength
+        {
             entry["encoding"] = .string(encoding)
             entry["encoded_length"] = .number(JSONNumber(encodedLength))
         }

@@ -24,11 +24,6 @@ struct Logger: Sendable {
     let level: LogLevel
     private static let lock = Mutex(())
 
-    init(label: String, level: LogLevel) {
-        self.label = label
-        self.level = level
-    }
-
     func log(_ lineLevel: LogLevel, _ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
         guard lineLevel <= level else { return }
         var line = "\(Logger.timestamp()) [\(lineLevel.rawValue)] \(label): \(message)"
@@ -40,7 +35,9 @@ struct Logger: Sendable {
     }
 
     func error(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.error, message, metadata) }
-    func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.warning, message, metadata) }
+    func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.warning, message, metadata)
+    }
     func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.info, message, metadata) }
     func debug(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.debug, message, metadata) }
 

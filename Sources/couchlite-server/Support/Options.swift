@@ -26,58 +26,81 @@ struct Options: Sendable {
     }
 
     static let table: [Spec] = [
-        Spec(flag: "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
-             help: "address to listen on (IPv4 or IPv6), default 127.0.0.1") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
+            help: "address to listen on (IPv4 or IPv6), default 127.0.0.1"
+        ) { o, v throws(OptionsError) in
             guard !v.isEmpty else { throw OptionsError("--bind needs an address") }
             o.bind = v
         },
-        Spec(flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
-             help: "TCP port, default 5984 (0 picks a free port and prints it)") { o, v throws(OptionsError) in
-            guard let p = Int(v), (0...65535).contains(p) else { throw OptionsError("--port must be 0...65535, got '\(v)'") }
+        Spec(
+            flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
+            help: "TCP port, default 5984 (0 picks a free port and prints it)"
+        ) { o, v throws(OptionsError) in
+            guard let p = Int(v), (0...65535).contains(p) else {
+                throw OptionsError("--port must be 0...65535, got '\(v)'")
+            }
             o.port = p
         },
-        Spec(flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
-             help: "directory for databases and server state, default ./data") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+            help: "directory for databases and server state, default ./data"
+        ) { o, v throws(OptionsError) in
             guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
             o.dataDir = v
         },
-        Spec(flag: "--admin", environment: "COUCHLITE_ADMIN", valueName: "USER:PASS",
-             help: "server admin credentials") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--admin", environment: "COUCHLITE_ADMIN", valueName: "USER:PASS",
+            help: "server admin credentials"
+        ) { o, v throws(OptionsError) in
             guard let colon = v.firstIndex(of: ":"), colon != v.startIndex, v.index(after: colon) != v.endIndex else {
                 throw OptionsError("--admin must look like USER:PASS")
             }
             o.admin = v
         },
-        Spec(flag: "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
-             help: "error, warning, info or debug; default info") { o, v throws(OptionsError) in
-            guard let level = LogLevel(rawValue: v) else { throw OptionsError("--log-level must be error, warning, info or debug") }
+        Spec(
+            flag: "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
+            help: "error, warning, info or debug; default info"
+        ) { o, v throws(OptionsError) in
+            guard let level = LogLevel(rawValue: v) else {
+                throw OptionsError("--log-level must be error, warning, info or debug")
+            }
             o.logLevel = level
         },
-        Spec(flag: "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS", valueName: "N",
-             help: "cap on open client connections, default 4096") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS", valueName: "N",
+            help: "cap on open client connections, default 4096"
+        ) { o, v throws(OptionsError) in
             guard let n = Int(v), n > 0 else { throw OptionsError("--max-connections must be a positive integer") }
             o.maxConnections = n
         },
-        Spec(flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
-             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
+            help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none"
+        ) { o, v throws(OptionsError) in
             let origins = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             guard origins.allSatisfy({ $0 == "*" || $0.hasPrefix("http://") || $0.hasPrefix("https://") }) else {
                 throw OptionsError("--cors-origins takes * or origins with their scheme, like http://localhost:8080")
             }
             o.corsOrigins = origins
         },
-        Spec(flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "BOOL",
-             help: "allow credentials on CORS requests (true or false), default true") { o, v throws(OptionsError) in
+        Spec(
+            flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "BOOL",
+            help: "allow credentials on CORS requests (true or false), default true"
+        ) { o, v throws(OptionsError) in
             guard let flag = Bool(v) else { throw OptionsError("--cors-credentials must be true or false") }
             o.corsCredentials = flag
         },
     ]
 
     static var usage: String {
-        var lines = ["usage: couchlite-server [options]", "", "A CouchDB-compatible replication server.", "", "options:"]
+        var lines = [
+            "usage: couchlite-server [options]", "", "A CouchDB-compatible replication server.", "", "options:",
+        ]
         for spec in table {
             let left = "  \(spec.flag) \(spec.valueName)"
-            lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + spec.help + " [$\(spec.environment)]")
+            lines.append(
+                left.padding(toLength: 30, withPad: " ", startingAt: 0) + spec.help + " [$\(spec.environment)]")
         }
         lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
         return lines.joined(separator: "\n")

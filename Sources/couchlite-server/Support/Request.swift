@@ -50,7 +50,9 @@ struct Request {
 
     /// Reads a JSON body that must be an object.
     func jsonObjectBody(limit: Int) throws(CouchError) -> JSONObject {
-        guard case .object(let object) = try jsonBody(limit: limit) else { throw .badRequest("Request body must be a JSON object") }
+        guard case .object(let object) = try jsonBody(limit: limit) else {
+            throw .badRequest("Request body must be a JSON object")
+        }
         return object
     }
 }

@@ -1,21 +1,24 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
 @testable import CouchWire
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Shared state tests use to coordinate with handlers running on connection threads.
 final class HandlerProbe: Sendable {
     let arrivals = Mutex(0)
     let observedErrors = Mutex<[HTTPError]>([])
 
-    func arrive() -> Int { arrivals.withLock { count in
-        count += 1
-        return count
-    } }
+    func arrive() -> Int {
+        arrivals.withLock { count in
+            count += 1
+            return count
+        }
+    }
 
     var arrivalCount: Int { arrivals.withLock { $0 } }
 
