@@ -95,7 +95,7 @@ import Testing
     }
 
     @Test func randomTextNeverCrashesTheDecoder() {
-        var random = SeededRandom(state: 7)
+        var random = SeededGenerator(seed: 7)
         let alphabet = Array("ABCZabcz019+/= \n-_!".utf8)
         var decoded = 0
         for _ in 0..<5000 {

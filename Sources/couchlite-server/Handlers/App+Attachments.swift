@@ -116,25 +116,16 @@ extension App {
         case "gzip": encoding = "gzip"
         default: throw CouchError.badContentType("Only gzip and identity content-encodings are supported")
         }
-        if let length = request.body.contentLength, length > Limits.attachmentRequestBytes {
-            throw CouchError.tooLarge("Attachment is larger than \(Limits.attachmentRequestBytes) bytes")
-        }
         // Stream the bytes to a blob first; the revision is written only once they are safe on disk.
         let writer = try blobs(for: database).makeWriter()
-        while true {
-            let chunk: [UInt8]
-            do {
-                chunk = try request.body.read(upTo: App.streamChunk)
-            } catch {
-                writer.abort()
-                throw CouchError(error)
-            }
-            if chunk.isEmpty { break }
-            try writer.write(chunk)
-            if writer.length > Limits.attachmentRequestBytes {
-                writer.abort()
-                throw CouchError.tooLarge("Attachment is larger than \(Limits.attachmentRequestBytes) bytes")
-            }
+        do {
+            try request.streamBody(
+                limit: Limits.attachmentRequestBytes,
+                tooLarge: "Attachment is larger than \(Limits.attachmentRequestBytes) bytes"
+            ) { chunk in try writer.write(chunk) }
+        } catch {
+            writer.abort()
+            throw error
         }
         let stored = try commitBlob(writer)
         let identityLength = try encoding == nil ? stored.length : gzipIdentityLength(database, key: stored.key)

@@ -19,47 +19,15 @@ extension App {
     }
 
     private func readMultipartDocument(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
-        let boundary: [UInt8]
-        do {
-            boundary = try MultipartBoundary.parse(contentType: request.head.headers["Content-Type"] ?? "").boundary
-        } catch {
-            throw CouchError.badRequest("Invalid multipart/related Content-Type: \(error)")
-        }
-        if let length = request.body.contentLength, length > Limits.attachmentRequestBytes {
-            throw CouchError.tooLarge("Request body is larger than \(Limits.attachmentRequestBytes) bytes")
-        }
         guard let docID = request.segments.count >= 2 ? request.segments[1] : nil else {
             throw CouchError.badRequest("multipart/related bodies are accepted for documents only")
         }
         let database = try openDatabase(request.segments[0])
         var reader = MultipartDocumentReader(app: self, database: database, docID: docID)
-        var parser = MultipartParser(boundary: boundary)
-        var total = 0
-        while true {
-            let chunk: [UInt8]
-            do {
-                chunk = try request.body.read(upTo: App.streamChunk)
-            } catch {
-                throw CouchError(error)
-            }
-            if chunk.isEmpty { break }
-            total += chunk.count
-            guard total <= Limits.attachmentRequestBytes else {
-                throw CouchError.tooLarge("Request body is larger than \(Limits.attachmentRequestBytes) bytes")
-            }
-            let events: [MultipartEvent]
-            do {
-                events = try parser.parse(chunk)
-            } catch {
-                throw CouchError.badRequest("Malformed multipart body: \(error)")
-            }
-            for event in events { try reader.handle(event) }
-        }
-        do {
-            try parser.finish()
-        } catch {
-            throw CouchError.badRequest("Malformed multipart body: \(error)")
-        }
+        try request.streamMultipart(
+            limit: Limits.attachmentRequestBytes,
+            tooLarge: "Request body is larger than \(Limits.attachmentRequestBytes) bytes"
+        ) { event in try reader.handle(event) }
         return try reader.result()
     }
 }

@@ -111,13 +111,6 @@ extension App {
         guard request.contentType == "multipart/form-data" else {
             throw CouchError.badContentType("Content-Type must be multipart/form-data")
         }
-        let boundary: [UInt8]
-        do {
-            boundary = try MultipartBoundary.parse(contentType: request.head.headers["Content-Type"] ?? "").boundary
-        } catch {
-            throw CouchError.badRequest("Invalid multipart/form-data Content-Type: \(error)")
-        }
-        var parser = MultipartParser(boundary: boundary)
         var fieldName: String?
         var fileName: String?
         var fileType = "application/octet-stream"
@@ -126,7 +119,6 @@ extension App {
         var revText: String?
         var docText: [UInt8]?
         var uploads: [AttachmentInfo] = []
-        var total = 0
         func handle(_ event: MultipartEvent) throws {
             switch event {
             case .partBegin(let headers):
@@ -166,27 +158,8 @@ extension App {
                 break
             }
         }
-        while true {
-            let chunk: [UInt8]
-            do {
-                chunk = try request.body.read(upTo: App.streamChunk)
-            } catch {
-                throw CouchError(error)
-            }
-            if chunk.isEmpty { break }
-            total += chunk.count
-            guard total <= Limits.attachmentRequestBytes else { throw CouchError.tooLarge("Form upload is too large") }
-            do {
-                for event in try parser.parse(chunk) { try handle(event) }
-            } catch let error as MultipartError {
-                throw CouchError.badRequest("Malformed multipart body: \(error)")
-            }
-        }
-        do {
-            try parser.finish()
-        } catch {
-            throw CouchError.badRequest("Malformed multipart body: \(error)")
-        }
+        try request.streamMultipart(
+            limit: Limits.attachmentRequestBytes, tooLarge: "Form upload is too large", handle)
         let rev: RevID
         if let docText {
             // `_doc`: the whole document as JSON (its `_rev` is the base); files replace same-named attachments.

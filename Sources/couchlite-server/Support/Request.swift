@@ -172,3 +172,52 @@ extension String {
         return String(scalars)
     }
 }
+
+extension Request {
+    /// Hands the body to `consume` in bounded chunks (`App.streamChunk`), so a body of any size is
+    /// never held whole.
+    /// - Throws: 413 `too_large` as soon as more than `limit` bytes have arrived (or are declared),
+    ///   the engine's read errors as `CouchError`s, and whatever `consume` throws.
+    func streamBody(limit: Int, tooLarge: String, _ consume: ([UInt8]) throws -> Void) throws {
+        if let length = body.contentLength, length > limit { throw CouchError.tooLarge(tooLarge) }
+        var total = 0
+        while true {
+            let chunk: [UInt8]
+            do {
+                chunk = try body.read(upTo: App.streamChunk)
+            } catch {
+                throw CouchError(error)
+            }
+            if chunk.isEmpty { return }
+            total += chunk.count
+            guard total <= limit else { throw CouchError.tooLarge(tooLarge) }
+            try consume(chunk)
+        }
+    }
+
+    /// Parses a `multipart/*` body as it streams in, handing each event to `handle`.
+    /// - Throws: 400 for a bad `Content-Type` boundary or a malformed or truncated body, 413 past `limit`.
+    func streamMultipart(limit: Int, tooLarge: String, _ handle: (MultipartEvent) throws -> Void) throws {
+        let boundary: [UInt8]
+        do {
+            boundary = try MultipartBoundary.parse(contentType: head.headers["Content-Type"] ?? "").boundary
+        } catch {
+            throw CouchError.badRequest("Invalid multipart Content-Type: \(error)")
+        }
+        var parser = MultipartParser(boundary: boundary)
+        try streamBody(limit: limit, tooLarge: tooLarge) { chunk in
+            let events: [MultipartEvent]
+            do {
+                events = try parser.parse(chunk)
+            } catch {
+                throw CouchError.badRequest("Malformed multipart body: \(error)")
+            }
+            for event in events { try handle(event) }
+        }
+        do {
+            try parser.finish()
+        } catch {
+            throw CouchError.badRequest("Malformed multipart body: \(error)")
+        }
+    }
+}
