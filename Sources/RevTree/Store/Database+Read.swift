@@ -29,11 +29,8 @@ extension Database {
     }
 
     static func documentInfo(_ id: String, _ connection: SQLiteConnection) throws -> DocumentInfo? {
-        let doc = try connection.prepare("SELECT doc_rowid, seq FROM docs WHERE doc_id = ?")
-        defer { doc.reset() }
-        try doc.bind([.text(id)])
-        guard try doc.step() else { return nil }
-        return try documentInfo(id: id, rowid: doc.int(0), seq: doc.int(1), connection)
+        guard let doc = try findDoc(id, connection) else { return nil }
+        return try documentInfo(id: id, rowid: doc.rowid, seq: doc.seq, connection)
     }
 
     static func documentInfo(id: String, rowid: Int, seq: Int, _ connection: SQLiteConnection) throws
@@ -51,13 +48,10 @@ extension Database {
     /// - Returns: nil when the document or revision is not stored.
     public func revision(_ id: String, rev: RevID?) throws -> StoredRevision? {
         try readers.read { connection in
-            let doc = try connection.prepare("SELECT doc_rowid FROM docs WHERE doc_id = ?")
-            defer { doc.reset() }
-            try doc.bind([.text(id)])
-            guard try doc.step() else { return nil }
-            let rowid = doc.int(0)
-            let (tree, rowids) = try Database.loadTree(rowid, connection)
-            guard let target = rev ?? tree.winner?.rev, let revRowid = rowids[target] else { return nil }
+            guard let doc = try Database.findDoc(id, connection) else { return nil }
+            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
+            guard let target = rev ?? tree.winner?.rev, let index = tree.index(of: target) else { return nil }
+            let revRowid = rowids[index]
             return try Database.storedRevision(target, rowid: revRowid, tree: tree, connection)
         }
     }
@@ -65,14 +59,11 @@ extension Database {
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
         try readers.read { connection in
-            let doc = try connection.prepare("SELECT doc_rowid FROM docs WHERE doc_id = ?")
-            defer { doc.reset() }
-            try doc.bind([.text(id)])
-            guard try doc.step() else { return [] }
-            let (tree, rowids) = try Database.loadTree(doc.int(0), connection)
+            guard let doc = try Database.findDoc(id, connection) else { return [] }
+            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
             return try tree.leaves.compactMap { leaf in
-                guard let rowid = rowids[leaf.rev] else { return nil }
-                return try Database.storedRevision(leaf.rev, rowid: rowid, tree: tree, connection)
+                guard let index = tree.index(of: leaf.rev) else { return nil }
+                return try Database.storedRevision(leaf.rev, rowid: rowids[index], tree: tree, connection)
             }
         }
     }
@@ -80,20 +71,16 @@ extension Database {
     static func storedRevision(_ rev: RevID, rowid: Int, tree: RevTree, _ connection: SQLiteConnection) throws
         -> StoredRevision?
     {
-        let statement = try connection.prepare("SELECT deleted, body, local_seq FROM revs WHERE rev_rowid = ?")
-        defer { statement.reset() }
-        try statement.bind([.int(rowid)])
+        let statement = try connection.statement(.revisionRow)
+        defer { statement.rewind() }
+        try statement.bind(1, rowid)
         guard try statement.step() else { return nil }
         let deleted = statement.int(0) != 0
         let body = statement.blob(1)
         let localSeq = statement.int(2)
-        let attachments = try connection.prepare(
-            """
-            SELECT name, content_type, digest, length, revpos, encoding, encoded_length, blob_key
-            FROM rev_attachments WHERE rev_rowid = ? ORDER BY name
-            """)
-        defer { attachments.reset() }
-        try attachments.bind([.int(rowid)])
+        let attachments = try connection.statement(.revisionAttachments)
+        defer { attachments.rewind() }
+        try attachments.bind(1, rowid)
         var infos = [AttachmentInfo]()
         while try attachments.step() { infos.append(attachment(attachments)) }
         return StoredRevision(

@@ -110,17 +110,19 @@ struct Meta {
     var purgeSeq: Int
 
     static func load(_ connection: SQLiteConnection) throws -> Meta {
-        let statement = try connection.prepare(
-            "SELECT update_seq, revs_limit, doc_count, doc_del_count, purge_seq FROM db_meta WHERE id = 1")
-        defer { statement.reset() }
+        let statement = try connection.statement(.loadMeta)
+        defer { statement.rewind() }
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         return Meta(updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
                     docDelCount: statement.int(3), purgeSeq: statement.int(4))
     }
 
     func save(_ connection: SQLiteConnection) throws {
-        try connection.run(
-            "UPDATE db_meta SET update_seq = ?, doc_count = ?, doc_del_count = ? WHERE id = 1",
-            [.int(updateSeq), .int(docCount), .int(docDelCount)])
+        let statement = try connection.statement(.saveMeta)
+        defer { statement.rewind() }
+        try statement.bind(1, updateSeq)
+        try statement.bind(2, docCount)
+        try statement.bind(3, docDelCount)
+        while try statement.step() {}
     }
 }

@@ -20,9 +20,9 @@ final class ReaderPool: Sendable {
             return idle.connections.popLast()
         }
         let connection = try taken ?? open()
-        try connection.execute("BEGIN")
+        try connection.run(.begin)
         defer {
-            try? connection.execute("COMMIT")
+            try? connection.run(.commit)
             idle.withLock { idle in
                 if !idle.closed && idle.connections.count < ReaderPool.maxIdle { idle.connections.append(connection) }
             }
