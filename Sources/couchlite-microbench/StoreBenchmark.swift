@@ -43,20 +43,23 @@ enum StoreBenchmark {
             }
             let singleDocs = min(documents, 20_000)
             if enabled("single") {
+                let input = docs(0..<singleDocs)
+                var cpu = [Double]()
                 let time = try median(writeRuns, warmUp: false) {
                     let db = try freshDatabase()
-                    return try timed { try insert(db, docs(0..<singleDocs), writers: 1) }
+                    return try timed(cpu: &cpu) { try insert(db, input, writers: 1) }
                 }
-                report("replicate new docs, 1 writer", Double(singleDocs) / time, "docs/s")
+                report("replicate new docs, 1 writer", Double(singleDocs) / time, "docs/s", cpu: cpu, singleDocs)
             }
             let big = try freshDatabase()
             let bigDocs = docs(0..<documents)
             if enabled("concurrent") {
+                var cpu = [Double]()
                 let time = try median(writeRuns, warmUp: false) {
                     let db = try freshDatabase()
-                    return try timed { try insert(db, bigDocs, writers: writers) }
+                    return try timed(cpu: &cpu) { try insert(db, bigDocs, writers: writers) }
                 }
-                report("replicate new docs, \(writers) writers", Double(documents) / time, "docs/s")
+                report("replicate new docs, \(writers) writers", Double(documents) / time, "docs/s", cpu: cpu, documents)
             }
             try insert(big, bigDocs, writers: writers)
             if enabled("update") {
@@ -67,8 +70,10 @@ enum StoreBenchmark {
                         docID: old.docID, path: [RevID(pos: old.path[0].pos + 1, hash: hex32(n &+ 77))] + old.path,
                         body: old.body)
                 }
-                let time = try timed { try insert(big, updates, writers: writers) }
-                report("replicate updates, \(writers) writers", Double(updates.count) / time, "docs/s")
+                var cpu = [Double]()
+                let time = try timed(cpu: &cpu) { try insert(big, updates, writers: writers) }
+                report("replicate updates, \(writers) writers", Double(updates.count) / time, "docs/s", cpu: cpu,
+                       updates.count)
             }
             guard enabled("read") else { return }
             try readBenchmarks(big, bigDocs)
@@ -191,6 +196,22 @@ enum StoreBenchmark {
         return out
     }
 
+    /// Process CPU time (user + system, all threads) in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    /// Wall seconds of `body`; appends its process CPU seconds to `cpu`.
+    static func timed(cpu: inout [Double], _ body: () throws -> Void) throws -> Double {
+        let start = cpuSeconds()
+        let wall = try timed(body)
+        cpu.append(cpuSeconds() - start)
+        return wall
+    }
+
     static func timed(_ body: () throws -> Void) throws -> Double {
         let start = DispatchTime.now().uptimeNanoseconds
         try body()
@@ -205,8 +226,15 @@ enum StoreBenchmark {
         return values[values.count / 2]
     }
 
-    static func report(_ name: String, _ value: Double, _ unit: String) {
+    /// Prints one figure; with `cpu` (seconds per run) and `items`, also the median CPU microseconds per item —
+    /// steadier than wall time on a shared machine.
+    static func report(_ name: String, _ value: Double, _ unit: String, cpu: [Double] = [], _ items: Int = 0) {
         let padded = name.padding(toLength: 44, withPad: " ", startingAt: 0)
-        print("\(padded) \(String(format: value >= 100 ? "%.0f" : "%.2f", value)) \(unit)")
+        var line = "\(padded) \(String(format: value >= 100 ? "%.0f" : "%.2f", value)) \(unit)"
+        if !cpu.isEmpty, items > 0 {
+            let sorted = cpu.sorted()
+            line += String(format: "  (CPU %.1f µs/doc)", sorted[sorted.count / 2] * 1e6 / Double(items))
+        }
+        print(line)
     }
 }
