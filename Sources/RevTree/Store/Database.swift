@@ -17,6 +17,7 @@ public final class Database: Sendable {
     /// cached between commits instead of being re-read.
     static let writerCacheKiB = 32 * 1024
     let readers: ReaderPool
+    let checkpointer: Checkpointer
     private let published: PublishedState
 
     struct Published {
@@ -49,6 +50,7 @@ public final class Database: Sendable {
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
         statement.reset()
+        self.checkpointer = try Checkpointer(path: path, writer: connection)
         let published = PublishedState(initial)
         self.published = published
         self.readers = ReaderPool(path: path)
@@ -101,6 +103,7 @@ public final class Database: Sendable {
     /// Stops the writer (after finishing queued writes) and closes connections. Later calls throw `.dbNotFound`.
     func close() {
         writer.close()
+        checkpointer.close()
         readers.close()
         published.withLock { state in
             for waiter in state.waiters { waiter.signal() }

@@ -9,6 +9,8 @@ final class SQLiteConnection: @unchecked Sendable {
     private var cache: [String: SQLiteStatement] = [:]
     /// Hot statements by `Query.rawValue`: an array slot, so fetching one hashes no SQL text.
     private var hot = [SQLiteStatement?](repeating: nil, count: Query.allCases.count)
+    /// Whatever `sqlite3_wal_hook`'s context points to, kept alive as long as the hook can fire.
+    var walHookOwner: AnyObject?
 
     /// Opens (and with `create`, creates) the file at `path`.
     init(path: String, readOnly: Bool, create: Bool) throws {
