@@ -9,9 +9,15 @@ enum Query: Int, CaseIterable {
     case insertRev, updateRevWithBody, updateRevLinks, deleteRev
     case deleteRevAttachments, insertAttachment, findAttachment
     case revisionRow, revisionAttachments
-    case revExists, leaves
+    case revExists, leaves, leavesByDocID
     case changesAscending, changesDescending
     case localDocument
+
+    /// `_changes` rows: each document after a seq with every leaf, one row per leaf.
+    private static let changes = """
+        SELECT d.seq, d.doc_id, d.deleted, d.winner_pos, d.winner_hash, r.pos, r.hash, r.deleted
+        FROM docs d JOIN revs r ON r.doc_rowid = d.doc_rowid AND r.is_leaf = 1 WHERE d.seq > ?
+        """
 
     var sql: String {
         switch self {
@@ -58,10 +64,13 @@ enum Query: Int, CaseIterable {
             """
         case .revExists: "SELECT 1 FROM revs WHERE doc_rowid = ? AND pos = ? AND hash = ?"
         case .leaves: "SELECT pos, hash, deleted FROM revs WHERE doc_rowid = ? AND is_leaf = 1"
-        case .changesAscending:
-            "SELECT seq, doc_rowid, doc_id, deleted, winner_pos, winner_hash FROM docs WHERE seq > ? ORDER BY seq ASC LIMIT ?"
-        case .changesDescending:
-            "SELECT seq, doc_rowid, doc_id, deleted, winner_pos, winner_hash FROM docs WHERE seq > ? ORDER BY seq DESC LIMIT ?"
+        case .leavesByDocID:
+            """
+            SELECT d.doc_rowid, r.pos, r.hash, r.deleted
+            FROM docs d JOIN revs r ON r.doc_rowid = d.doc_rowid AND r.is_leaf = 1 WHERE d.doc_id = ?
+            """
+        case .changesAscending: Query.changes + " ORDER BY d.seq ASC"
+        case .changesDescending: Query.changes + " ORDER BY d.seq DESC"
         case .localDocument: "SELECT rev, body FROM local_docs WHERE doc_id = ?"
         }
     }
