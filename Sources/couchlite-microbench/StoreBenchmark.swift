@@ -62,6 +62,8 @@ enum StoreBenchmark {
                 report("replicate new docs, \(writers) writers", Double(documents) / time, "docs/s", cpu: cpu, documents)
             }
             try insert(big, bigDocs, writers: writers)
+            let wal = (try? FileManager.default.attributesOfItem(atPath: big.path + "-wal"))?[.size] as? NSNumber
+            print("WAL after \(documents) docs: \((wal?.intValue ?? 0) / 1024) KiB")
             if enabled("update") {
                 // Second generation on top of existing documents: the path that loads and extends a tree.
                 let updates = (0..<min(documents, 20_000)).map { n in
