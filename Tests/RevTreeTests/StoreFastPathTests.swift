@@ -185,4 +185,30 @@ import Testing
         #expect(try #require(size) < bound)
         #expect(try db.info().docCount == 1000)
     }
+
+    @Test func version1FileMigratesToTheCoveringLeafIndex() throws {
+        let directory = temporaryDirectory()
+        let path = directory + "/old" + Store.suffix
+        do {
+            // A file as the first schema version left it, with one document and its leaf.
+            let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+            try connection.execute("PRAGMA journal_mode = WAL")
+            try connection.execute(Schema.migrations[0])
+            try connection.execute("INSERT INTO db_meta (id, uuid, update_seq, doc_count) VALUES (1, 'u', 1, 1)")
+            try connection.execute("INSERT INTO docs VALUES (1, 'doc', 1, 1, 'a', 0)")
+            try connection.execute("INSERT INTO revs (doc_rowid, pos, hash, body, local_seq) VALUES (1, 1, 'a', X'7B7D', 1)")
+            try connection.execute("PRAGMA user_version = 1")
+        }
+        let old = try Store(directory: directory)
+        defer { old.close() }
+        let database = try old.open("old")
+        let diff = try database.revsDiff([("doc", [r("1-a"), r("2-b")])])
+        #expect(diff.first?.missing == [r("2-b")] && diff.first?.possibleAncestors == [r("1-a")])
+        var leaves = [RevID]()
+        try database.changes(since: 0, limit: nil, descending: false) { leaves += $0.leaves.map(\.rev); return true }
+        #expect(leaves == [r("1-a")])
+        let check = try SQLiteConnection(path: path, readOnly: true, create: false)
+        #expect(try check.scalarInt("PRAGMA user_version") == Schema.migrations.count)
+        #expect(try check.scalarInt("SELECT COUNT(*) FROM pragma_index_info('revs_leaves')") == 4)
+    }
 }
