@@ -209,6 +209,6 @@ import Testing
         #expect(leaves == [r("1-a")])
         let check = try SQLiteConnection(path: path, readOnly: true, create: false)
         #expect(try check.scalarInt("PRAGMA user_version") == Schema.migrations.count)
-        #expect(try check.scalarInt("SELECT COUNT(*) FROM pragma_index_info('revs_leaves')") == 4)
+        #expect(try check.scalarInt("SELECT COUNT(*) FROM pragma_index_info('revs_leaves')") == 5)
     }
 }
