@@ -5,46 +5,52 @@ extension Database {
         var rowid: Int
         var deleted: Bool
         var tree: RevTree
-        var rowids: [RevID: Int]
+        /// Row id of each node, parallel to `tree.nodes`.
+        var rowids: [Int]
+
+        func rowid(of rev: RevID) -> Int? { tree.index(of: rev).map { rowids[$0] } }
     }
 
     static func loadForWrite(_ id: String, _ connection: SQLiteConnection) throws -> LoadedDoc? {
-        let doc = try connection.prepare("SELECT doc_rowid, deleted FROM docs WHERE doc_id = ?")
-        defer { doc.reset() }
-        try doc.bind([.text(id)])
-        guard try doc.step() else { return nil }
-        let rowid = doc.int(0)
-        let deleted = doc.int(1) != 0
+        guard let (rowid, _, deleted) = try findDoc(id, connection) else { return nil }
         let (tree, rowids) = try loadTree(rowid, connection)
         return LoadedDoc(rowid: rowid, deleted: deleted, tree: tree, rowids: rowids)
     }
 
-    static func loadTree(_ docRowid: Int, _ connection: SQLiteConnection) throws -> (RevTree, [RevID: Int]) {
-        let revs = try connection.prepare(
-            "SELECT rev_rowid, pos, hash, parent, deleted, body IS NOT NULL FROM revs WHERE doc_rowid = ?")
-        defer { revs.reset() }
-        try revs.bind([.int(docRowid)])
-        var raw = [(rowid: Int, rev: RevID, parent: Int?, deleted: Bool, hasBody: Bool)]()
+    /// The `docs` row of `id`: rowid, seq and whether the winner is deleted.
+    static func findDoc(_ id: String, _ connection: SQLiteConnection) throws -> (rowid: Int, seq: Int, deleted: Bool)? {
+        let doc = try connection.statement(.docByID)
+        defer { doc.rewind() }
+        try doc.bind(1, id)
+        guard try doc.step() else { return nil }
+        return (doc.int(0), doc.int(1), doc.int(2) != 0)
+    }
+
+    /// A document's tree and the row id of each node (parallel to `nodes`).
+    static func loadTree(_ docRowid: Int, _ connection: SQLiteConnection) throws -> (RevTree, [Int]) {
+        let revs = try connection.statement(.treeRows)
+        defer { revs.rewind() }
+        try revs.bind(1, docRowid)
+        var raw = [RevTree.StoredRow]()
         while try revs.step() {
-            raw.append((revs.int(0), RevID(pos: revs.int(1), hash: revs.text(2)), revs.optionalInt(3),
-                        revs.int(4) != 0, revs.int(5) != 0))
+            raw.append(RevTree.StoredRow(
+                rowid: revs.int(0), rev: RevID(pos: revs.int(1), hash: revs.text(2)), parent: revs.optionalInt(3),
+                deleted: revs.int(4) != 0, hasBody: revs.int(5) != 0))
         }
-        var revByRowid = [Int: RevID](minimumCapacity: raw.count)
-        var rowids = [RevID: Int](minimumCapacity: raw.count)
-        for row in raw {
-            revByRowid[row.rowid] = row.rev
-            rowids[row.rev] = row.rowid
-        }
-        let tree = RevTree(rows: raw.map { ($0.rev, $0.parent.flatMap { revByRowid[$0] }, $0.deleted, $0.hasBody) })
-        return (tree, rowids)
+        return (RevTree(stored: raw), raw.map(\.rowid))
     }
 
     static func replicate(_ write: RevisionWrite, _ connection: SQLiteConnection, _ meta: inout Meta) throws {
-        let existing = try loadForWrite(write.docID, connection)
-        let before = existing?.tree ?? RevTree()
+        guard let existing = try loadForWrite(write.docID, connection) else {
+            // Fast path: a document seen for the first time needs no tree — its path is the whole tree.
+            let attachments = try resolveAttachments(write.attachments, ancestors: [], newPos: nil, connection)
+            try insertNew(write, path: write.path, attachments: attachments, connection, &meta)
+            return
+        }
+        let before = existing.tree
         // Already stored with its body: an idempotent resend, nothing to resolve or write.
         if let node = before.node(write.path[0]), node.hasBody { return }
-        let ancestors = write.path.dropFirst().compactMap { existing?.rowids[$0] }
+        let ancestors = write.path.dropFirst().compactMap { existing.rowid(of: $0) }
         let attachments = try resolveAttachments(write.attachments, ancestors: ancestors, newPos: nil, connection)
         var tree = before
         let merged: RevTree.MergeResult
@@ -57,6 +63,49 @@ extension Database {
         guard tree != before else { return }
         try persist(write, leaf: write.path[0], leafValueSet: merged.leafValueSet, attachments: attachments,
                     existing: existing, before: before, after: tree, connection, &meta)
+    }
+
+    /// Stores a document that has no `docs` row yet: `path` (leaf first, already validated) stemmed to
+    /// `_revs_limit` is its whole tree, so rows are inserted directly — no tree is built, nothing is read back.
+    /// Equivalent to merging `path` into an empty tree, stemming and `persist`.
+    static func insertNew(
+        _ write: RevisionWrite, path: [RevID], attachments: [AttachmentInfo], _ connection: SQLiteConnection,
+        _ meta: inout Meta
+    ) throws {
+        let leaf = path[0]
+        meta.updateSeq += 1
+        let seq = meta.updateSeq
+        let doc = try connection.statement(.insertDoc)
+        defer { doc.rewind() }
+        try doc.bind(1, write.docID)
+        try doc.bind(2, seq)
+        try doc.bind(3, leaf.pos)
+        try doc.bind(4, leaf.hash)
+        try doc.bind(5, write.deleted)
+        while try doc.step() {}
+        let docRowid = Int(connection.lastInsertRowID)
+        if write.deleted { meta.docDelCount += 1 } else { meta.docCount += 1 }
+
+        let rev = try connection.statement(.insertRev)
+        defer { rev.rewind() }
+        var parent: Int?
+        // Oldest kept ancestor first so each child knows its parent's rowid.
+        for offset in stride(from: min(path.count, max(1, meta.revsLimit)) - 1, through: 0, by: -1) {
+            let isLeaf = offset == 0
+            rev.rewind()
+            try rev.bind(1, docRowid)
+            try rev.bind(2, path[offset].pos)
+            try rev.bind(3, path[offset].hash)
+            try rev.bind(4, parent)
+            try rev.bind(5, isLeaf)
+            try rev.bind(6, isLeaf && write.deleted)
+            if isLeaf { try rev.bind(7, blob: write.body) } else { try rev.bindNull(7) }
+            try rev.bind(8, isLeaf ? seq : 0)
+            while try rev.step() {}
+            parent = Int(connection.lastInsertRowID)
+        }
+        guard let leafRowid = parent else { return }
+        try insertAttachments(attachments, revRowid: leafRowid, connection)
     }
 
     static func edit(_ write: RevisionWrite, _ connection: SQLiteConnection, _ meta: inout Meta) throws -> RevID {
@@ -74,12 +123,16 @@ extension Database {
             parent = nil
         }
         let newPos = (parent?.pos ?? 0) + 1
-        let ancestors = parent.flatMap { existing?.rowids[$0] }.map { [$0] } ?? []
+        let ancestors = parent.flatMap { existing?.rowid(of: $0) }.map { [$0] } ?? []
         let attachments = try resolveAttachments(write.attachments, ancestors: ancestors, newPos: newPos, connection)
         let hash = RevisionHash.compute(
             parent: parent, deleted: write.deleted, body: write.body,
             attachments: attachments.map { ($0.name, $0.digest) })
         let newRev = RevID(pos: newPos, hash: hash)
+        guard let existing else {
+            try insertNew(write, path: [newRev], attachments: attachments, connection, &meta)
+            return newRev
+        }
         var tree = before
         let merged: RevTree.MergeResult
         do {
@@ -101,6 +154,7 @@ extension Database {
     static func resolveAttachments(
         _ refs: [AttachmentRef], ancestors: [Int], newPos: Int?, _ connection: SQLiteConnection
     ) throws -> [AttachmentInfo] {
+        if refs.isEmpty { return [] }
         var byName = [String: AttachmentInfo]()
         for ref in refs {
             switch ref {
@@ -121,14 +175,11 @@ extension Database {
     static func findAttachment(_ name: String, in ancestors: [Int], _ connection: SQLiteConnection) throws
         -> AttachmentInfo?
     {
-        let statement = try connection.prepare(
-            """
-            SELECT name, content_type, digest, length, revpos, encoding, encoded_length, blob_key
-            FROM rev_attachments WHERE rev_rowid = ? AND name = ?
-            """)
+        let statement = try connection.statement(.findAttachment)
         for rowid in ancestors {
-            defer { statement.reset() }
-            try statement.bind([.int(rowid), .text(name)])
+            defer { statement.rewind() }
+            try statement.bind(1, rowid)
+            try statement.bind(2, name)
             if try statement.step() { return attachment(statement) }
         }
         return nil
@@ -141,81 +192,103 @@ extension Database {
             encodedLength: statement.optionalInt(6), blobKey: statement.text(7))
     }
 
+    static func insertAttachments(_ attachments: [AttachmentInfo], revRowid: Int, _ connection: SQLiteConnection)
+        throws
+    {
+        guard !attachments.isEmpty else { return }
+        let insert = try connection.statement(.insertAttachment)
+        for info in attachments {
+            defer { insert.rewind() }
+            try insert.bind(1, revRowid)
+            try insert.bind(2, info.name)
+            try insert.bind(3, info.contentType)
+            try insert.bind(4, info.digest)
+            try insert.bind(5, info.length)
+            try insert.bind(6, info.revpos)
+            if let encoding = info.encoding { try insert.bind(7, encoding) } else { try insert.bindNull(7) }
+            try insert.bind(8, info.encodedLength)
+            try insert.bind(9, info.blobKey)
+            while try insert.step() {}
+        }
+    }
+
+    /// Runs a hot statement whose parameters are all integers (or NULL), to completion.
+    private static func runInts(_ query: Query, _ values: Int?..., on connection: SQLiteConnection) throws {
+        let statement = try connection.statement(query)
+        defer { statement.rewind() }
+        for (offset, value) in values.enumerated() { try statement.bind(Int32(offset + 1), value) }
+        while try statement.step() {}
+    }
+
     /// Writes the difference between `before` and `after` and gives the document the next seq.
     static func persist(
         _ write: RevisionWrite, leaf: RevID, leafValueSet: Bool, attachments: [AttachmentInfo],
-        existing: LoadedDoc?, before: RevTree, after: RevTree, _ connection: SQLiteConnection, _ meta: inout Meta
+        existing: LoadedDoc, before: RevTree, after: RevTree, _ connection: SQLiteConnection, _ meta: inout Meta
     ) throws {
         guard let winner = after.winner else { return }
         meta.updateSeq += 1
         let seq = meta.updateSeq
-        let docRowid: Int
-        if let existing {
-            docRowid = existing.rowid
-            try connection.run(
-                "UPDATE docs SET seq = ?, winner_pos = ?, winner_hash = ?, deleted = ? WHERE doc_rowid = ?",
-                [.int(seq), .int(winner.rev.pos), .text(winner.rev.hash), .int(winner.deleted ? 1 : 0),
-                 .int(docRowid)])
-            if existing.deleted != winner.deleted {
-                meta.docCount += winner.deleted ? -1 : 1
-                meta.docDelCount += winner.deleted ? 1 : -1
-            }
-        } else {
-            try connection.run(
-                "INSERT INTO docs (doc_id, seq, winner_pos, winner_hash, deleted) VALUES (?, ?, ?, ?, ?)",
-                [.text(write.docID), .int(seq), .int(winner.rev.pos), .text(winner.rev.hash),
-                 .int(winner.deleted ? 1 : 0)])
-            docRowid = Int(connection.lastInsertRowID)
-            if winner.deleted { meta.docDelCount += 1 } else { meta.docCount += 1 }
+        let docRowid = existing.rowid
+        let update = try connection.statement(.updateDoc)
+        do {
+            defer { update.rewind() }
+            try update.bind(1, seq)
+            try update.bind(2, winner.rev.pos)
+            try update.bind(3, winner.rev.hash)
+            try update.bind(4, winner.deleted)
+            try update.bind(5, docRowid)
+            while try update.step() {}
         }
-        var rowids = existing?.rowids ?? [:]
-        for (rev, rowid) in rowids where !after.contains(rev) {
-            try connection.run("DELETE FROM revs WHERE rev_rowid = ?", [.int(rowid)])
-            try connection.run("DELETE FROM rev_attachments WHERE rev_rowid = ?", [.int(rowid)])
-            rowids[rev] = nil
+        if existing.deleted != winner.deleted {
+            meta.docCount += winner.deleted ? -1 : 1
+            meta.docDelCount += winner.deleted ? 1 : -1
         }
+        for (index, node) in before.nodes.enumerated() where !after.contains(node.rev) {
+            try runInts(.deleteRev, existing.rowids[index], on: connection)
+            try runInts(.deleteRevAttachments, existing.rowids[index], on: connection)
+        }
+        // Row id of each node of `after` (parallel to its nodes), filled in as new rows are inserted.
+        var rowids = after.nodes.map { existing.rowid(of: $0.rev) }
         // Parents before children, so a new parent has its rowid when its child is written.
-        for node in after.nodes.sorted(by: { $0.rev.pos < $1.rev.pos }) {
+        for index in after.nodes.indices.sorted(by: { after.nodes[$0].rev.pos < after.nodes[$1].rev.pos }) {
+            let node = after.nodes[index]
             let parentRev = node.parent.map { after.nodes[$0].rev }
-            let parentRowid: SQLiteValue = parentRev.flatMap { rowids[$0] }.map { .int($0) } ?? .null
+            let parentRowid = node.parent.flatMap { rowids[$0] }
             let isWrittenLeaf = node.rev == leaf && leafValueSet
-            if let rowid = rowids[node.rev] {
+            if let rowid = rowids[index] {
                 if isWrittenLeaf {
-                    try connection.run(
-                        "UPDATE revs SET parent = ?, is_leaf = ?, deleted = ?, body = ?, local_seq = ? WHERE rev_rowid = ?",
-                        [parentRowid, .int(node.isLeaf ? 1 : 0), .int(node.deleted ? 1 : 0), .blob(write.body),
-                         .int(seq), .int(rowid)])
+                    let statement = try connection.statement(.updateRevWithBody)
+                    defer { statement.rewind() }
+                    try statement.bind(1, parentRowid)
+                    try statement.bind(2, node.isLeaf)
+                    try statement.bind(3, node.deleted)
+                    try statement.bind(4, blob: write.body)
+                    try statement.bind(5, seq)
+                    try statement.bind(6, rowid)
+                    while try statement.step() {}
                 } else if let old = before.node(node.rev),
                     old.isLeaf != node.isLeaf || old.deleted != node.deleted || before.parent(of: node.rev) != parentRev
                 {
-                    try connection.run(
-                        "UPDATE revs SET parent = ?, is_leaf = ?, deleted = ? WHERE rev_rowid = ?",
-                        [parentRowid, .int(node.isLeaf ? 1 : 0), .int(node.deleted ? 1 : 0), .int(rowid)])
+                    try runInts(.updateRevLinks, parentRowid, node.isLeaf ? 1 : 0, node.deleted ? 1 : 0, rowid,
+                                on: connection)
                 }
             } else {
-                try connection.run(
-                    """
-                    INSERT INTO revs (doc_rowid, pos, hash, parent, is_leaf, deleted, body, local_seq)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [.int(docRowid), .int(node.rev.pos), .text(node.rev.hash), parentRowid, .int(node.isLeaf ? 1 : 0),
-                     .int(node.deleted ? 1 : 0), isWrittenLeaf ? .blob(write.body) : .null,
-                     .int(isWrittenLeaf ? seq : 0)])
-                rowids[node.rev] = Int(connection.lastInsertRowID)
+                let statement = try connection.statement(.insertRev)
+                defer { statement.rewind() }
+                try statement.bind(1, docRowid)
+                try statement.bind(2, node.rev.pos)
+                try statement.bind(3, node.rev.hash)
+                try statement.bind(4, parentRowid)
+                try statement.bind(5, node.isLeaf)
+                try statement.bind(6, node.deleted)
+                if isWrittenLeaf { try statement.bind(7, blob: write.body) } else { try statement.bindNull(7) }
+                try statement.bind(8, isWrittenLeaf ? seq : 0)
+                while try statement.step() {}
+                rowids[index] = Int(connection.lastInsertRowID)
             }
         }
-        guard leafValueSet, let leafRowid = rowids[leaf] else { return }
-        try connection.run("DELETE FROM rev_attachments WHERE rev_rowid = ?", [.int(leafRowid)])
-        for info in attachments {
-            try connection.run(
-                """
-                INSERT INTO rev_attachments
-                  (rev_rowid, name, content_type, digest, length, revpos, encoding, encoded_length, blob_key)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [.int(leafRowid), .text(info.name), .text(info.contentType), .text(info.digest), .int(info.length),
-                 .int(info.revpos), info.encoding.map { .text($0) } ?? .null,
-                 info.encodedLength.map { .int($0) } ?? .null, .text(info.blobKey)])
-        }
+        guard leafValueSet, let leafIndex = after.index(of: leaf), let leafRowid = rowids[leafIndex] else { return }
+        try runInts(.deleteRevAttachments, leafRowid, on: connection)
+        try insertAttachments(attachments, revRowid: leafRowid, connection)
     }
 }

@@ -29,11 +29,8 @@ extension Database {
     }
 
     static func documentInfo(_ id: String, _ connection: SQLiteConnection) throws -> DocumentInfo? {
-        let doc = try connection.prepare("SELECT doc_rowid, seq FROM docs WHERE doc_id = ?")
-        defer { doc.reset() }
-        try doc.bind([.text(id)])
-        guard try doc.step() else { return nil }
-        return try documentInfo(id: id, rowid: doc.int(0), seq: doc.int(1), connection)
+        guard let doc = try findDoc(id, connection) else { return nil }
+        return try documentInfo(id: id, rowid: doc.rowid, seq: doc.seq, connection)
     }
 
     static func documentInfo(id: String, rowid: Int, seq: Int, _ connection: SQLiteConnection) throws
@@ -51,13 +48,10 @@ extension Database {
     /// - Returns: nil when the document or revision is not stored.
     public func revision(_ id: String, rev: RevID?) throws -> StoredRevision? {
         try readers.read { connection in
-            let doc = try connection.prepare("SELECT doc_rowid FROM docs WHERE doc_id = ?")
-            defer { doc.reset() }
-            try doc.bind([.text(id)])
-            guard try doc.step() else { return nil }
-            let rowid = doc.int(0)
-            let (tree, rowids) = try Database.loadTree(rowid, connection)
-            guard let target = rev ?? tree.winner?.rev, let revRowid = rowids[target] else { return nil }
+            guard let doc = try Database.findDoc(id, connection) else { return nil }
+            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
+            guard let target = rev ?? tree.winner?.rev, let index = tree.index(of: target) else { return nil }
+            let revRowid = rowids[index]
             return try Database.storedRevision(target, rowid: revRowid, tree: tree, connection)
         }
     }
@@ -65,14 +59,11 @@ extension Database {
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
         try readers.read { connection in
-            let doc = try connection.prepare("SELECT doc_rowid FROM docs WHERE doc_id = ?")
-            defer { doc.reset() }
-            try doc.bind([.text(id)])
-            guard try doc.step() else { return [] }
-            let (tree, rowids) = try Database.loadTree(doc.int(0), connection)
+            guard let doc = try Database.findDoc(id, connection) else { return [] }
+            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
             return try tree.leaves.compactMap { leaf in
-                guard let rowid = rowids[leaf.rev] else { return nil }
-                return try Database.storedRevision(leaf.rev, rowid: rowid, tree: tree, connection)
+                guard let index = tree.index(of: leaf.rev) else { return nil }
+                return try Database.storedRevision(leaf.rev, rowid: rowids[index], tree: tree, connection)
             }
         }
     }
@@ -80,20 +71,16 @@ extension Database {
     static func storedRevision(_ rev: RevID, rowid: Int, tree: RevTree, _ connection: SQLiteConnection) throws
         -> StoredRevision?
     {
-        let statement = try connection.prepare("SELECT deleted, body, local_seq FROM revs WHERE rev_rowid = ?")
-        defer { statement.reset() }
-        try statement.bind([.int(rowid)])
+        let statement = try connection.statement(.revisionRow)
+        defer { statement.rewind() }
+        try statement.bind(1, rowid)
         guard try statement.step() else { return nil }
         let deleted = statement.int(0) != 0
         let body = statement.blob(1)
         let localSeq = statement.int(2)
-        let attachments = try connection.prepare(
-            """
-            SELECT name, content_type, digest, length, revpos, encoding, encoded_length, blob_key
-            FROM rev_attachments WHERE rev_rowid = ? ORDER BY name
-            """)
-        defer { attachments.reset() }
-        try attachments.bind([.int(rowid)])
+        let attachments = try connection.statement(.revisionAttachments)
+        defer { attachments.rewind() }
+        try attachments.bind(1, rowid)
         var infos = [AttachmentInfo]()
         while try attachments.step() { infos.append(attachment(attachments)) }
         return StoredRevision(
@@ -108,41 +95,63 @@ extension Database {
         -> [(id: String, missing: [RevID], possibleAncestors: [RevID])]
     {
         try readers.read { connection in
-            let doc = try connection.prepare("SELECT doc_rowid FROM docs WHERE doc_id = ?")
-            let exists = try connection.prepare("SELECT 1 FROM revs WHERE doc_rowid = ? AND pos = ? AND hash = ?")
-            let leaves = try connection.prepare(
-                "SELECT pos, hash, deleted FROM revs WHERE doc_rowid = ? AND is_leaf = 1")
+            // One query per document fetches its leaves; most requested revs are decided from them alone (a
+            // stored rev at or above the highest leaf generation is a leaf), the rest by one index probe each.
+            let leaves = try connection.statement(.leavesByDocID)
+            let exists = try connection.statement(.revExists)
             var out = [(id: String, missing: [RevID], possibleAncestors: [RevID])]()
+            var found = [(rev: RevID, deleted: Bool)]()
             for (id, revs) in request {
-                try doc.bind([.text(id)])
-                let rowid = try doc.step() ? doc.int(0) : nil
-                doc.reset()
-                var seen = Set<RevID>()
+                found.removeAll(keepingCapacity: true)
+                var rowid: Int?
+                do {
+                    defer { leaves.rewind() }
+                    try leaves.bind(1, id)
+                    while try leaves.step() {
+                        rowid = leaves.int(0)
+                        found.append((RevID(pos: leaves.int(1), hash: leaves.text(2)), leaves.int(3) != 0))
+                    }
+                }
+                let highestLeaf = found.lazy.map(\.rev.pos).max() ?? 0
                 var missing = [RevID]()
-                for rev in revs where seen.insert(rev).inserted {
+                for rev in Database.distinct(revs) {
                     guard let rowid else {
                         missing.append(rev)
                         continue
                     }
-                    try exists.bind([.int(rowid), .int(rev.pos), .text(rev.hash)])
+                    if found.contains(where: { $0.rev.pos == rev.pos && $0.rev.hash == rev.hash }) { continue }
+                    if rev.pos >= highestLeaf {
+                        missing.append(rev)
+                        continue
+                    }
+                    defer { exists.rewind() }
+                    try exists.bind(1, rowid)
+                    try exists.bind(2, rev.pos)
+                    try exists.bind(3, rev.hash)
                     if try !exists.step() { missing.append(rev) }
-                    exists.reset()
                 }
                 guard !missing.isEmpty else { continue }
                 var ancestors = [RevID]()
-                if let rowid, let highest = missing.map(\.pos).max() {
-                    try leaves.bind([.int(rowid)])
-                    var found = [(rev: RevID, deleted: Bool)]()
-                    while try leaves.step() {
-                        found.append((RevID(pos: leaves.int(0), hash: leaves.text(1)), leaves.int(2) != 0))
-                    }
-                    leaves.reset()
+                if rowid != nil, let highest = missing.lazy.map(\.pos).max() {
                     ancestors = found.sorted(by: RevTree.winsOver).map(\.rev).filter { $0.pos < highest }
                 }
                 out.append((id, missing, ancestors))
             }
             return out
         }
+    }
+
+    /// `revs` without repeats, first occurrence kept, in order. Small lists (every real request) are scanned
+    /// instead of hashed.
+    static func distinct(_ revs: [RevID]) -> [RevID] {
+        if revs.count <= 8 {
+            var out = [RevID]()
+            out.reserveCapacity(revs.count)
+            for rev in revs where !out.contains(rev) { out.append(rev) }
+            return out
+        }
+        var seen = Set<RevID>()
+        return revs.filter { seen.insert($0).inserted }
     }
 
     /// `_changes`: one row per document at its latest update, by seq.
@@ -152,26 +161,34 @@ extension Database {
     ///   - body: called per row on the caller's thread; return false to stop.
     public func changes(since: Int, limit: Int?, descending: Bool, _ body: (ChangeRow) throws -> Bool) throws {
         try readers.read { connection in
-            let sql = "SELECT seq, doc_rowid, doc_id, deleted, winner_pos, winner_hash FROM docs WHERE seq > ? "
-                + "ORDER BY seq \(descending ? "DESC" : "ASC") LIMIT ?"
-            let rows = try connection.prepare(sql)
-            defer { rows.reset() }
-            try rows.bind([.int(since), .int(limit ?? -1)])
-            let leaves = try connection.prepare(
-                "SELECT pos, hash, deleted FROM revs WHERE doc_rowid = ? AND is_leaf = 1")
-            while try rows.step() {
-                try leaves.bind([.int(rows.int(1))])
-                var found = [(rev: RevID, deleted: Bool)]()
-                while try leaves.step() {
-                    found.append((RevID(pos: leaves.int(0), hash: leaves.text(1)), leaves.int(2) != 0))
-                }
-                leaves.reset()
-                found.sort(by: RevTree.winsOver)
-                let row = ChangeRow(
-                    seq: rows.int(0), id: rows.text(2), deleted: rows.int(3) != 0,
-                    winner: RevID(pos: rows.int(4), hash: rows.text(5)), leaves: found)
-                guard try body(row) else { return }
+            // One joined scan (docs by seq, each with its leaves) instead of a leaves query per row; rows of one
+            // document are consecutive. `limit` counts documents, so it is applied here, not in SQL.
+            let rows = try connection.statement(descending ? .changesDescending : .changesAscending)
+            defer { rows.rewind() }
+            try rows.bind(1, since)
+            let limit = limit.flatMap { $0 < 0 ? nil : $0 }
+            var emitted = 0
+            var current: ChangeRow?
+            func flush() throws -> Bool {
+                guard var row = current else { return true }
+                current = nil
+                if row.leaves.count > 1 { row.leaves.sort(by: RevTree.winsOver) }
+                emitted += 1
+                return try body(row)
             }
+            if limit == 0 { return }
+            while try rows.step() {
+                let seq = rows.int(0)
+                if current?.seq != seq {
+                    guard try flush() else { return }
+                    if let limit, emitted >= limit { return }
+                    current = ChangeRow(
+                        seq: seq, id: rows.text(1), deleted: rows.int(2) != 0,
+                        winner: RevID(pos: rows.int(3), hash: rows.text(4)), leaves: [])
+                }
+                current?.leaves.append((RevID(pos: rows.int(5), hash: rows.text(6)), rows.int(7) != 0))
+            }
+            _ = try flush()
         }
     }
 
@@ -185,37 +202,69 @@ extension Database {
         _ body: (DocumentInfo) throws -> Bool
     ) throws {
         try readers.read { connection in
-            var sql = "SELECT doc_rowid, doc_id, seq FROM docs WHERE deleted = 0"
+            // Documents joined with all their revision rows in one scan (rows of a document are consecutive), so
+            // each tree is built without a query of its own. `skip` and `limit` count documents.
+            var sql = """
+                SELECT d.doc_rowid, d.doc_id, d.seq, r.rev_rowid, r.pos, r.hash, r.parent, r.deleted,
+                  r.body IS NOT NULL
+                FROM docs d JOIN revs r ON r.doc_rowid = d.doc_rowid WHERE d.deleted = 0
+                """
             var bindings = [SQLiteValue]()
             if let startKey {
-                sql += descending ? " AND doc_id <= ?" : " AND doc_id >= ?"
+                sql += descending ? " AND d.doc_id <= ?" : " AND d.doc_id >= ?"
                 bindings.append(.text(startKey))
             }
             if let endKey {
-                sql += descending ? (inclusiveEnd ? " AND doc_id >= ?" : " AND doc_id > ?")
-                    : (inclusiveEnd ? " AND doc_id <= ?" : " AND doc_id < ?")
+                sql += descending ? (inclusiveEnd ? " AND d.doc_id >= ?" : " AND d.doc_id > ?")
+                    : (inclusiveEnd ? " AND d.doc_id <= ?" : " AND d.doc_id < ?")
                 bindings.append(.text(endKey))
             }
-            sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC") LIMIT ? OFFSET ?"
-            bindings += [.int(limit ?? -1), .int(max(0, skip))]
+            sql += " ORDER BY d.doc_id \(descending ? "DESC" : "ASC")"
             let rows = try connection.prepare(sql)
             defer { rows.reset() }
             try rows.bind(bindings)
-            while try rows.step() {
-                guard let info = try Database.documentInfo(
-                    id: rows.text(1), rowid: rows.int(0), seq: rows.int(2), connection)
-                else { continue }
-                guard try body(info) else { return }
+            let limit = limit.flatMap { $0 < 0 ? nil : $0 }
+            var toSkip = max(0, skip)
+            var emitted = 0
+            var doc: (rowid: Int, id: String, seq: Int)?
+            var revs = [RevTree.StoredRow]()
+            func flush() throws -> Bool {
+                guard let current = doc else { return true }
+                doc = nil
+                if toSkip > 0 {
+                    toSkip -= 1
+                    return true
+                }
+                let tree = RevTree(stored: revs)
+                guard let winner = tree.winner else { return true }
+                emitted += 1
+                return try body(DocumentInfo(
+                    id: current.id, seq: current.seq, winner: winner.rev, deleted: winner.deleted,
+                    leaves: tree.leaves.map { ($0.rev, $0.deleted) }, tree: tree))
             }
+            if limit == 0 { return }
+            while try rows.step() {
+                let rowid = rows.int(0)
+                if doc?.rowid != rowid {
+                    guard try flush() else { return }
+                    if let limit, emitted >= limit { return }
+                    doc = (rowid, rows.text(1), rows.int(2))
+                    revs.removeAll(keepingCapacity: true)
+                }
+                revs.append(RevTree.StoredRow(
+                    rowid: rows.int(3), rev: RevID(pos: rows.int(4), hash: rows.text(5)), parent: rows.optionalInt(6),
+                    deleted: rows.int(7) != 0, hasBody: rows.int(8) != 0))
+            }
+            _ = try flush()
         }
     }
 
     /// A `_local` document: its `N` and body.
     public func localDocument(_ id: String) throws -> (rev: Int, body: [UInt8])? {
         try readers.read { connection in
-            let statement = try connection.prepare("SELECT rev, body FROM local_docs WHERE doc_id = ?")
-            defer { statement.reset() }
-            try statement.bind([.text(id)])
+            let statement = try connection.statement(.localDocument)
+            defer { statement.rewind() }
+            try statement.bind(1, id)
             guard try statement.step() else { return nil }
             return (statement.int(0), statement.blob(1) ?? [])
         }

@@ -13,7 +13,11 @@ public final class Database: Sendable {
     /// Path of the SQLite file.
     public let path: String
     let writer: WriteQueue
+    /// Page cache of the writer connection, in KiB (SQLite's default is 2,000): index pages of large databases stay
+    /// cached between commits instead of being re-read.
+    static let writerCacheKiB = 32 * 1024
     let readers: ReaderPool
+    let checkpointer: Checkpointer
     private let published: PublishedState
 
     struct Published {
@@ -36,11 +40,17 @@ public final class Database: Sendable {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = FULL")
+        // Savepoint and statement journals (one `SAVEPOINT` per group-commit job) live in memory instead of
+        // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
+        // never needed after a crash (the WAL is the durable record).
+        try connection.execute("PRAGMA temp_store = MEMORY")
+        try connection.execute("PRAGMA cache_size = -\(Database.writerCacheKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
         let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
         statement.reset()
+        self.checkpointer = try Checkpointer(path: path, writer: connection)
         let published = PublishedState(initial)
         self.published = published
         self.readers = ReaderPool(path: path)
@@ -93,6 +103,7 @@ public final class Database: Sendable {
     /// Stops the writer (after finishing queued writes) and closes connections. Later calls throw `.dbNotFound`.
     func close() {
         writer.close()
+        checkpointer.close()
         readers.close()
         published.withLock { state in
             for waiter in state.waiters { waiter.signal() }
@@ -110,17 +121,19 @@ struct Meta {
     var purgeSeq: Int
 
     static func load(_ connection: SQLiteConnection) throws -> Meta {
-        let statement = try connection.prepare(
-            "SELECT update_seq, revs_limit, doc_count, doc_del_count, purge_seq FROM db_meta WHERE id = 1")
-        defer { statement.reset() }
+        let statement = try connection.statement(.loadMeta)
+        defer { statement.rewind() }
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         return Meta(updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
                     docDelCount: statement.int(3), purgeSeq: statement.int(4))
     }
 
     func save(_ connection: SQLiteConnection) throws {
-        try connection.run(
-            "UPDATE db_meta SET update_seq = ?, doc_count = ?, doc_del_count = ? WHERE id = 1",
-            [.int(updateSeq), .int(docCount), .int(docDelCount)])
+        let statement = try connection.statement(.saveMeta)
+        defer { statement.rewind() }
+        try statement.bind(1, updateSeq)
+        try statement.bind(2, docCount)
+        try statement.bind(3, docDelCount)
+        while try statement.step() {}
     }
 }

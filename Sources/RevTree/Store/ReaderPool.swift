@@ -5,6 +5,11 @@ import Synchronization
 final class ReaderPool: Sendable {
     /// Idle connections kept for reuse; more are opened on demand and closed when returned over this count.
     static let maxIdle = 8
+    /// Bytes of the database file each reader maps instead of copying pages in with `pread` (SQLite reads pages
+    /// past this, and WAL frames, the ordinary way). Address space only; the kernel shares the page cache.
+    static let mmapBytes = 1 << 30
+    /// Page cache of each reader, in KiB (SQLite's default is 2,000).
+    static let cacheKiB = 8 * 1024
 
     private let path: String
     private let idle = Mutex<(connections: [SQLiteConnection], closed: Bool)>(([], false))
@@ -20,9 +25,9 @@ final class ReaderPool: Sendable {
             return idle.connections.popLast()
         }
         let connection = try taken ?? open()
-        try connection.execute("BEGIN")
+        try connection.run(.begin)
         defer {
-            try? connection.execute("COMMIT")
+            try? connection.run(.commit)
             idle.withLock { idle in
                 if !idle.closed && idle.connections.count < ReaderPool.maxIdle { idle.connections.append(connection) }
             }
@@ -40,6 +45,8 @@ final class ReaderPool: Sendable {
     private func open() throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
         try connection.execute("PRAGMA query_only = 1")
+        try connection.execute("PRAGMA mmap_size = \(ReaderPool.mmapBytes)")
+        try connection.execute("PRAGMA cache_size = -\(ReaderPool.cacheKiB)")
         return connection
     }
 }

@@ -7,6 +7,10 @@ import CSQLite
 final class SQLiteConnection: @unchecked Sendable {
     let handle: OpaquePointer
     private var cache: [String: SQLiteStatement] = [:]
+    /// Hot statements by `Query.rawValue`: an array slot, so fetching one hashes no SQL text.
+    private var hot = [SQLiteStatement?](repeating: nil, count: Query.allCases.count)
+    /// Whatever `sqlite3_wal_hook`'s context points to, kept alive as long as the hook can fire.
+    var walHookOwner: AnyObject?
 
     /// Opens (and with `create`, creates) the file at `path`.
     init(path: String, readOnly: Bool, create: Bool) throws {
@@ -27,6 +31,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
     deinit {
         cache.removeAll()
+        hot.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -53,6 +58,26 @@ final class SQLiteConnection: @unchecked Sendable {
         let statement = SQLiteStatement(raw, connection: self, sql: sql)
         cache[sql] = statement
         return statement
+    }
+
+    /// A hot statement, prepared on first use and kept for the connection's life. The caller binds every
+    /// parameter and resets it after use (`defer { statement.reset() }`); bindings are not cleared.
+    func statement(_ query: Query) throws -> SQLiteStatement {
+        if let statement = hot[query.rawValue] { return statement }
+        var raw: OpaquePointer?
+        let sql = query.sql
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(rc, sql: sql) }
+        let statement = SQLiteStatement(raw, connection: self, sql: sql)
+        hot[query.rawValue] = statement
+        return statement
+    }
+
+    /// Runs a hot statement without results (`BEGIN`, `COMMIT`, …) — no SQL parsing, unlike `execute`.
+    func run(_ query: Query) throws {
+        let statement = try statement(query)
+        defer { sqlite3_reset(statement.handle) }
+        while try statement.step() {}
     }
 
     /// Runs `sql` with `bindings`, returning the first column of the first row as an integer (nil if no row).
@@ -104,6 +129,46 @@ final class SQLiteStatement {
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
+    }
+
+    /// Resets without clearing bindings: for hot statements whose every parameter is bound before each use.
+    func rewind() { sqlite3_reset(handle) }
+
+    // Typed binds: no `[SQLiteValue]` array per call. Parameter indices start at 1.
+
+    func bind(_ index: Int32, _ value: Int) throws {
+        let rc = sqlite3_bind_int64(handle, index, Int64(value))
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    func bind(_ index: Int32, _ value: Bool) throws { try bind(index, value ? 1 : 0) }
+
+    func bind(_ index: Int32, _ value: Int?) throws {
+        guard let value else { return try bindNull(index) }
+        try bind(index, value)
+    }
+
+    func bind(_ index: Int32, _ value: String) throws {
+        var value = value
+        let rc = value.withUTF8 { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+            }
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    func bind(_ index: Int32, blob value: [UInt8]) throws {
+        // A zero-length blob must still be a blob, not NULL: bind a non-nil pointer.
+        let rc = value.isEmpty
+            ? sqlite3_bind_zeroblob(handle, index, 0)
+            : value.withUnsafeBytes { couchlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    func bindNull(_ index: Int32) throws {
+        let rc = sqlite3_bind_null(handle, index)
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
     }
 
     func bind(_ values: [SQLiteValue]) throws {

@@ -107,7 +107,7 @@ final class WriteQueue: Sendable {
 
     private func commit(_ jobs: [Job]) {
         do {
-            try connection.execute("BEGIN IMMEDIATE")
+            try connection.run(.beginImmediate)
         } catch {
             for job in jobs {
                 job.ticket.error = error
@@ -117,27 +117,27 @@ final class WriteQueue: Sendable {
         }
         for job in jobs {
             do {
-                try connection.execute("SAVEPOINT job")
+                try connection.run(.savepoint)
                 do {
                     try job.body(connection)
-                    try connection.execute("RELEASE job")
+                    try connection.run(.release)
                 } catch {
                     job.ticket.error = error
-                    try connection.execute("ROLLBACK TO job")
-                    try connection.execute("RELEASE job")
+                    try connection.run(.rollbackToSavepoint)
+                    try connection.run(.release)
                 }
             } catch {
                 job.ticket.error = error
             }
         }
         do {
-            try connection.execute("COMMIT")
+            try connection.run(.commit)
             afterCommit(connection)
             if jobs.contains(where: \.checkpointAfter) {
                 try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             }
         } catch {
-            try? connection.execute("ROLLBACK")
+            try? connection.run(.rollback)
             for job in jobs where job.ticket.error == nil { job.ticket.error = error }
         }
         for job in jobs { job.ticket.done.signal() }

@@ -25,7 +25,11 @@ public struct RevTree: Sendable, CustomStringConvertible {
 
     /// All nodes; parents always precede nothing in particular — use `parent` indices, not positions.
     public private(set) var nodes: [Node] = []
+    /// Rev → index, kept only above `indexedTreeSize` nodes; smaller trees (nearly every document) are scanned,
+    /// which is cheaper than hashing rev strings into a dictionary.
     private var indexByRev: [RevID: Int] = [:]
+    /// Trees with more nodes than this keep `indexByRev`.
+    static let indexedTreeSize = 16
 
     /// An empty tree (a document that does not exist yet).
     public init() {}
@@ -36,12 +40,52 @@ public struct RevTree: Sendable, CustomStringConvertible {
     public init(rows: [(rev: RevID, parent: RevID?, deleted: Bool, hasBody: Bool)]) {
         let sorted = rows.sorted { $0.rev.pos < $1.rev.pos }
         nodes.reserveCapacity(sorted.count)
-        for row in sorted where indexByRev[row.rev] == nil {
-            let parent = row.parent.flatMap { indexByRev[$0] }
-            if let parent { nodes[parent].childCount += 1 }
-            indexByRev[row.rev] = nodes.count
-            nodes.append(Node(rev: row.rev, parent: parent, deleted: row.deleted, hasBody: row.hasBody, childCount: 0))
+        for row in sorted where index(of: row.rev) == nil {
+            _ = append(row.rev, parent: row.parent.flatMap { index(of: $0) }, deleted: row.deleted,
+                       hasBody: row.hasBody)
         }
+    }
+
+    /// One stored revision row: its own row id and its parent's row id (nil for a root).
+    struct StoredRow {
+        var rowid: Int
+        var rev: RevID
+        var parent: Int?
+        var deleted: Bool
+        var hasBody: Bool
+    }
+
+    /// Rebuilds a tree from store rows, with `nodes[i]` being `rows[i]` (so a caller can keep row ids in a
+    /// parallel array). Rev ids must be distinct (the store's UNIQUE constraint); a parent row id not among the
+    /// rows makes the node a root.
+    init(stored rows: [StoredRow]) {
+        nodes.reserveCapacity(rows.count)
+        var indexByRowid = [Int: Int]()
+        let small = rows.count <= RevTree.indexedTreeSize
+        if !small {
+            indexByRowid.reserveCapacity(rows.count)
+            for (index, row) in rows.enumerated() { indexByRowid[row.rowid] = index }
+        }
+        for row in rows {
+            nodes.append(Node(rev: row.rev, parent: nil, deleted: row.deleted, hasBody: row.hasBody, childCount: 0))
+        }
+        for (index, row) in rows.enumerated() {
+            guard let parentRowid = row.parent else { continue }
+            let parent = small ? rows.firstIndex { $0.rowid == parentRowid } : indexByRowid[parentRowid]
+            // Stored parents are one generation older; requiring a lower generation also rules out cycles in a
+            // damaged file.
+            guard let parent, rows[parent].rev.pos < row.rev.pos else { continue }
+            nodes[index].parent = parent
+            nodes[parent].childCount += 1
+        }
+        if !small { rebuildIndex() }
+    }
+
+    private mutating func rebuildIndex() {
+        indexByRev.removeAll(keepingCapacity: true)
+        guard nodes.count > RevTree.indexedTreeSize else { return }
+        indexByRev.reserveCapacity(nodes.count)
+        for index in nodes.indices { indexByRev[nodes[index].rev] = index }
     }
 
     /// Whether the tree has no revisions.
@@ -49,26 +93,34 @@ public struct RevTree: Sendable, CustomStringConvertible {
 
     /// The node for `rev`, if the tree holds it.
     public func node(_ rev: RevID) -> Node? {
-        indexByRev[rev].map { nodes[$0] }
+        index(of: rev).map { nodes[$0] }
     }
 
     /// Whether the tree holds `rev`.
-    public func contains(_ rev: RevID) -> Bool { indexByRev[rev] != nil }
+    public func contains(_ rev: RevID) -> Bool { index(of: rev) != nil }
 
     /// The parent rev of `rev`, if both are stored.
     public func parent(of rev: RevID) -> RevID? {
-        guard let index = indexByRev[rev], let parent = nodes[index].parent else { return nil }
+        guard let index = index(of: rev), let parent = nodes[index].parent else { return nil }
         return nodes[parent].rev
     }
 
-    func index(of rev: RevID) -> Int? { indexByRev[rev] }
+    func index(of rev: RevID) -> Int? {
+        if nodes.count > RevTree.indexedTreeSize { return indexByRev[rev] }
+        // Compare the cheap generation first; hashes only on a generation match.
+        return nodes.firstIndex { $0.rev.pos == rev.pos && $0.rev.hash == rev.hash }
+    }
 
     /// Appends a node; used by merge.
     mutating func append(_ rev: RevID, parent: Int?, deleted: Bool, hasBody: Bool) -> Int {
         if let parent { nodes[parent].childCount += 1 }
         let index = nodes.count
-        indexByRev[rev] = index
         nodes.append(Node(rev: rev, parent: parent, deleted: deleted, hasBody: hasBody, childCount: 0))
+        if nodes.count == RevTree.indexedTreeSize + 1 {
+            rebuildIndex()
+        } else if nodes.count > RevTree.indexedTreeSize {
+            indexByRev[rev] = index
+        }
         return index
     }
 
@@ -94,16 +146,15 @@ public struct RevTree: Sendable, CustomStringConvertible {
             if cut[index] { node.parent = nil }
             kept.append(node)
         }
-        indexByRev.removeAll(keepingCapacity: true)
         for index in kept.indices {
             kept[index].parent = kept[index].parent.flatMap { newIndex[$0] }
             kept[index].childCount = 0
         }
         for index in kept.indices {
-            indexByRev[kept[index].rev] = index
             if let parent = kept[index].parent { kept[parent].childCount += 1 }
         }
         nodes = kept
+        rebuildIndex()
     }
 
     /// Canonical content: every rev with its parent rev and value, sorted by rev. Two trees are equal when these are.

@@ -1,0 +1,112 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// Copies committed WAL frames back into the database file mostly on its own thread and connection, so the
+/// group-commit writer rarely pays for a checkpoint inside `COMMIT`.
+///
+/// SQLite's automatic checkpoint runs in the committing connection: every `walThresholdPages` frames one commit
+/// also writes those pages to the database file and fsyncs it, stalling every writer queued behind it. Here the
+/// writer's WAL hook counts frames and wakes this thread, which runs a `PASSIVE` checkpoint (never blocking the
+/// writer or readers). Under steady writes that alone never lets the WAL restart — new frames always arrive
+/// while it runs — so after it has caught up, the writer's next commit checkpoints the few frames appended since
+/// (cheap) and the following transaction starts the WAL from its beginning again, keeping it near the threshold.
+/// Durability does not depend on checkpoints (a commit is durable once its WAL frames are fsynced, and a crash
+/// replays the WAL), so this changes when the database file is updated, not what survives.
+final class Checkpointer: Sendable {
+    /// WAL size, in pages, that triggers a checkpoint (SQLite's default autocheckpoint).
+    static let walThresholdPages = 1000
+    /// WAL size, in pages, above which the checkpoint waits for the writer (`RESTART`) so the WAL cannot grow
+    /// without bound while readers keep a passive checkpoint from finishing (64,000 pages = 250 MiB at 4 KiB).
+    static let walLimitPages = 64_000
+
+    private struct State {
+        var walPages = 0
+        /// A background checkpoint is running.
+        var running = false
+        /// The last background checkpoint copied every frame it saw; the writer may finish the job.
+        var caughtUp = false
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Touched only by the checkpoint thread once it has started.
+    private let connection: SQLiteConnection
+
+    /// Opens a second connection to `path`, starts the thread and installs the WAL hook on `writer` (replacing
+    /// SQLite's automatic checkpoint). `writer` keeps this object alive for as long as the hook can fire.
+    init(path: String, writer: SQLiteConnection) throws {
+        connection = try SQLiteConnection(path: path, readOnly: false, create: false)
+        // A connection that has not yet read the file is not in WAL mode, and checkpointing it silently does
+        // nothing (log and checkpointed counts of -1).
+        try connection.execute("PRAGMA journal_mode = WAL")
+        let thread = Thread { [self] in run() }
+        thread.name = "couchlite-checkpoint"
+        thread.start()
+        writer.walHookOwner = self
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        sqlite3_wal_hook(writer.handle, { context, db, _, pages in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: Int(pages), writer: db)
+            return SQLITE_OK
+        }, context)
+    }
+
+    /// Called on the writer thread (inside its WAL hook) after each commit with the WAL's size in pages.
+    private func committed(walPages: Int, writer: OpaquePointer?) {
+        enum Action { case none, wake, finish }
+        let action = state.withLock { state -> Action in
+            state.walPages = walPages
+            guard walPages >= Checkpointer.walThresholdPages, !state.running else { return .none }
+            if state.caughtUp {
+                state.caughtUp = false
+                return .finish
+            }
+            state.running = true
+            return .wake
+        }
+        switch action {
+        case .none: break
+        case .wake: wake.signal()
+        case .finish:
+            // Only the frames appended since the background pass remain; once copied, the next write transaction
+            // restarts the WAL. Failure (a reader still needs old frames) just leaves that to a later pass.
+            var log: Int32 = 0
+            var done: Int32 = 0
+            _ = sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &done)
+        }
+    }
+
+    /// Stops the thread after any running checkpoint.
+    func close() {
+        let first = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            wake.wait()
+            let (pages, closed) = state.withLock { ($0.walPages, $0.closed) }
+            if closed {
+                finished.signal()
+                return
+            }
+            let mode = pages >= Checkpointer.walLimitPages ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE
+            var log: Int32 = 0
+            var done: Int32 = 0
+            // Errors (SQLITE_BUSY while another checkpoint runs) just mean "try again at the next threshold".
+            let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, mode, &log, &done)
+            state.withLock { state in
+                state.running = false
+                state.caughtUp = rc == SQLITE_OK && log >= 0 && done == log
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import Testing
+
+@testable import RevTree
+
+/// The store's fast paths must give exactly what the general paths give.
+@Suite struct StoreFastPathTests {
+    let store: Store
+    let db: Database
+
+    init() throws {
+        store = try Store(directory: temporaryDirectory())
+        db = try store.create("db")
+    }
+
+    /// The tree the general path (merge into an empty tree, then stem) builds for a new document.
+    func expectedTree(_ path: [RevID], deleted: Bool, limit: Int) throws -> RevTree {
+        var tree = RevTree()
+        try tree.merge(path: path, deleted: deleted)
+        tree.stem(limit: limit)
+        return tree
+    }
+
+    @Test(arguments: [1, 2, 3, 5, 40])
+    func newDocumentInsertEqualsMergeAndStem(limit: Int) throws {
+        try db.setRevsLimit(limit)
+        let path = (1...30).reversed().map { RevID(pos: $0, hash: "h\($0)") }
+        _ = try db.applyReplicated([
+            RevisionWrite(docID: "long", path: path, body: body("{\"n\":1}")),
+            RevisionWrite(docID: "gone", path: Array(path.prefix(3)), deleted: true, body: body("{}")),
+        ])
+        let long = try #require(try db.document("long"))
+        #expect(long.tree == (try expectedTree(path, deleted: false, limit: limit)))
+        #expect(long.winner == path[0] && long.seq == 1 && !long.deleted)
+        let gone = try #require(try db.document("gone"))
+        #expect(gone.tree == (try expectedTree(Array(path.prefix(3)), deleted: true, limit: limit)))
+        #expect(gone.deleted)
+        let info = try db.info()
+        #expect(info.docCount == 1 && info.docDelCount == 1 && info.updateSeq == 2)
+        let leaf = try #require(try db.revision("long", rev: nil))
+        #expect(leaf.body == body("{\"n\":1}") && leaf.localSeq == 1)
+        #expect(leaf.history == Array(path.prefix(min(limit, path.count))))
+        // An ancestor row carries no body and is not a leaf.
+        if limit > 1 { #expect(try db.revision("long", rev: path[1])?.body == nil) }
+        // The fast-inserted rows are extended by the general path like any others.
+        _ = try db.applyReplicated([RevisionWrite(docID: "long", path: [RevID(pos: 31, hash: "x")] + path, body: body("{}"))])
+        #expect(try db.document("long")?.winner == RevID(pos: 31, hash: "x"))
+        #expect(try db.document("long")?.tree.nodes.count == min(limit, 31))
+    }
+
+    @Test func newDocumentEditUsesFastPathAndStaysEditable() throws {
+        let first = try db.applyEdits([RevisionWrite(docID: "e", path: [], body: body("{\"a\":1}"))])
+        let rev1 = try first[0].result.get()
+        #expect(rev1.pos == 1)
+        let second = try db.applyEdits([RevisionWrite(docID: "e", path: [rev1], body: body("{\"a\":2}"))])
+        let rev2 = try second[0].result.get()
+        #expect(try db.revision("e", rev: nil)?.history == [rev2, rev1])
+        // Two creations of one id in one batch: the second sees the first's rows and conflicts.
+        let both = try db.applyEdits([
+            RevisionWrite(docID: "twice", path: [], body: body("{}")),
+            RevisionWrite(docID: "twice", path: [], body: body("{\"b\":1}")),
+        ])
+        #expect((try? both[0].result.get()) != nil)
+        #expect(throws: StoreError.conflict) { try both[1].result.get() }
+    }
+
+    @Test func storedRowsBuildTheSameTreeAsRevRowsAcrossTheIndexThreshold() throws {
+        // Two branches, a stemmed root, and more nodes than `indexedTreeSize`, stored out of generation order.
+        var rows = [RevTree.StoredRow]()
+        var legacy = [(rev: RevID, parent: RevID?, deleted: Bool, hasBody: Bool)]()
+        func add(_ rowid: Int, _ rev: String, parent: Int?, parentRev: String?) {
+            rows.append(RevTree.StoredRow(rowid: rowid, rev: r(rev), parent: parent, deleted: false, hasBody: true))
+            legacy.append((r(rev), parentRev.map(r), false, true))
+        }
+        for count in [3, RevTree.indexedTreeSize, RevTree.indexedTreeSize + 1, 40] {
+            rows.removeAll()
+            legacy.removeAll()
+            for pos in stride(from: count, through: 1, by: -1) {
+                add(100 + pos, "\(pos)-a", parent: pos > 1 ? 100 + pos - 1 : nil, parentRev: pos > 1 ? "\(pos - 1)-a" : nil)
+            }
+            add(500, "\(count)-b", parent: 100 + count - 1, parentRev: "\(count - 1)-a")
+            add(600, "7-orphan", parent: 9999, parentRev: "6-gone")
+            let tree = RevTree(stored: rows)
+            #expect(tree == RevTree(rows: legacy))
+            #expect(tree.nodes.map(\.rev) == rows.map(\.rev))
+            #expect(tree.contains(r("\(count)-b")) && tree.contains(r("1-a")) && !tree.contains(r("1-b")))
+            #expect(tree.history(of: r("\(count)-b")).count == count)
+            #expect(tree.leaves.count == (count == 1 ? 2 : 3))
+        }
+    }
+
+    @Test func storedRowsWithACycleFromADamagedFileDoNotLoop() {
+        let rows = [
+            RevTree.StoredRow(rowid: 1, rev: r("2-a"), parent: 2, deleted: false, hasBody: true),
+            RevTree.StoredRow(rowid: 2, rev: r("3-b"), parent: 1, deleted: false, hasBody: true),
+        ]
+        let tree = RevTree(stored: rows)
+        #expect(tree.history(of: r("3-b")) == [r("3-b"), r("2-a")])
+        #expect(tree.history(of: r("2-a")) == [r("2-a")])
+    }
+
+    @Test func mergeStaysCorrectWhenATreeGrowsPastTheIndexThreshold() throws {
+        var tree = RevTree()
+        let path = (1...(RevTree.indexedTreeSize + 5)).reversed().map { RevID(pos: $0, hash: "p") }
+        for length in 1...path.count {
+            try tree.merge(path: Array(path.suffix(length)), deleted: false)
+        }
+        #expect(tree.nodes.count == path.count && tree.leaves.map(\.rev) == [path[0]])
+        try tree.merge(path: [RevID(pos: 3, hash: "q"), path[path.count - 2]], deleted: false)
+        #expect(tree.leaves.count == 2 && tree.contains(RevID(pos: 3, hash: "q")))
+        tree.stem(limit: 4)
+        // Kept: the newest four of the long branch and the short branch down to its root; cut: the middle.
+        #expect(tree.contains(path[0]) && tree.contains(path[path.count - 1]))
+        #expect(!tree.contains(RevID(pos: 10, hash: "p")) && tree.nodes.count == 4 + 3)
+        #expect(tree.node(RevID(pos: 3, hash: "q"))?.isLeaf == true)
+    }
+
+    @Test func revsDiffDecidesFromLeavesAndProbesInnerRevs() throws {
+        _ = try db.applyReplicated([replicated("d", "1-a", "2-b", "3-c"), replicated("d", "1-a", "2-x"),
+                                    replicated("alldone", "1-a")])
+        let diff = try db.revsDiff([
+            ("d", [r("3-c"), r("2-b"), r("2-x"), r("1-a"), r("2-zz"), r("3-zz"), r("9-z"), r("3-c"), r("9-z")]),
+            ("absent", [r("1-a"), r("1-a")]),
+            ("alldone", [r("1-a")]),
+        ])
+        #expect(diff.count == 2)
+        #expect(diff[0].id == "d" && diff[0].missing == [r("2-zz"), r("3-zz"), r("9-z")])
+        #expect(diff[0].possibleAncestors == [r("3-c"), r("2-x")])
+        #expect(diff[1].id == "absent" && diff[1].missing == [r("1-a")] && diff[1].possibleAncestors.isEmpty)
+        // Many revs for one document take the hashed de-duplication.
+        let many = (0..<20).map { RevID(pos: 5, hash: "m\($0 % 10)") }
+        let manyDiff = try db.revsDiff([("d", many)])
+        #expect(manyDiff.first?.missing == Array(many.prefix(10)))
+    }
+
+    @Test func changesGroupsLeavesPerDocumentAndLimitsDocuments() throws {
+        _ = try db.applyReplicated([replicated("c1", "1-a")])
+        _ = try db.applyReplicated([replicated("c2", "1-a", "2-b"), replicated("c2", "1-a", "2-c"),
+                                    replicated("c2", "1-a", "2-d", deleted: true)])
+        _ = try db.applyReplicated([replicated("c3", "1-a")])
+        var rows = [ChangeRow]()
+        try db.changes(since: 0, limit: nil, descending: false) { rows.append($0); return true }
+        #expect(rows.map(\.id) == ["c1", "c2", "c3"])
+        #expect(rows[1].leaves.map(\.rev) == [r("2-c"), r("2-b"), r("2-d")] && rows[1].winner == r("2-c"))
+        var limited = [ChangeRow]()
+        try db.changes(since: 0, limit: 2, descending: true) { limited.append($0); return true }
+        #expect(limited.map(\.id) == ["c3", "c2"] && limited[1].leaves.count == 3)
+        var none = 0
+        try db.changes(since: 0, limit: 0, descending: false) { _ in none += 1; return true }
+        #expect(none == 0)
+        var stopped = 0
+        try db.changes(since: 0, limit: nil, descending: false) { _ in stopped += 1; return false }
+        #expect(stopped == 1)
+    }
+
+    @Test func allDocsSkipsAndLimitsDocumentsNotRevisionRows() throws {
+        for id in ["a", "b", "c", "d"] {
+            _ = try db.applyReplicated([replicated(id, "1-x", "2-y", "3-z"), replicated(id, "1-x", "2-w")])
+        }
+        var seen = [DocumentInfo]()
+        try db.allDocs(startKey: nil, endKey: nil, inclusiveEnd: true, descending: false, skip: 1, limit: 2) {
+            seen.append($0); return true
+        }
+        #expect(seen.map(\.id) == ["b", "c"])
+        #expect(seen.allSatisfy { $0.tree.nodes.count == 4 && $0.leaves.count == 2 && $0.winner == r("3-z") })
+        #expect(seen[0].tree == (try #require(try db.document("b"))).tree)
+        var descending = [String]()
+        try db.allDocs(startKey: "c", endKey: "a", inclusiveEnd: false, descending: true, skip: 0, limit: nil) {
+            descending.append($0.id); return true
+        }
+        #expect(descending == ["c", "b"])
+    }
+
+    @Test func walStaysBoundedUnderSteadyWrites() throws {
+        // 16 MiB of bodies (about 4,000 pages) in 100 commits: without checkpoints the WAL would hold all of it.
+        let payload = body("{\"p\":\"" + String(repeating: "x", count: 16_000) + "\"}")
+        for batch in 0..<100 {
+            let writes = (0..<10).map {
+                RevisionWrite(docID: "w\(batch)-\($0)", path: [r("1-a")], body: payload)
+            }
+            _ = try db.applyReplicated(writes)
+        }
+        let size = (try FileManager.default.attributesOfItem(atPath: db.path + "-wal")[.size] as? NSNumber)?.intValue
+        let bound = 3 * Checkpointer.walThresholdPages * 4096
+        #expect(try #require(size) < bound)
+        #expect(try db.info().docCount == 1000)
+    }
+
+    @Test func version1FileMigratesToTheCoveringLeafIndex() throws {
+        let directory = temporaryDirectory()
+        let path = directory + "/old" + Store.suffix
+        do {
+            // A file as the first schema version left it, with one document and its leaf.
+            let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+            try connection.execute("PRAGMA journal_mode = WAL")
+            try connection.execute(Schema.migrations[0])
+            try connection.execute("INSERT INTO db_meta (id, uuid, update_seq, doc_count) VALUES (1, 'u', 1, 1)")
+            try connection.execute("INSERT INTO docs VALUES (1, 'doc', 1, 1, 'a', 0)")
+            try connection.execute("INSERT INTO revs (doc_rowid, pos, hash, body, local_seq) VALUES (1, 1, 'a', X'7B7D', 1)")
+            try connection.execute("PRAGMA user_version = 1")
+        }
+        let old = try Store(directory: directory)
+        defer { old.close() }
+        let database = try old.open("old")
+        let diff = try database.revsDiff([("doc", [r("1-a"), r("2-b")])])
+        #expect(diff.first?.missing == [r("2-b")] && diff.first?.possibleAncestors == [r("1-a")])
+        var leaves = [RevID]()
+        try database.changes(since: 0, limit: nil, descending: false) { leaves += $0.leaves.map(\.rev); return true }
+        #expect(leaves == [r("1-a")])
+        let check = try SQLiteConnection(path: path, readOnly: true, create: false)
+        #expect(try check.scalarInt("PRAGMA user_version") == Schema.migrations.count)
+        #expect(try check.scalarInt("SELECT COUNT(*) FROM pragma_index_info('revs_leaves')") == 5)
+    }
+}
