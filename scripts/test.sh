@@ -14,6 +14,9 @@ readonly UP_TIMEOUT_S=30      # seconds to wait for GET /_up after starting the 
 
 step() { printf '\n=== %s\n' "$*"; }
 
+step "swift format lint (.swift-format: no force unwrap, no try!, 120 columns)"
+swift format lint --strict -r Sources Tests Package.swift
+
 step "swift build --build-tests"
 swift build --build-tests
 

@@ -34,8 +34,9 @@ enum StoreBenchmark {
         do {
             let store = try Store(directory: base)
             defer { store.close() }
-            print("store: \(documents) docs, batches of \(batchSize), \(writers) concurrent writers, "
-                + "write median of \(writeRuns), read median of \(runs)")
+            print(
+                "store: \(documents) docs, batches of \(batchSize), \(writers) concurrent writers, "
+                    + "write median of \(writeRuns), read median of \(runs)")
             var counter = 0
             func freshDatabase() throws -> Database {
                 counter += 1
@@ -59,7 +60,8 @@ enum StoreBenchmark {
                     let db = try freshDatabase()
                     return try timed(cpu: &cpu) { try insert(db, bigDocs, writers: writers) }
                 }
-                report("replicate new docs, \(writers) writers", Double(documents) / time, "docs/s", cpu: cpu, documents)
+                report(
+                    "replicate new docs, \(writers) writers", Double(documents) / time, "docs/s", cpu: cpu, documents)
             }
             try insert(big, bigDocs, writers: writers)
             let wal = (try? FileManager.default.attributesOfItem(atPath: big.path + "-wal"))?[.size] as? NSNumber
@@ -74,8 +76,9 @@ enum StoreBenchmark {
                 }
                 var cpu = [Double]()
                 let time = try timed(cpu: &cpu) { try insert(big, updates, writers: writers) }
-                report("replicate updates, \(writers) writers", Double(updates.count) / time, "docs/s", cpu: cpu,
-                       updates.count)
+                report(
+                    "replicate updates, \(writers) writers", Double(updates.count) / time, "docs/s", cpu: cpu,
+                    updates.count)
             }
             guard enabled("read") else { return }
             try readBenchmarks(big, bigDocs)
@@ -104,7 +107,10 @@ enum StoreBenchmark {
         let changes = try median(runs) {
             try timed {
                 rows = 0
-                try db.changes(since: 0, limit: nil, descending: false) { _ in rows += 1; return true }
+                try db.changes(since: 0, limit: nil, descending: false) { _ in
+                    rows += 1
+                    return true
+                }
             }
         }
         precondition(rows == written.count, "changes returned \(rows) rows")
@@ -114,7 +120,9 @@ enum StoreBenchmark {
             try timed {
                 rows = 0
                 try db.allDocs(startKey: nil, endKey: nil, inclusiveEnd: true, descending: false, skip: 0, limit: nil) {
-                    _ in rows += 1; return true
+                    _ in
+                    rows += 1
+                    return true
                 }
             }
         }
@@ -181,7 +189,8 @@ enum StoreBenchmark {
         range.map { n in
             let generation = n % 3 + 1
             let path = (0..<generation).map { RevID(pos: generation - $0, hash: hex32(n &* 31 &+ $0)) }
-            let body = #"{"type":"note","title":"Note number \#(n)","count":\#(n % 1000),"#
+            let body =
+                #"{"type":"note","title":"Note number \#(n)","count":\#(n % 1000),"#
                 + #""tags":["alpha","bravo"],"done":\#(n % 2 == 0)}"#
             return RevisionWrite(docID: String(format: "doc-%08d", n), path: path, body: Array(body.utf8))
         }

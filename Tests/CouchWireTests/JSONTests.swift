@@ -15,7 +15,6 @@ private func parseError(_ bytes: [UInt8], maxDepth: Int = JSON.defaultMaxDepth) 
 
 private func parseError(_ text: String) -> JSONError? { parseError(Array(text.utf8)) }
 
-
 @Suite struct JSONRoundTripTests {
     @Test(arguments: [
         #"{"b":1,"a":2,"c":{"z":[],"y":{}}}"#,

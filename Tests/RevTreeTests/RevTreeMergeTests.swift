@@ -178,7 +178,8 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
             RevisionHash.compute(parent: nil, deleted: false, body: Array("{}".utf8), attachments: []),
             RevisionHash.compute(parent: r("1-a"), deleted: true, body: Array("{}".utf8), attachments: []),
             RevisionHash.compute(parent: r("1-a"), deleted: false, body: Array("{ }".utf8), attachments: []),
-            RevisionHash.compute(parent: r("1-a"), deleted: false, body: Array("{}".utf8), attachments: [("x", "md5-1")]),
+            RevisionHash.compute(
+                parent: r("1-a"), deleted: false, body: Array("{}".utf8), attachments: [("x", "md5-1")]),
         ]
         #expect(Set(variants + [base]).count == 5)
         #expect(

@@ -23,7 +23,8 @@ struct ReferenceHistory {
 
     init(size: Int, using rng: inout SplitMix64) {
         for index in 0..<size {
-            let parentRev: RevID? = (index == 0 || Int.random(in: 0..<8, using: &rng) == 0)
+            let parentRev: RevID? =
+                (index == 0 || Int.random(in: 0..<8, using: &rng) == 0)
                 ? nil : all.randomElement(using: &rng)
             let rev = RevID(pos: (parentRev?.pos ?? 0) + 1, hash: String(index, radix: 16) + "h")
             if let parentRev { parent[rev] = parentRev }

@@ -43,7 +43,9 @@ import Testing
         // An ancestor row carries no body and is not a leaf.
         if limit > 1 { #expect(try db.revision("long", rev: path[1])?.body == nil) }
         // The fast-inserted rows are extended by the general path like any others.
-        _ = try db.applyReplicated([RevisionWrite(docID: "long", path: [RevID(pos: 31, hash: "x")] + path, body: body("{}"))])
+        _ = try db.applyReplicated([
+            RevisionWrite(docID: "long", path: [RevID(pos: 31, hash: "x")] + path, body: body("{}"))
+        ])
         #expect(try db.document("long")?.winner == RevID(pos: 31, hash: "x"))
         #expect(try db.document("long")?.tree.nodes.count == min(limit, 31))
     }
@@ -76,7 +78,9 @@ import Testing
             rows.removeAll()
             legacy.removeAll()
             for pos in stride(from: count, through: 1, by: -1) {
-                add(100 + pos, "\(pos)-a", parent: pos > 1 ? 100 + pos - 1 : nil, parentRev: pos > 1 ? "\(pos - 1)-a" : nil)
+                add(
+                    100 + pos, "\(pos)-a", parent: pos > 1 ? 100 + pos - 1 : nil,
+                    parentRev: pos > 1 ? "\(pos - 1)-a" : nil)
             }
             add(500, "\(count)-b", parent: 100 + count - 1, parentRev: "\(count - 1)-a")
             add(600, "7-orphan", parent: 9999, parentRev: "6-gone")
@@ -116,8 +120,10 @@ import Testing
     }
 
     @Test func revsDiffDecidesFromLeavesAndProbesInnerRevs() throws {
-        _ = try db.applyReplicated([replicated("d", "1-a", "2-b", "3-c"), replicated("d", "1-a", "2-x"),
-                                    replicated("alldone", "1-a")])
+        _ = try db.applyReplicated([
+            replicated("d", "1-a", "2-b", "3-c"), replicated("d", "1-a", "2-x"),
+            replicated("alldone", "1-a"),
+        ])
         let diff = try db.revsDiff([
             ("d", [r("3-c"), r("2-b"), r("2-x"), r("1-a"), r("2-zz"), r("3-zz"), r("9-z"), r("3-c"), r("9-z")]),
             ("absent", [r("1-a"), r("1-a")]),
@@ -135,21 +141,35 @@ import Testing
 
     @Test func changesGroupsLeavesPerDocumentAndLimitsDocuments() throws {
         _ = try db.applyReplicated([replicated("c1", "1-a")])
-        _ = try db.applyReplicated([replicated("c2", "1-a", "2-b"), replicated("c2", "1-a", "2-c"),
-                                    replicated("c2", "1-a", "2-d", deleted: true)])
+        _ = try db.applyReplicated([
+            replicated("c2", "1-a", "2-b"), replicated("c2", "1-a", "2-c"),
+            replicated("c2", "1-a", "2-d", deleted: true),
+        ])
         _ = try db.applyReplicated([replicated("c3", "1-a")])
         var rows = [ChangeRow]()
-        try db.changes(since: 0, limit: nil, descending: false) { rows.append($0); return true }
+        try db.changes(since: 0, limit: nil, descending: false) {
+            rows.append($0)
+            return true
+        }
         #expect(rows.map(\.id) == ["c1", "c2", "c3"])
         #expect(rows[1].leaves.map(\.rev) == [r("2-c"), r("2-b"), r("2-d")] && rows[1].winner == r("2-c"))
         var limited = [ChangeRow]()
-        try db.changes(since: 0, limit: 2, descending: true) { limited.append($0); return true }
+        try db.changes(since: 0, limit: 2, descending: true) {
+            limited.append($0)
+            return true
+        }
         #expect(limited.map(\.id) == ["c3", "c2"] && limited[1].leaves.count == 3)
         var none = 0
-        try db.changes(since: 0, limit: 0, descending: false) { _ in none += 1; return true }
+        try db.changes(since: 0, limit: 0, descending: false) { _ in
+            none += 1
+            return true
+        }
         #expect(none == 0)
         var stopped = 0
-        try db.changes(since: 0, limit: nil, descending: false) { _ in stopped += 1; return false }
+        try db.changes(since: 0, limit: nil, descending: false) { _ in
+            stopped += 1
+            return false
+        }
         #expect(stopped == 1)
     }
 
@@ -159,14 +179,16 @@ import Testing
         }
         var seen = [DocumentInfo]()
         try db.allDocs(startKey: nil, endKey: nil, inclusiveEnd: true, descending: false, skip: 1, limit: 2) {
-            seen.append($0); return true
+            seen.append($0)
+            return true
         }
         #expect(seen.map(\.id) == ["b", "c"])
         #expect(seen.allSatisfy { $0.tree.nodes.count == 4 && $0.leaves.count == 2 && $0.winner == r("3-z") })
         #expect(seen[0].tree == (try #require(try db.document("b"))).tree)
         var descending = [String]()
         try db.allDocs(startKey: "c", endKey: "a", inclusiveEnd: false, descending: true, skip: 0, limit: nil) {
-            descending.append($0.id); return true
+            descending.append($0.id)
+            return true
         }
         #expect(descending == ["c", "b"])
     }
@@ -196,7 +218,8 @@ import Testing
             try connection.execute(Schema.migrations[0])
             try connection.execute("INSERT INTO db_meta (id, uuid, update_seq, doc_count) VALUES (1, 'u', 1, 1)")
             try connection.execute("INSERT INTO docs VALUES (1, 'doc', 1, 1, 'a', 0)")
-            try connection.execute("INSERT INTO revs (doc_rowid, pos, hash, body, local_seq) VALUES (1, 1, 'a', X'7B7D', 1)")
+            try connection.execute(
+                "INSERT INTO revs (doc_rowid, pos, hash, body, local_seq) VALUES (1, 1, 'a', X'7B7D', 1)")
             try connection.execute("PRAGMA user_version = 1")
         }
         let old = try Store(directory: directory)
@@ -205,7 +228,10 @@ import Testing
         let diff = try database.revsDiff([("doc", [r("1-a"), r("2-b")])])
         #expect(diff.first?.missing == [r("2-b")] && diff.first?.possibleAncestors == [r("1-a")])
         var leaves = [RevID]()
-        try database.changes(since: 0, limit: nil, descending: false) { leaves += $0.leaves.map(\.rev); return true }
+        try database.changes(since: 0, limit: nil, descending: false) {
+            leaves += $0.leaves.map(\.rev)
+            return true
+        }
         #expect(leaves == [r("1-a")])
         let check = try SQLiteConnection(path: path, readOnly: true, create: false)
         #expect(try check.scalarInt("PRAGMA user_version") == Schema.migrations.count)

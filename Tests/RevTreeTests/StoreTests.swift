@@ -13,8 +13,9 @@ func temporaryDirectory() -> String {
 func body(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [AttachmentRef] = []) -> RevisionWrite {
-    RevisionWrite(docID: id, path: revs.reversed().map(r), deleted: deleted, body: body("{\"v\":\"\(revs.last ?? "")\"}"),
-                  attachments: atts)
+    RevisionWrite(
+        docID: id, path: revs.reversed().map(r), deleted: deleted, body: body("{\"v\":\"\(revs.last ?? "")\"}"),
+        attachments: atts)
 }
 
 @Suite struct StoreTests {
@@ -53,7 +54,10 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         #expect(try db.revision("doc", rev: r("1-a"))?.body == nil)
         #expect(try db.leafRevisions("doc").map(\.rev) == [r("2-c"), r("2-b")])
         var rows = [ChangeRow]()
-        try db.changes(since: 0, limit: nil, descending: false) { rows.append($0); return true }
+        try db.changes(since: 0, limit: nil, descending: false) {
+            rows.append($0)
+            return true
+        }
         #expect(rows.count == 1 && rows[0].seq == 2 && rows[0].leaves.count == 2)
     }
 
@@ -98,8 +102,9 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
     }
 
     @Test func attachmentsStubsAndCompaction() throws {
-        let info = AttachmentInfo(name: "a.txt", contentType: "text/plain", digest: "md5-x", length: 3, revpos: 1,
-                                  blobKey: "k1")
+        let info = AttachmentInfo(
+            name: "a.txt", contentType: "text/plain", digest: "md5-x", length: 3, revpos: 1,
+            blobKey: "k1")
         _ = try db.applyReplicated([replicated("att", "1-a", atts: [.stored(info)])])
         let results = try db.applyReplicated([
             replicated("att", "1-a", "2-b", atts: [.stub(name: "a.txt", revpos: 1, digest: nil)]),
@@ -111,11 +116,17 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         #expect(throws: StoreError.missingStub("a.txt")) { try results[2].result.get() }
         #expect(try db.document("att")?.leaves.map(\.rev) == [r("2-b")])  // failed writes stored nothing
         #expect(try db.revision("att", rev: r("2-b"))?.attachments == [info])
-        let edited = try db.applyEdits([RevisionWrite(
-            docID: "att", path: [r("2-b")], body: body("{}"),
-            attachments: [.stub(name: "a.txt", revpos: nil, digest: "md5-x"),
-                          .stored(AttachmentInfo(name: "b", contentType: "x/y", digest: "md5-y", length: 1,
-                                                 revpos: 0, blobKey: "k2"))])])[0].result.get()
+        let edited = try db.applyEdits([
+            RevisionWrite(
+                docID: "att", path: [r("2-b")], body: body("{}"),
+                attachments: [
+                    .stub(name: "a.txt", revpos: nil, digest: "md5-x"),
+                    .stored(
+                        AttachmentInfo(
+                            name: "b", contentType: "x/y", digest: "md5-y", length: 1,
+                            revpos: 0, blobKey: "k2")),
+                ])
+        ])[0].result.get()
         let stored = try #require(try db.revision("att", rev: edited))
         #expect(stored.attachments.map(\.revpos) == [1, 3])
         #expect(try db.referencedBlobKeys() == ["k1", "k2"])
@@ -141,14 +152,21 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         _ = try db.applyReplicated([replicated("b", "1-x", "2-y", deleted: true)])
         var ids = [String]()
         try db.allDocs(startKey: nil, endKey: nil, inclusiveEnd: true, descending: false, skip: 0, limit: nil) {
-            ids.append($0.id); return true
+            ids.append($0.id)
+            return true
         }
         #expect(ids == ["a", "c"])
         var seqs = [(Int, String, Bool)]()
-        try db.changes(since: 1, limit: nil, descending: false) { seqs.append(($0.seq, $0.id, $0.deleted)); return true }
+        try db.changes(since: 1, limit: nil, descending: false) {
+            seqs.append(($0.seq, $0.id, $0.deleted))
+            return true
+        }
         #expect(seqs.map(\.1) == ["a", "b"] && seqs.map(\.0) == [2, 4] && seqs.map(\.2) == [false, true])
         var limited = 0
-        try db.changes(since: 0, limit: 1, descending: true) { _ in limited += 1; return true }
+        try db.changes(since: 0, limit: 1, descending: true) { _ in
+            limited += 1
+            return true
+        }
         #expect(limited == 1)
     }
 

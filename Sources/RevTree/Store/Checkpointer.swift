@@ -47,11 +47,14 @@ final class Checkpointer: Sendable {
         thread.start()
         writer.walHookOwner = self
         let context = Unmanaged.passUnretained(self).toOpaque()
-        sqlite3_wal_hook(writer.handle, { context, db, _, pages in
-            guard let context else { return SQLITE_OK }
-            Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: Int(pages), writer: db)
-            return SQLITE_OK
-        }, context)
+        sqlite3_wal_hook(
+            writer.handle,
+            { context, db, _, pages in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().committed(
+                    walPages: Int(pages), writer: db)
+                return SQLITE_OK
+            }, context)
     }
 
     /// Called on the writer thread (inside its WAL hook) after each commit with the WAL's size in pages.

@@ -33,9 +33,10 @@ extension Database {
         try revs.bind(1, docRowid)
         var raw = [RevTree.StoredRow]()
         while try revs.step() {
-            raw.append(RevTree.StoredRow(
-                rowid: revs.int(0), rev: RevID(pos: revs.int(1), hash: revs.text(2)), parent: revs.optionalInt(3),
-                deleted: revs.int(4) != 0, hasBody: revs.int(5) != 0))
+            raw.append(
+                RevTree.StoredRow(
+                    rowid: revs.int(0), rev: RevID(pos: revs.int(1), hash: revs.text(2)), parent: revs.optionalInt(3),
+                    deleted: revs.int(4) != 0, hasBody: revs.int(5) != 0))
         }
         return (RevTree(stored: raw), raw.map(\.rowid))
     }
@@ -61,8 +62,9 @@ extension Database {
         }
         tree.stem(limit: meta.revsLimit)
         guard tree != before else { return }
-        try persist(write, leaf: write.path[0], leafValueSet: merged.leafValueSet, attachments: attachments,
-                    existing: existing, before: before, after: tree, connection, &meta)
+        try persist(
+            write, leaf: write.path[0], leafValueSet: merged.leafValueSet, attachments: attachments,
+            existing: existing, before: before, after: tree, connection, &meta)
     }
 
     /// Stores a document that has no `docs` row yet: `path` (leaf first, already validated) stemmed to
@@ -142,8 +144,9 @@ extension Database {
         }
         guard merged.outcome == .newLeaf else { throw StoreError.conflict }
         tree.stem(limit: meta.revsLimit)
-        try persist(write, leaf: newRev, leafValueSet: true, attachments: attachments, existing: existing,
-                    before: before, after: tree, connection, &meta)
+        try persist(
+            write, leaf: newRev, leafValueSet: true, attachments: attachments, existing: existing,
+            before: before, after: tree, connection, &meta)
         return newRev
     }
 
@@ -269,8 +272,9 @@ extension Database {
                 } else if let old = before.node(node.rev),
                     old.isLeaf != node.isLeaf || old.deleted != node.deleted || before.parent(of: node.rev) != parentRev
                 {
-                    try runInts(.updateRevLinks, parentRowid, node.isLeaf ? 1 : 0, node.deleted ? 1 : 0, rowid,
-                                on: connection)
+                    try runInts(
+                        .updateRevLinks, parentRowid, node.isLeaf ? 1 : 0, node.deleted ? 1 : 0, rowid,
+                        on: connection)
                 }
             } else {
                 let statement = try connection.statement(.insertRev)

@@ -215,7 +215,9 @@ extension Database {
                 bindings.append(.text(startKey))
             }
             if let endKey {
-                sql += descending ? (inclusiveEnd ? " AND d.doc_id >= ?" : " AND d.doc_id > ?")
+                sql +=
+                    descending
+                    ? (inclusiveEnd ? " AND d.doc_id >= ?" : " AND d.doc_id > ?")
                     : (inclusiveEnd ? " AND d.doc_id <= ?" : " AND d.doc_id < ?")
                 bindings.append(.text(endKey))
             }
@@ -238,9 +240,10 @@ extension Database {
                 let tree = RevTree(stored: revs)
                 guard let winner = tree.winner else { return true }
                 emitted += 1
-                return try body(DocumentInfo(
-                    id: current.id, seq: current.seq, winner: winner.rev, deleted: winner.deleted,
-                    leaves: tree.leaves.map { ($0.rev, $0.deleted) }, tree: tree))
+                return try body(
+                    DocumentInfo(
+                        id: current.id, seq: current.seq, winner: winner.rev, deleted: winner.deleted,
+                        leaves: tree.leaves.map { ($0.rev, $0.deleted) }, tree: tree))
             }
             if limit == 0 { return }
             while try rows.step() {
@@ -251,9 +254,11 @@ extension Database {
                     doc = (rowid, rows.text(1), rows.int(2))
                     revs.removeAll(keepingCapacity: true)
                 }
-                revs.append(RevTree.StoredRow(
-                    rowid: rows.int(3), rev: RevID(pos: rows.int(4), hash: rows.text(5)), parent: rows.optionalInt(6),
-                    deleted: rows.int(7) != 0, hasBody: rows.int(8) != 0))
+                revs.append(
+                    RevTree.StoredRow(
+                        rowid: rows.int(3), rev: RevID(pos: rows.int(4), hash: rows.text(5)),
+                        parent: rows.optionalInt(6),
+                        deleted: rows.int(7) != 0, hasBody: rows.int(8) != 0))
             }
             _ = try flush()
         }

@@ -124,8 +124,9 @@ struct Meta {
         let statement = try connection.statement(.loadMeta)
         defer { statement.rewind() }
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
-        return Meta(updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
-                    docDelCount: statement.int(3), purgeSeq: statement.int(4))
+        return Meta(
+            updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
+            docDelCount: statement.int(3), purgeSeq: statement.int(4))
     }
 
     func save(_ connection: SQLiteConnection) throws {

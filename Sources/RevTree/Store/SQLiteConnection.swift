@@ -29,8 +29,9 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_busy_timeout(db, 10_000)
         // Index lookups (`_revs_diff`, doc loads) touch many pages; a larger page cache and memory-mapped reads
         // avoid a read() system call per page.
-        sqlite3_exec(db, "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes)",
-                     nil, nil, nil)
+        sqlite3_exec(
+            db, "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes)",
+            nil, nil, nil)
     }
 
     /// Page cache per connection, in KiB.
@@ -169,7 +170,8 @@ final class SQLiteStatement {
 
     func bind(_ index: Int32, blob value: [UInt8]) throws {
         // A zero-length blob must still be a blob, not NULL: bind a non-nil pointer.
-        let rc = value.isEmpty
+        let rc =
+            value.isEmpty
             ? sqlite3_bind_zeroblob(handle, index, 0)
             : value.withUnsafeBytes { couchlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
@@ -189,18 +191,21 @@ final class SQLiteStatement {
         switch value {
         case .int(let v): rc = sqlite3_bind_int64(handle, index, Int64(v))
         case .text(let v):
-            rc = v.utf8.withContiguousStorageIfAvailable { buffer in
-                buffer.withMemoryRebound(to: CChar.self) {
-                    couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+            rc =
+                v.utf8.withContiguousStorageIfAvailable { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) {
+                        couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+                    }
                 }
-            } ?? Array(v.utf8).withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) {
-                    couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+                ?? Array(v.utf8).withUnsafeBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) {
+                        couchlite_bind_text(handle, index, $0.baseAddress, Int32($0.count))
+                    }
                 }
-            }
         case .blob(let v):
             // A zero-length blob must still be a blob, not NULL: bind a non-nil pointer.
-            rc = v.isEmpty
+            rc =
+                v.isEmpty
                 ? sqlite3_bind_zeroblob(handle, index, 0)
                 : v.withUnsafeBytes { couchlite_bind_blob(handle, index, $0.baseAddress, Int32($0.count)) }
         case .null: rc = sqlite3_bind_null(handle, index)

@@ -41,8 +41,9 @@ public struct RevTree: Sendable, CustomStringConvertible {
         let sorted = rows.sorted { $0.rev.pos < $1.rev.pos }
         nodes.reserveCapacity(sorted.count)
         for row in sorted where index(of: row.rev) == nil {
-            _ = append(row.rev, parent: row.parent.flatMap { index(of: $0) }, deleted: row.deleted,
-                       hasBody: row.hasBody)
+            _ = append(
+                row.rev, parent: row.parent.flatMap { index(of: $0) }, deleted: row.deleted,
+                hasBody: row.hasBody)
         }
     }
 
@@ -159,9 +160,12 @@ public struct RevTree: Sendable, CustomStringConvertible {
 
     /// Canonical content: every rev with its parent rev and value, sorted by rev. Two trees are equal when these are.
     public var canonicalRows: [CanonicalRow] {
-        nodes.map { CanonicalRow(rev: $0.rev, parent: $0.parent.map { nodes[$0].rev }, deleted: $0.deleted,
-                                 hasBody: $0.hasBody) }
-            .sorted { $0.rev < $1.rev }
+        nodes.map {
+            CanonicalRow(
+                rev: $0.rev, parent: $0.parent.map { nodes[$0].rev }, deleted: $0.deleted,
+                hasBody: $0.hasBody)
+        }
+        .sorted { $0.rev < $1.rev }
     }
 
     /// One row of `canonicalRows`.
@@ -173,8 +177,10 @@ public struct RevTree: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        canonicalRows.map { "\($0.rev)<-\($0.parent?.description ?? "root")\($0.deleted ? " deleted" : "")"
-            + "\($0.hasBody ? "" : " missing")" }.joined(separator: ", ")
+        canonicalRows.map {
+            "\($0.rev)<-\($0.parent?.description ?? "root")\($0.deleted ? " deleted" : "")"
+                + "\($0.hasBody ? "" : " missing")"
+        }.joined(separator: ", ")
     }
 }
 
