@@ -1,4 +1,4 @@
-"""Attachment throughput and memory benchmark (BENCHMARKS-attachments.md). Not a test.
+"""Attachment throughput and memory benchmark (BENCHMARKS.md (attachments)). Not a test.
 
 Starts its own couchlite-server (COUCHLITE_BIN, a release build), then measures:
   - multipart/related PUT (?new_edits=false, CouchDB replicator layout) of N 512 KiB photos, one doc each

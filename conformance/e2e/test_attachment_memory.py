@@ -2,7 +2,7 @@
 streaming big attachments, compaction's blob sweep, and a crash in the middle of an upload.
 
 Needs COUCHLITE_BIN (path of a built couchlite-server). ATT_MEMORY_MIB sets the size of the big
-attachment (default 96 MiB; BENCHMARKS-attachments.md was measured by hand at 1024).
+attachment (default 96 MiB; BENCHMARKS.md (attachments) was measured by hand at 1024).
 
     COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite-server \\
         python3 -m pytest conformance/e2e/test_attachment_memory.py -q
