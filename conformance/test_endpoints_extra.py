@@ -148,3 +148,24 @@ def test_longest_database_name_takes_attachments_and_security(couch):
         assert couch.get(f"/{name}/_security").json()["members"]["roles"] == ["_admin"]
     finally:
         couch.delete(f"/{name}")
+
+
+def test_changes_include_docs_with_attachments_inline(couch, db):
+    r = couch.put(f"/{db}/p", json={"_attachments": {"a.txt": {"content_type": "text/plain", "data": "aGVsbG8="}}})
+    assert r.status_code == 201
+    row = couch.get(f"/{db}/_changes", params={"include_docs": "true", "attachments": "true"}).json()["results"][0]
+    att = row["doc"]["_attachments"]["a.txt"]
+    assert att["data"] == "aGVsbG8="
+    assert "stub" not in att
+    row = couch.get(f"/{db}/_changes", params={"include_docs": "true"}).json()["results"][0]
+    assert row["doc"]["_attachments"]["a.txt"]["stub"] is True
+
+
+def test_atts_since_sends_only_newer_attachment_data(couch, db):
+    r = couch.put(f"/{db}/p", json={"_attachments": {"old.txt": {"content_type": "text/plain", "data": "b2xk"}}})
+    rev1 = r.json()["rev"]
+    r = couch.put(f"/{db}/p/new.txt", params={"rev": rev1}, data=b"new", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 201
+    doc = couch.get(f"/{db}/p", params={"attachments": "true", "atts_since": json.dumps([rev1])}).json()
+    assert doc["_attachments"]["old.txt"]["stub"] is True
+    assert doc["_attachments"]["new.txt"]["data"] == "bmV3"
