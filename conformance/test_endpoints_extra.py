@@ -169,3 +169,17 @@ def test_atts_since_sends_only_newer_attachment_data(couch, db):
     doc = couch.get(f"/{db}/p", params={"attachments": "true", "atts_since": json.dumps([rev1])}).json()
     assert doc["_attachments"]["old.txt"]["stub"] is True
     assert doc["_attachments"]["new.txt"]["data"] == "bmV3"
+
+
+def test_long_feed_with_docs_and_limit(couch, db):
+    docs = [{"_id": f"d{i:04d}", "i": i} for i in range(1200)]
+    assert couch.post(f"/{db}/_bulk_docs", json={"docs": docs}).status_code == 201
+    body = couch.get(f"/{db}/_changes", params={"include_docs": "true"}).json()
+    assert [row["doc"]["i"] for row in body["results"]] == list(range(1200))
+    assert body["pending"] == 0
+    body = couch.get(f"/{db}/_changes", params={"include_docs": "true", "limit": 1100}).json()
+    assert len(body["results"]) == 1100 and body["pending"] == 100
+    rest = couch.get(f"/{db}/_changes", params={"since": body["last_seq"]}).json()
+    assert [row["id"] for row in rest["results"]] == [f"d{i:04d}" for i in range(1100, 1200)]
+    ids = couch.get(f"/{db}/_all_docs", params={"include_docs": "true", "limit": 700}).json()["rows"]
+    assert len(ids) == 700 and ids[-1]["doc"]["i"] == 699

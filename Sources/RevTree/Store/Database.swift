@@ -15,7 +15,7 @@ public final class Database: Sendable {
     let writer: WriteQueue
     /// Page cache of the writer connection, in KiB (SQLite's default is 2,000): index pages of large databases stay
     /// cached between commits instead of being re-read.
-    static let writerCacheKiB = 32 * 1024
+    static let writerCacheKiB = 16 * 1024
     let readers: ReaderPool
     let checkpointer: Checkpointer
     private let published: PublishedState

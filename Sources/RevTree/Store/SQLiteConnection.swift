@@ -27,17 +27,17 @@ final class SQLiteConnection: @unchecked Sendable {
         handle = db
         sqlite3_extended_result_codes(db, 1)
         sqlite3_busy_timeout(db, 10_000)
-        // Index lookups (`_revs_diff`, doc loads) touch many pages; a larger page cache and memory-mapped reads
-        // avoid a read() system call per page.
+        // Defaults for every connection; the writer and readers set their own cache sizes. No memory-mapped I/O:
+        // mapped pages count in resident memory once per connection (see `ReaderPool.mmapBytes`).
         sqlite3_exec(
             db, "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes)",
             nil, nil, nil)
     }
 
     /// Page cache per connection, in KiB.
-    static let cacheKiB = 32 * 1024
+    static let cacheKiB = 2 * 1024
     /// Memory-mapped I/O window per connection, in bytes.
-    static let mmapBytes = 256 * 1024 * 1024
+    static let mmapBytes = 0
 
     deinit {
         cache.removeAll()

@@ -83,13 +83,16 @@ extension App {
                 }
             }
             offset = .number(JSONNumber(min(before + skip, info.docCount)))
+            // Collected first, rendered after: `include_docs` reads must not nest inside this read.
+            var docs: [DocumentInfo] = []
             try database.allDocs(
                 startKey: range.startKey, endKey: range.endKey, inclusiveEnd: range.inclusiveEnd,
                 descending: range.descending, skip: skip, limit: limit
             ) { doc in
-                rows.append(try row(doc))
+                docs.append(doc)
                 return true
             }
+            for doc in docs { rows.append(try row(doc)) }
         }
         var out = JSONObject()
         out["total_rows"] = .number(JSONNumber(info.docCount))

@@ -213,20 +213,35 @@ struct ChangesFeed {
 
     // MARK: Rows
 
+    /// Change rows read per store call. Rows are read first and rendered afterwards, so rendering a
+    /// document (`include_docs`, selectors) never nests a second read inside the first: the store's
+    /// bounded reader pool must not be asked for a connection by a thread that already holds one.
+    static let pageSize = 500
+
     /// Emits every matching change after `lastSeq`, up to the limit.
     private mutating func scan() throws {
         guard !limitReached else { return }
         var rows: [(seq: Int, row: JSONObject)] = []
         let remaining = query.limit.map { $0 - emitted }
-        try database.changes(since: query.descending ? 0 : lastSeq, limit: nil, descending: query.descending) {
-            change in
-            if let remaining, rows.count >= remaining {
-                stoppedAtLimit = true
-                return false
+        var cursor = lastSeq
+        pages: while true {
+            var page: [ChangeRow] = []
+            // Descending feeds are rare and start from the top: one read of every row.
+            let pageLimit = query.descending ? nil : ChangesFeed.pageSize
+            try database.changes(since: query.descending ? 0 : cursor, limit: pageLimit, descending: query.descending) {
+                page.append($0)
+                return true
             }
-            if !query.descending { lastSeq = change.seq } else if rows.isEmpty { lastSeq = change.seq }
-            if let row = try makeRow(change) { rows.append((change.seq, row)) }
-            return true
+            for change in page {
+                if let remaining, rows.count >= remaining {
+                    stoppedAtLimit = true
+                    break pages
+                }
+                if !query.descending { lastSeq = change.seq } else if rows.isEmpty { lastSeq = change.seq }
+                if let row = try makeRow(change) { rows.append((change.seq, row)) }
+            }
+            guard let last = page.last, let pageLimit, page.count == pageLimit else { break }
+            cursor = last.seq
         }
         if query.descending, let last = rows.last { lastSeq = last.seq }
         for (seq, row) in rows { try write(row, seq: seq) }
