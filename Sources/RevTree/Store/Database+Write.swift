@@ -7,35 +7,11 @@ extension Database {
     /// - Returns: one result per write, in order; success carries the path's leaf.
     /// - Throws: only when the whole transaction fails (SQLite error, database closed).
     public func applyReplicated(_ writes: [RevisionWrite]) throws -> [WriteResult] {
-        let invalid = writes.map { write -> StoreError? in
-            do {
-                try Database.validateCommon(write)
-                try RevID.validate(path: write.path)
-                return nil
-            } catch let error as StoreError {
-                return error
-            } catch {
-                return .invalidRev
-            }
-        }
-        return try writer.perform { connection in
-            var meta = try Meta.load(connection)
-            var results = [WriteResult]()
-            results.reserveCapacity(writes.count)
-            for (write, error) in zip(writes, invalid) {
-                if let error {
-                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
-                    continue
-                }
-                do {
-                    try Database.replicate(write, connection, &meta)
-                    results.append(WriteResult(docID: write.docID, result: .success(write.path[0])))
-                } catch let error as StoreError {
-                    results.append(WriteResult(docID: write.docID, result: .failure(error)))
-                }
-            }
-            try meta.save(connection)
-            return results
+        try applyBatch(writes) { write in
+            try RevID.validate(path: write.path)
+        } apply: { write, connection, meta in
+            try Database.replicate(write, connection, &meta)
+            return write.path[0]
         }
     }
 
@@ -47,11 +23,24 @@ extension Database {
     /// `RevisionHash.compute`. New attachment data gets `revpos` = the new generation.
     /// - Returns: one result per write, in order; success carries the new rev.
     public func applyEdits(_ writes: [RevisionWrite]) throws -> [WriteResult] {
+        try applyBatch(writes) { write in
+            guard write.path.count <= 1 else { throw StoreError.invalidRev }
+            if !write.path.isEmpty { try RevID.validate(path: write.path) }
+        } apply: { write, connection, meta in
+            try Database.edit(write, connection, &meta)
+        }
+    }
+
+    /// Validates each write outside the writer, then applies the valid ones in order in one transaction; a
+    /// document's failure is its own result, never the batch's.
+    private func applyBatch(
+        _ writes: [RevisionWrite], validate: (RevisionWrite) throws -> Void,
+        apply: @escaping @Sendable (RevisionWrite, SQLiteConnection, inout Meta) throws -> RevID
+    ) throws -> [WriteResult] {
         let invalid = writes.map { write -> StoreError? in
             do {
                 try Database.validateCommon(write)
-                guard write.path.count <= 1 else { return .invalidRev }
-                if !write.path.isEmpty { try RevID.validate(path: write.path) }
+                try validate(write)
                 return nil
             } catch let error as StoreError {
                 return error
@@ -69,7 +58,7 @@ extension Database {
                     continue
                 }
                 do {
-                    let rev = try Database.edit(write, connection, &meta)
+                    let rev = try apply(write, connection, &meta)
                     results.append(WriteResult(docID: write.docID, result: .success(rev)))
                 } catch let error as StoreError {
                     results.append(WriteResult(docID: write.docID, result: .failure(error)))
