@@ -52,7 +52,8 @@ final class App: Sendable {
         log.info(
             "request",
             [
-                "method": head.method, "path": head.target, "status": String(reply.status),
+                "client": head.remoteAddress ?? "-", "method": head.method, "path": head.target,
+                "status": String(reply.status),
                 "bytes": String(reply.bytesSent), "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
             ])
     }

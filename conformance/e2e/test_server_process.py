@@ -71,7 +71,7 @@ def test_access_log_has_one_line_per_request(servers):
     requests.get(f"http://127.0.0.1:{a.port}/nosuchdb", timeout=5)
     time.sleep(0.2)
     log = open(a.log_path, encoding="utf-8", errors="replace").read()
-    assert "method=GET path=/_up status=200" in log
+    assert "client=127.0.0.1 method=GET path=/_up status=200" in log
     line = [l for l in log.splitlines() if "path=/nosuchdb" in l][-1]
     assert "status=404" in line and "bytes=" in line and "ms=" in line
 

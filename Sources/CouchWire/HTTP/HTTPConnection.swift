@@ -14,10 +14,14 @@ final class HTTPConnection {
     /// Set by the writer once it has produced the response head; after that no `100 Continue` is sent.
     var responseStarted = false
 
+    /// The client's numeric address, copied into every request head.
+    private let remoteAddress: String?
+
     init(
         socket: HTTPSocket, id: Int, configuration: HTTPServerConfiguration, registry: HTTPConnectionRegistry,
-        handler: @escaping HTTPHandler
+        handler: @escaping HTTPHandler, remoteAddress: String? = nil
     ) {
+        self.remoteAddress = remoteAddress
         self.socket = socket
         self.id = id
         self.configuration = configuration
@@ -34,7 +38,8 @@ final class HTTPConnection {
         // Before the first request the header timeout applies from accept, so silent connections are dropped.
         var waitDeadline = HTTPDeadline.after(configuration.headerTimeout)
         while true {
-            guard let (head, framing) = readHead(idleDeadline: waitDeadline) else { return }
+            guard var (head, framing) = readHead(idleDeadline: waitDeadline) else { return }
+            head.remoteAddress = remoteAddress
             registry.markBusy(id)
             let outcome = serve(head, framing)
             let mayContinue = registry.markIdle(id)

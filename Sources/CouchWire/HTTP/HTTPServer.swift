@@ -118,7 +118,11 @@ public final class HTTPServer: Sendable {
     /// Accepts every pending connection on a listening socket.
     private func acceptPending(on listener: Int32) {
         while true {
-            let client = accept(listener, nil, nil)
+            var peer = sockaddr_storage()
+            var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &peerLength) }
+            }
             if client < 0 {
                 switch errno {
                 case EINTR, ECONNABORTED: continue
@@ -136,11 +140,24 @@ public final class HTTPServer: Sendable {
                 return
             }
             let connection = HTTPConnection(
-                socket: socket, id: id, configuration: configuration, registry: registry, handler: handler)
+                socket: socket, id: id, configuration: configuration, registry: registry, handler: handler,
+                remoteAddress: HTTPServer.numericHost(&peer, peerLength))
             if !HTTPThread.spawn({ connection.run() }) {
                 registry.removeAndClose(id, socket: socket)
             }
         }
+    }
+
+    /// The numeric host of a peer address (`getnameinfo` with `NI_NUMERICHOST`, no DNS).
+    static func numericHost(_ address: inout sockaddr_storage, _ length: socklen_t) -> String? {
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+            }
+        }
+        guard rc == 0 else { return nil }
+        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Answers 503 without blocking the accept thread, then closes.

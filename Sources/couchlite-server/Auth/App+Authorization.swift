@@ -13,7 +13,7 @@ extension App {
             try reply.bytes(204, [], headers: preflight)
             return false
         }
-        let outcome = try access.authenticator.authenticate(request.head.headers)
+        let outcome = try access.authenticator.authenticate(request.head.headers, client: request.head.remoteAddress)
         UserContext.current = outcome.user
         if let cookie = outcome.refreshedCookie {
             reply.extraHeaders.add("Set-Cookie", SessionCookie.header(cookie, now: Authenticator.now))

@@ -41,7 +41,7 @@ extension App {
         let authenticator = access.authenticator
         var headers = HTTPHeaders()
         guard name.utf8.count <= AuthLimits.credentialBytes, password.count <= AuthLimits.credentialBytes,
-            let account = authenticator.login(name: name, password: password)
+            let account = authenticator.login(name: name, password: password, client: request.head.remoteAddress)
         else {
             headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now))
             let redirected = try addRedirect(request.query["fail"], request, &headers)

@@ -89,14 +89,18 @@ final class Authenticator: Sendable {
         return Account(name: name, roles: roles, hash: hash)
     }
 
-    /// Checks a name and password, slowing down repeated failures.
+    /// Checks a name and password, slowing down repeated failures from one client.
+    /// - Parameter client: the peer address the engine saw. Failures are counted per client and name, so one
+    ///   client guessing an account's password is slowed down while the same account logging in from elsewhere,
+    ///   or other users behind the same address, are not.
     /// - Returns: the account, or nil when the name is unknown or the password wrong.
-    func login(name: String, password: [UInt8]) -> Account? {
+    func login(name: String, password: [UInt8], client: String?) -> Account? {
+        let key = (client ?? "-") + " " + name
         if let account = account(named: name), verify(account, password) {
-            throttle.succeeded(name)
+            throttle.succeeded(key)
             return account
         }
-        let delay = throttle.failed(name)
+        let delay = throttle.failed(key)
         if delay > .zero {
             Thread.sleep(
                 forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
@@ -123,7 +127,7 @@ final class Authenticator: Sendable {
     /// Authenticates one request.
     /// - Throws: 400 for a malformed `Authorization` header or `AuthSession` cookie, 401
     ///   "Name or password is incorrect." for wrong Basic credentials (as CouchDB, on every route).
-    func authenticate(_ headers: HTTPHeaders) throws(CouchError) -> Outcome {
+    func authenticate(_ headers: HTTPHeaders, client: String?) throws(CouchError) -> Outcome {
         if let value = SessionCookie.find(in: headers["Cookie"]) {
             let cookie = try SessionCookie(parsing: value)
             if let account = account(named: cookie.name), cookie.isAuthentic(secret: secret, salt: account.hash.salt) {
@@ -152,7 +156,7 @@ final class Authenticator: Sendable {
         let password = Array(decoded[(colon + 1)...])
         if nameBytes == [UInt8(ascii: "_")] && password == [UInt8(ascii: "_")] { return Outcome(user: .anonymous) }
         guard let name = String(validating: nameBytes, as: UTF8.self),
-            let account = login(name: name, password: password)
+            let account = login(name: name, password: password, client: client)
         else {
             throw .unauthorized("Name or password is incorrect.")
         }

@@ -1,13 +1,10 @@
 import Foundation
 import Synchronization
 
-/// Slows down repeated failed logins for one user name: the first `AuthLimits.freeFailures`
-/// within the window cost nothing, then each further failure waits twice as long as the one
-/// before (capped), before it is answered.
-///
-/// Keyed by name rather than by client address because the engine does not hand the peer
-/// address to the application; a delay (not CouchDB's lockout) keeps a guesser from locking the
-/// real user out.
+/// Slows down repeated failed logins from one client (its peer address) to one account: the first
+/// `AuthLimits.freeFailures` within the window cost nothing, then each further failure waits twice
+/// as long as the one before (capped), before it is answered. A delay rather than CouchDB's lockout,
+/// so that a guesser cannot lock the real user out.
 final class LoginThrottle: Sendable {
     private struct Entry {
         var failures: Int
