@@ -49,17 +49,14 @@ public final class BlobWriter {
 
     /// Makes the blob durable and visible under its key.
     ///
-    /// fsyncs the temp file, renames it to `directory/ab/<md5 hex>` (or, if that key already
-    /// exists, drops the temp file and refreshes the existing file's time: dedupe), then fsyncs
-    /// the directory so the rename survives a crash.
+    /// If the key already exists, drops the temp file and refreshes the existing file's time (dedupe);
+    /// otherwise syncs the temp file's data, renames it to `directory/ab/<md5 hex>`, and fsyncs the
+    /// directory so the rename survives a crash.
     /// - Returns: The key, raw md5 and sha1 digests, and length.
     /// - Throws: `.closed`, or `.io`; the temp file is then removed.
     public func commit() throws -> (key: String, md5: [UInt8], sha1: [UInt8], length: Int) {
         guard state == .open else { throw BlobStoreError.closed }
         do {
-            try POSIX.fsync(fd, path: tempPath)
-            close(fd)
-            fd = -1
             let md5Bytes = md5.finalize()
             let sha1Bytes = sha1.finalize()
             let key = md5Bytes.hexString
@@ -67,10 +64,18 @@ public final class BlobWriter {
             let fanOut = store.directory + "/" + key.prefix(2)
             if try POSIX.makeDirectory(fanOut) { try POSIX.fsyncDirectory(store.directory) }
             if access(path, F_OK) == 0 {
+                // Already stored: the copy's bytes need no sync. The directory is synced still, in case the
+                // first committer of these bytes renamed them in but has not finished its own directory sync.
+                close(fd)
+                fd = -1
                 unlink(tempPath)
                 // Refresh the time so a concurrent compaction's grace window covers this reuse.
                 utimensat(AT_FDCWD, path, nil, 0)
+                try POSIX.fsyncDirectory(fanOut)
             } else {
+                try POSIX.fdatasync(fd, path: tempPath)
+                close(fd)
+                fd = -1
                 guard rename(tempPath, path) == 0 else {
                     throw BlobStoreError.io(operation: "rename", path: path, errno: errno)
                 }
