@@ -159,6 +159,39 @@ import Testing
         }
     }
 
+    @Test func smallUnreadBodyIsDrainedAndTheConnectionKept() throws {
+        try withTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
+            let first = try client.readResponse()
+            #expect(first.header("Connection") == nil)
+            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "hello")
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "hello")
+        }
+    }
+
+    @Test func largeUnreadBodyClosesTheConnection() throws {
+        try withTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: \(1 << 20)\r\n\r\nsome")
+            let response = try client.readResponse()
+            #expect(response.bodyText == "hello")
+            #expect(response.header("Connection") == "close")
+            #expect(client.serverClosed())
+        }
+    }
+
+    @Test func writingPastContentLengthClosesTheConnection() throws {
+        try withTestServer { port, _, probe in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /overflow HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(throws: TestFailure.self) { try client.readResponse() }
+            #expect(probe.observedErrors.withLock { $0 } == [.responseMisuse("More body bytes than the declared Content-Length.")])
+        }
+    }
+
     @Test func handlerWithoutResponseGets500() throws {
         try withTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
@@ -312,6 +345,39 @@ import Testing
             }
             #expect(probe.arrivalCount == count)
             #expect(server.openConnections == count)
+        }
+    }
+
+    @Test func twoThousandHeldConnectionsKeepMemoryFlat() throws {
+        let count = 2000
+        try withTestServer { port, server, probe in
+            // Warm up thread creation and allocator arenas, so the measurement shows the per-connection cost.
+            var clients: [RawHTTPClient] = []
+            let warmUp = 50
+            for _ in 0..<warmUp {
+                let client = try RawHTTPClient(port: port, timeout: 30)
+                try client.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+                clients.append(client)
+            }
+            let deadlineWarm = HTTPDeadline.after(.seconds(10))
+            while probe.arrivalCount < warmUp, HTTPDeadline.now() < deadlineWarm { usleep(5_000) }
+            let before = residentBytes()
+            for _ in warmUp..<count {
+                let client = try RawHTTPClient(port: port, timeout: 30)
+                try client.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+                clients.append(client)
+            }
+            let deadline = HTTPDeadline.after(.seconds(20))
+            while probe.arrivalCount < count, HTTPDeadline.now() < deadline { usleep(10_000) }
+            #expect(probe.arrivalCount == count)
+            #expect(server.openConnections == count)
+            let after = residentBytes()
+            let perConnection = (after - before) / (count - warmUp)
+            print("HTTP engine: \(count) held connections, RSS \(before >> 20) MiB -> \(after >> 20) MiB, "
+                + "\(perConnection >> 10) KiB per connection (server and test client together)")
+            #expect(perConnection < 64 * 1024)
+            probe.released.withLock { $0 = true }
+            for client in clients { #expect(try client.readResponse().bodyText == "released") }
         }
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import Synchronization
 
 @testable import CouchWire
@@ -11,6 +12,7 @@ import Synchronization
 final class HandlerProbe: Sendable {
     let arrivals = Mutex(0)
     let observedErrors = Mutex<[HTTPError]>([])
+    let released = Mutex(false)
 
     func arrive() -> Int { arrivals.withLock { count in
         count += 1
@@ -57,12 +59,21 @@ func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
                 let deadline = HTTPDeadline.after(.seconds(20))
                 while probe.arrivalCount < gateCount, HTTPDeadline.now() < deadline { usleep(5_000) }
                 try writer.respond(status: 200, headers: [:], body: Array(String(probe.arrivalCount).utf8))
+            case "/hold":
+                // Holds the request until the test releases it, like a long-poll feed with no changes.
+                _ = probe.arrive()
+                let deadline = HTTPDeadline.after(.seconds(30))
+                while !probe.released.withLock({ $0 }), HTTPDeadline.now() < deadline { usleep(10_000) }
+                try writer.respond(status: 200, headers: [:], body: Array("released".utf8))
             case "/longpoll":
                 _ = probe.arrive()
                 try writer.writeHead(status: 200, headers: [:], contentLength: nil)
                 try writer.flush()
                 while !writer.isPeerClosed() { usleep(10_000) }
                 probe.record(.clientGone)
+            case "/overflow":
+                try writer.writeHead(status: 200, headers: [:], contentLength: 3)
+                try writer.write(Array("12345".utf8))
             case "/nothing":
                 break
             case "/close":
@@ -92,6 +103,14 @@ func withTestServer(
     let port = try server.start()
     defer { server.shutdown(timeout: .seconds(2)) }
     try body(port, server, probe)
+}
+
+/// Resident set size of this process in bytes, from /proc/self/statm (0 where unavailable).
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
 /// Seconds elapsed while running `body`.
