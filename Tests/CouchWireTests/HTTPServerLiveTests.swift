@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Foundation
 import Synchronization
@@ -165,7 +165,8 @@ import Testing
             try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
             let first = try client.readResponse()
             #expect(first.header("Connection") == nil)
-            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            try client.send(
+                "POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
@@ -188,7 +189,10 @@ import Testing
             let client = try RawHTTPClient(port: port)
             try client.send("GET /overflow HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(throws: TestFailure.self) { try client.readResponse() }
-            #expect(probe.observedErrors.withLock { $0 } == [.responseMisuse("More body bytes than the declared Content-Length.")])
+            #expect(
+                probe.observedErrors.withLock { $0 } == [
+                    .responseMisuse("More body bytes than the declared Content-Length.")
+                ])
         }
     }
 
@@ -373,8 +377,9 @@ import Testing
             #expect(server.openConnections == count)
             let after = residentBytes()
             let perConnection = (after - before) / (count - warmUp)
-            print("HTTP engine: \(count) held connections, RSS \(before >> 20) MiB -> \(after >> 20) MiB, "
-                + "\(perConnection >> 10) KiB per connection (server and test client together)")
+            print(
+                "HTTP engine: \(count) held connections, RSS \(before >> 20) MiB -> \(after >> 20) MiB, "
+                    + "\(perConnection >> 10) KiB per connection (server and test client together)")
             #expect(perConnection < 64 * 1024)
             probe.released.withLock { $0 = true }
             for client in clients { #expect(try client.readResponse().bodyText == "released") }

@@ -63,7 +63,9 @@ public struct HTTPChunkedDecoder: Sendable {
                 if byte == 0x0D {
                     state = .sizeLF(value: value)
                 } else if byte == 0x09 || (byte >= 0x20 && byte != 0x7F) {
-                    guard count < HTTPLimits.maxChunkExtensionBytes else { throw .malformed("Chunk extension too long.") }
+                    guard count < HTTPLimits.maxChunkExtensionBytes else {
+                        throw .malformed("Chunk extension too long.")
+                    }
                     state = .sizeExtension(bytes: count + 1, value: value)
                 } else {
                     throw .malformed("Invalid character in chunk extension.")

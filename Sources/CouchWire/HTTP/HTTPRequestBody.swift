@@ -85,7 +85,8 @@ public final class HTTPRequestBody {
         guard continuePending else { return }
         continuePending = false
         guard !connection.responseStarted else { return }
-        try connection.socket.send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), stall: connection.configuration.sendStallTimeout)
+        try connection.socket.send(
+            Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), stall: connection.configuration.sendStallTimeout)
     }
 
     private func readLength(_ maxCount: Int) throws(HTTPError) -> [UInt8] {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One connected, non-blocking TCP socket; every wait goes through `poll` with a deadline.
@@ -26,7 +26,7 @@ final class HTTPSocket {
         // Responses are buffered by the writer, so Nagle would only add latency to small flushes.
         _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         #if canImport(Darwin)
-        _ = setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif
     }
 
@@ -118,9 +118,9 @@ final class HTTPSocket {
 
     private func sendFlags(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
         #if canImport(Glibc)
-        return Glibc.send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))
+            return Glibc.send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))
         #else
-        return Darwin.send(descriptor, pointer, count, 0)
+            return Darwin.send(descriptor, pointer, count, 0)
         #endif
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Foundation
 import Synchronization
@@ -14,10 +14,12 @@ final class HandlerProbe: Sendable {
     let observedErrors = Mutex<[HTTPError]>([])
     let released = Mutex(false)
 
-    func arrive() -> Int { arrivals.withLock { count in
-        count += 1
-        return count
-    } }
+    func arrive() -> Int {
+        arrivals.withLock { count in
+            count += 1
+            return count
+        }
+    }
 
     var arrivalCount: Int { arrivals.withLock { $0 } }
 
