@@ -215,6 +215,39 @@ import Testing
         }
     }
 
+    @Test(.enabled(if: HTTPTestSupport.hasIPv6Loopback, "this machine has no IPv6 loopback"))
+    func ipv6WildcardAlsoServesIPv4() throws {
+        try withTestServer({ $0.host = "::" }) { port, _, _ in
+            for host in ["127.0.0.1", "::1"] {
+                let client = try RawHTTPClient(host: host, port: port)
+                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try client.readResponse().bodyText == "hello")
+            }
+        }
+    }
+
+    @Test func http10BodyWithContentLength() throws {
+        try withTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /echo HTTP/1.0\r\nContent-Length: 4\r\n\r\nabcd")
+            let response = try client.readResponse()
+            #expect(response.bodyText == "abcd")
+            #expect(response.header("Connection") == "close")
+        }
+    }
+
+    @Test func clientThatStopsReadingTimesOutTheWriter() throws {
+        try withTestServer({ $0.sendStallTimeout = .milliseconds(300) }) { port, server, probe in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+            let deadline = HTTPDeadline.after(.seconds(10))
+            while probe.observedErrors.withLock({ $0.isEmpty }), HTTPDeadline.now() < deadline { usleep(20_000) }
+            #expect(probe.observedErrors.withLock { $0 } == [.timeout])
+            usleep(100_000)
+            #expect(server.openConnections == 0)
+        }
+    }
+
     @Test func localhostAndWildcardHostsBind() throws {
         try withTestServer({ $0.host = "localhost" }) { port, _, _ in
             let client = try RawHTTPClient(host: "127.0.0.1", port: port)

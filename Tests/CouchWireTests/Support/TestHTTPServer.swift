@@ -76,6 +76,11 @@ func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
             case "/overflow":
                 try writer.writeHead(status: 200, headers: [:], contentLength: 3)
                 try writer.write(Array("12345".utf8))
+            case "/flood":
+                try writer.writeHead(status: 200, headers: [:], contentLength: nil)
+                let block = [UInt8](repeating: 0x66, count: 64 * 1024)
+                for _ in 0..<1024 { try writer.write(block) }
+                try writer.finish()
             case "/nothing":
                 break
             case "/close":
