@@ -196,6 +196,14 @@ import Testing
         }
     }
 
+    @Test func handlersRunOnThreadsWithTheConfiguredStack() throws {
+        try withTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /stack HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().bodyText == String(HTTPLimits.threadStackBytes))
+        }
+    }
+
     @Test func handlerWithoutResponseGets500() throws {
         try withTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)

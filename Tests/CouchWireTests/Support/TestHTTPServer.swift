@@ -81,6 +81,20 @@ func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
                 let block = [UInt8](repeating: 0x66, count: 64 * 1024)
                 for _ in 0..<1024 { try writer.write(block) }
                 try writer.finish()
+            case "/stack":
+                // Reports this thread's stack size, to check the engine's explicit pthread stack.
+                // pthread_getattr_np is a GNU extension the Glibc module does not export; look it up instead.
+                typealias GetAttr = @convention(c) (pthread_t, UnsafeMutablePointer<pthread_attr_t>) -> Int32
+                let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+                defer { attributes.deallocate() }
+                var size = 0
+                if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pthread_getattr_np"),
+                    unsafeBitCast(symbol, to: GetAttr.self)(pthread_self(), attributes) == 0
+                {
+                    pthread_attr_getstacksize(attributes, &size)
+                    pthread_attr_destroy(attributes)
+                }
+                try writer.respond(status: 200, headers: [:], body: Array(String(size).utf8))
             case "/nothing":
                 break
             case "/close":
