@@ -11,7 +11,7 @@ import Testing
 
 @Suite(.serialized) struct HTTPServerLiveTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             for index in 0..<5 {
                 try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nr\(index)")
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func pipelinedRequestsAreAnsweredInOrder() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func chunkedUploadIsDecoded() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
             try client.send("5\r\nhello\r\n")
@@ -55,7 +55,7 @@ import Testing
     }
 
     @Test func largeUploadIsReadIncrementally() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             let size = 8 * 1024 * 1024
             try client.send("PUT /count HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n")
@@ -66,7 +66,7 @@ import Testing
     }
 
     @Test func expectContinueGets100BeforeTheBody() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("PUT /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
             let interim = try client.readHead()
@@ -79,7 +79,7 @@ import Testing
     }
 
     @Test func expectContinueOverTheLimitGets413WithoutContinue() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "PUT /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(2 << 20)\r\n\r\n")
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func headResponseHasNoBody() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             let head = try client.readResponse(isHEAD: true)
@@ -111,7 +111,7 @@ import Testing
     }
 
     @Test func http10ClosesUnlessKeepAliveIsAsked() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let plain = try RawHTTPClient(port: port)
             try plain.send("GET /hello HTTP/1.0\r\n\r\n")
             let response = try plain.readResponse()
@@ -137,7 +137,7 @@ import Testing
     }
 
     @Test func streamedResponseIsChunked() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try client.readResponse()
@@ -147,7 +147,7 @@ import Testing
     }
 
     @Test func connectionCloseRequestAndHandlerCloseAreHonoured() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(try client.readResponse().header("Connection") == "close")
@@ -160,7 +160,7 @@ import Testing
     }
 
     @Test func smallUnreadBodyIsDrainedAndTheConnectionKept() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
             let first = try client.readResponse()
@@ -174,7 +174,7 @@ import Testing
     }
 
     @Test func largeUnreadBodyClosesTheConnection() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: \(1 << 20)\r\n\r\nsome")
             let response = try client.readResponse()
@@ -185,10 +185,10 @@ import Testing
     }
 
     @Test func writingPastContentLengthClosesTheConnection() throws {
-        try withTestServer { port, _, probe in
+        try withHTTPTestServer { port, _, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /overflow HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(throws: TestFailure.self) { try client.readResponse() }
+            #expect(throws: HTTPTestFailure.self) { try client.readResponse() }
             #expect(
                 probe.observedErrors.withLock { $0 } == [
                     .responseMisuse("More body bytes than the declared Content-Length.")
@@ -197,7 +197,7 @@ import Testing
     }
 
     @Test func handlersRunOnThreadsWithTheConfiguredStack() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /stack HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().bodyText == String(HTTPLimits.threadStackBytes))
@@ -205,7 +205,7 @@ import Testing
     }
 
     @Test func handlerWithoutResponseGets500() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try client.readResponse()
@@ -216,7 +216,7 @@ import Testing
 
     @Test(.enabled(if: HTTPTestSupport.hasIPv6Loopback, "this machine has no IPv6 loopback"))
     func ipv6LoopbackIsServed() throws {
-        try withTestServer({ $0.host = "::1" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "::1" }) { port, _, _ in
             let client = try RawHTTPClient(host: "::1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: [::1]\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
@@ -225,7 +225,7 @@ import Testing
 
     @Test(.enabled(if: HTTPTestSupport.hasIPv6Loopback, "this machine has no IPv6 loopback"))
     func ipv6WildcardAlsoServesIPv4() throws {
-        try withTestServer({ $0.host = "::" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "::" }) { port, _, _ in
             for host in ["127.0.0.1", "::1"] {
                 let client = try RawHTTPClient(host: host, port: port)
                 try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -235,7 +235,7 @@ import Testing
     }
 
     @Test func http10BodyWithContentLength() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.0\r\nContent-Length: 4\r\n\r\nabcd")
             let response = try client.readResponse()
@@ -245,7 +245,7 @@ import Testing
     }
 
     @Test func clientThatStopsReadingTimesOutTheWriter() throws {
-        try withTestServer({ $0.sendStallTimeout = .milliseconds(300) }) { port, server, probe in
+        try withHTTPTestServer({ $0.sendStallTimeout = .milliseconds(300) }) { port, server, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
             let deadline = HTTPDeadline.after(.seconds(10))
@@ -257,12 +257,12 @@ import Testing
     }
 
     @Test func localhostAndWildcardHostsBind() throws {
-        try withTestServer({ $0.host = "localhost" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "localhost" }) { port, _, _ in
             let client = try RawHTTPClient(host: "127.0.0.1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
         }
-        try withTestServer({ $0.host = "0.0.0.0" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "0.0.0.0" }) { port, _, _ in
             let client = try RawHTTPClient(host: "127.0.0.1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
@@ -272,7 +272,7 @@ import Testing
     // MARK: Attacks and limits, live
 
     @Test func requestSmugglingIsAnswered400AndClosed() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
@@ -286,7 +286,7 @@ import Testing
     }
 
     @Test func oversizedRequestLineIsAnswered414() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\r\n")
             let response = try client.readResponse()
@@ -297,7 +297,7 @@ import Testing
     }
 
     @Test func tooManyHeadersAreAnswered431() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET / HTTP/1.1\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n")
             let response = try client.readResponse()
@@ -307,7 +307,7 @@ import Testing
     }
 
     @Test func truncatedChunkedBodyFailsTheHandlerRead() throws {
-        try withTestServer { port, _, probe in
+        try withHTTPTestServer { port, _, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
             let response = try client.readResponse()
@@ -318,10 +318,10 @@ import Testing
     }
 
     @Test func slowlorisHeaderTricklingIsCutOffByTheHeaderTimeout() throws {
-        try withTestServer({ $0.headerTimeout = .milliseconds(400) }) { port, _, _ in
+        try withHTTPTestServer({ $0.headerTimeout = .milliseconds(400) }) { port, _, _ in
             let client = try RawHTTPClient(port: port)
             var sendFailed = false
-            let elapsed = measure {
+            let elapsed = elapsedSeconds {
                 // One byte every 50 ms would take far longer than the header timeout to finish the head.
                 for byte in "GET / HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
                     if (try? client.send([byte])) == nil {
@@ -338,11 +338,11 @@ import Testing
     }
 
     @Test func idleKeepAliveConnectionIsClosedAfterIdleTimeout() throws {
-        try withTestServer({ $0.idleTimeout = .milliseconds(300) }) { port, server, _ in
+        try withHTTPTestServer({ $0.idleTimeout = .milliseconds(300) }) { port, server, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
-            let elapsed = measure { #expect(client.serverClosed()) }
+            let elapsed = elapsedSeconds { #expect(client.serverClosed()) }
             #expect(elapsed < 3)
             usleep(50_000)
             #expect(server.openConnections == 0)
@@ -350,7 +350,7 @@ import Testing
     }
 
     @Test func stalledBodyFailsWithTimeout() throws {
-        try withTestServer({ $0.bodyStallTimeout = .milliseconds(300) }) { port, _, probe in
+        try withHTTPTestServer({ $0.bodyStallTimeout = .milliseconds(300) }) { port, _, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf")
             let response = try client.readResponse()
@@ -360,12 +360,12 @@ import Testing
     }
 
     @Test func slowClientDoesNotBlockAnother() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let slow = try RawHTTPClient(port: port)
             try slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly a little")
             let partial = try RawHTTPClient(port: port)
             try partial.send("GET /hel")
-            let elapsed = try measure {
+            let elapsed = try elapsedSeconds {
                 let fast = try RawHTTPClient(port: port)
                 try fast.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try fast.readResponse().bodyText == "hello")
@@ -376,7 +376,7 @@ import Testing
 
     @Test func threeHundredConcurrentConnectionsAreHeldThenAllAnswered() throws {
         let count = 300
-        try withTestServer(gateCount: count) { port, server, probe in
+        try withHTTPTestServer(gateCount: count) { port, server, probe in
             var clients: [RawHTTPClient] = []
             for _ in 0..<count {
                 let client = try RawHTTPClient(port: port, timeout: 20)
@@ -395,7 +395,7 @@ import Testing
 
     @Test func twoThousandHeldConnectionsKeepMemoryFlat() throws {
         let count = 2000
-        try withTestServer { port, server, probe in
+        try withHTTPTestServer { port, server, probe in
             // Warm up thread creation and allocator arenas, so the measurement shows the per-connection cost.
             var clients: [RawHTTPClient] = []
             let warmUp = 50
@@ -406,7 +406,7 @@ import Testing
             }
             let deadlineWarm = HTTPDeadline.after(.seconds(10))
             while probe.arrivalCount < warmUp, HTTPDeadline.now() < deadlineWarm { usleep(5_000) }
-            let before = residentBytes()
+            let before = processResidentBytes()
             for _ in warmUp..<count {
                 let client = try RawHTTPClient(port: port, timeout: 30)
                 try client.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -416,7 +416,7 @@ import Testing
             while probe.arrivalCount < count, HTTPDeadline.now() < deadline { usleep(10_000) }
             #expect(probe.arrivalCount == count)
             #expect(server.openConnections == count)
-            let after = residentBytes()
+            let after = processResidentBytes()
             let perConnection = (after - before) / (count - warmUp)
             print(
                 "HTTP engine: \(count) held connections, RSS \(before >> 20) MiB -> \(after >> 20) MiB, "
@@ -428,7 +428,7 @@ import Testing
     }
 
     @Test func connectionsOverTheCapAreAnswered503() throws {
-        try withTestServer({ $0.maxConnections = 2 }) { port, _, _ in
+        try withHTTPTestServer({ $0.maxConnections = 2 }) { port, _, _ in
             let first = try RawHTTPClient(port: port)
             let second = try RawHTTPClient(port: port)
             try first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -443,7 +443,7 @@ import Testing
     }
 
     @Test func longPollHandlerSeesThePeerClose() throws {
-        try withTestServer { port, _, probe in
+        try withHTTPTestServer { port, _, probe in
             var client: RawHTTPClient? = try RawHTTPClient(port: port)
             try client?.send("GET /longpoll HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client?.readHead().status == 200)
@@ -457,8 +457,8 @@ import Testing
     @Test func gracefulShutdownLetsAnInFlightRequestFinish() throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.idleTimeout = .seconds(5)
-        let probe = HandlerProbe()
-        let server = HTTPServer(configuration: configuration, handler: testHandler(probe: probe))
+        let probe = HTTPHandlerProbe()
+        let server = HTTPServer(configuration: configuration, handler: httpTestHandler(probe: probe))
         let port = try server.start()
         let idle = try RawHTTPClient(port: port)
         try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -9,7 +9,7 @@ import Synchronization
 @testable import CouchWire
 
 /// Shared state tests use to coordinate with handlers running on connection threads.
-final class HandlerProbe: Sendable {
+final class HTTPHandlerProbe: Sendable {
     let arrivals = Mutex(0)
     let observedErrors = Mutex<[HTTPError]>([])
     let released = Mutex(false)
@@ -27,7 +27,7 @@ final class HandlerProbe: Sendable {
 }
 
 /// A test application exercising the engine; routes by path.
-func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
+func httpTestHandler(probe: HTTPHandlerProbe, gateCount: Int = 0) -> HTTPHandler {
     { head, body, writer in
         do throws(HTTPError) {
             switch head.path {
@@ -110,24 +110,24 @@ func testHandler(probe: HandlerProbe, gateCount: Int = 0) -> HTTPHandler {
 }
 
 /// Starts a server on 127.0.0.1 port 0 (unless configured otherwise), runs `body`, and shuts it down.
-func withTestServer(
+func withHTTPTestServer(
     _ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, gateCount: Int = 0,
-    _ body: (Int, HTTPServer, HandlerProbe) throws -> Void
+    _ body: (Int, HTTPServer, HTTPHandlerProbe) throws -> Void
 ) throws {
     var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
     configuration.idleTimeout = .seconds(5)
     configuration.headerTimeout = .seconds(5)
     configuration.bodyStallTimeout = .seconds(5)
     configure(&configuration)
-    let probe = HandlerProbe()
-    let server = HTTPServer(configuration: configuration, handler: testHandler(probe: probe, gateCount: gateCount))
+    let probe = HTTPHandlerProbe()
+    let server = HTTPServer(configuration: configuration, handler: httpTestHandler(probe: probe, gateCount: gateCount))
     let port = try server.start()
     defer { server.shutdown(timeout: .seconds(2)) }
     try body(port, server, probe)
 }
 
 /// Resident set size of this process in bytes, from /proc/self/statm (0 where unavailable).
-func residentBytes() -> Int {
+func processResidentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
@@ -135,7 +135,7 @@ func residentBytes() -> Int {
 }
 
 /// Seconds elapsed while running `body`.
-func measure(_ body: () throws -> Void) rethrows -> Double {
+func elapsedSeconds(_ body: () throws -> Void) rethrows -> Double {
     let start = HTTPDeadline.now()
     try body()
     return Double(HTTPDeadline.now().nanoseconds - start.nanoseconds) / 1e9
