@@ -12,7 +12,7 @@ import Testing
 
 @Suite(.serialized) struct HTTPServerLiveTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             for index in 0..<5 {
                 try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nr\(index)")
@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func pipelinedRequestsAreAnsweredInOrder() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -40,7 +40,7 @@ import Testing
     }
 
     @Test func chunkedUploadIsDecoded() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
             try client.send("5\r\nhello\r\n")
@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func largeUploadIsReadIncrementally() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             let size = 8 * 1024 * 1024
             try client.send("PUT /count HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n")
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func expectContinueGets100BeforeTheBody() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("PUT /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
             let interim = try client.readHead()
@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test func expectContinueOverTheLimitGets413WithoutContinue() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "PUT /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: \(2 << 20)\r\n\r\n")
@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func headResponseHasNoBody() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             let head = try client.readResponse(isHEAD: true)
@@ -112,7 +112,7 @@ import Testing
     }
 
     @Test func http10ClosesUnlessKeepAliveIsAsked() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let plain = try RawHTTPClient(port: port)
             try plain.send("GET /hello HTTP/1.0\r\n\r\n")
             let response = try plain.readResponse()
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func streamedResponseIsChunked() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try client.readResponse()
@@ -148,7 +148,7 @@ import Testing
     }
 
     @Test func connectionCloseRequestAndHandlerCloseAreHonoured() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             #expect(try client.readResponse().header("Connection") == "close")
@@ -160,8 +160,53 @@ import Testing
         }
     }
 
+    @Test func smallUnreadBodyIsDrainedAndTheConnectionKept() throws {
+        try withHTTPTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
+            let first = try client.readResponse()
+            #expect(first.header("Connection") == nil)
+            try client.send(
+                "POST /hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "hello")
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "hello")
+        }
+    }
+
+    @Test func largeUnreadBodyClosesTheConnection() throws {
+        try withHTTPTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: \(1 << 20)\r\n\r\nsome")
+            let response = try client.readResponse()
+            #expect(response.bodyText == "hello")
+            #expect(response.header("Connection") == "close")
+            #expect(client.serverClosed())
+        }
+    }
+
+    @Test func writingPastContentLengthClosesTheConnection() throws {
+        try withHTTPTestServer { port, _, probe in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /overflow HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(throws: HTTPTestFailure.self) { try client.readResponse() }
+            #expect(
+                probe.observedErrors.withLock { $0 } == [
+                    .responseMisuse("More body bytes than the declared Content-Length.")
+                ])
+        }
+    }
+
+    @Test func handlersRunOnThreadsWithTheConfiguredStack() throws {
+        try withHTTPTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /stack HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().bodyText == String(HTTPLimits.threadStackBytes))
+        }
+    }
+
     @Test func handlerWithoutResponseGets500() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try client.readResponse()
@@ -172,20 +217,53 @@ import Testing
 
     @Test(.enabled(if: HTTPTestSupport.hasIPv6Loopback, "this machine has no IPv6 loopback"))
     func ipv6LoopbackIsServed() throws {
-        try withTestServer({ $0.host = "::1" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "::1" }) { port, _, _ in
             let client = try RawHTTPClient(host: "::1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: [::1]\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
         }
     }
 
+    @Test(.enabled(if: HTTPTestSupport.hasIPv6Loopback, "this machine has no IPv6 loopback"))
+    func ipv6WildcardAlsoServesIPv4() throws {
+        try withHTTPTestServer({ $0.host = "::" }) { port, _, _ in
+            for host in ["127.0.0.1", "::1"] {
+                let client = try RawHTTPClient(host: host, port: port)
+                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try client.readResponse().bodyText == "hello")
+            }
+        }
+    }
+
+    @Test func http10BodyWithContentLength() throws {
+        try withHTTPTestServer { port, _, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /echo HTTP/1.0\r\nContent-Length: 4\r\n\r\nabcd")
+            let response = try client.readResponse()
+            #expect(response.bodyText == "abcd")
+            #expect(response.header("Connection") == "close")
+        }
+    }
+
+    @Test func clientThatStopsReadingTimesOutTheWriter() throws {
+        try withHTTPTestServer({ $0.sendStallTimeout = .milliseconds(300) }) { port, server, probe in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+            let deadline = HTTPDeadline.after(.seconds(10))
+            while probe.observedErrors.withLock({ $0.isEmpty }), HTTPDeadline.now() < deadline { usleep(20_000) }
+            #expect(probe.observedErrors.withLock { $0 } == [.timeout])
+            usleep(100_000)
+            #expect(server.openConnections == 0)
+        }
+    }
+
     @Test func localhostAndWildcardHostsBind() throws {
-        try withTestServer({ $0.host = "localhost" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "localhost" }) { port, _, _ in
             let client = try RawHTTPClient(host: "127.0.0.1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
         }
-        try withTestServer({ $0.host = "0.0.0.0" }) { port, _, _ in
+        try withHTTPTestServer({ $0.host = "0.0.0.0" }) { port, _, _ in
             let client = try RawHTTPClient(host: "127.0.0.1", port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().bodyText == "hello")
@@ -195,7 +273,7 @@ import Testing
     // MARK: Attacks and limits, live
 
     @Test func requestSmugglingIsAnswered400AndClosed() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send(
                 "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
@@ -209,7 +287,7 @@ import Testing
     }
 
     @Test func oversizedRequestLineIsAnswered414() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /" + String(repeating: "a", count: 9000) + " HTTP/1.1\r\n\r\n")
             let response = try client.readResponse()
@@ -220,7 +298,7 @@ import Testing
     }
 
     @Test func tooManyHeadersAreAnswered431() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET / HTTP/1.1\r\n" + (0..<101).map { "X-\($0): v\r\n" }.joined() + "\r\n")
             let response = try client.readResponse()
@@ -230,7 +308,7 @@ import Testing
     }
 
     @Test func truncatedChunkedBodyFailsTheHandlerRead() throws {
-        try withTestServer { port, _, probe in
+        try withHTTPTestServer { port, _, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
             let response = try client.readResponse()
@@ -241,10 +319,10 @@ import Testing
     }
 
     @Test func slowlorisHeaderTricklingIsCutOffByTheHeaderTimeout() throws {
-        try withTestServer({ $0.headerTimeout = .milliseconds(400) }) { port, _, _ in
+        try withHTTPTestServer({ $0.headerTimeout = .milliseconds(400) }) { port, _, _ in
             let client = try RawHTTPClient(port: port)
             var sendFailed = false
-            let elapsed = measure {
+            let elapsed = elapsedSeconds {
                 // One byte every 50 ms would take far longer than the header timeout to finish the head.
                 for byte in "GET / HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8 {
                     if (try? client.send([byte])) == nil {
@@ -261,11 +339,11 @@ import Testing
     }
 
     @Test func idleKeepAliveConnectionIsClosedAfterIdleTimeout() throws {
-        try withTestServer({ $0.idleTimeout = .milliseconds(300) }) { port, server, _ in
+        try withHTTPTestServer({ $0.idleTimeout = .milliseconds(300) }) { port, server, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().status == 200)
-            let elapsed = measure { #expect(client.serverClosed()) }
+            let elapsed = elapsedSeconds { #expect(client.serverClosed()) }
             #expect(elapsed < 3)
             usleep(50_000)
             #expect(server.openConnections == 0)
@@ -273,7 +351,7 @@ import Testing
     }
 
     @Test func stalledBodyFailsWithTimeout() throws {
-        try withTestServer({ $0.bodyStallTimeout = .milliseconds(300) }) { port, _, probe in
+        try withHTTPTestServer({ $0.bodyStallTimeout = .milliseconds(300) }) { port, _, probe in
             let client = try RawHTTPClient(port: port)
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf")
             let response = try client.readResponse()
@@ -283,12 +361,12 @@ import Testing
     }
 
     @Test func slowClientDoesNotBlockAnother() throws {
-        try withTestServer { port, _, _ in
+        try withHTTPTestServer { port, _, _ in
             let slow = try RawHTTPClient(port: port)
             try slow.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly a little")
             let partial = try RawHTTPClient(port: port)
             try partial.send("GET /hel")
-            let elapsed = try measure {
+            let elapsed = try elapsedSeconds {
                 let fast = try RawHTTPClient(port: port)
                 try fast.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try fast.readResponse().bodyText == "hello")
@@ -299,7 +377,7 @@ import Testing
 
     @Test func threeHundredConcurrentConnectionsAreHeldThenAllAnswered() throws {
         let count = 300
-        try withTestServer(gateCount: count) { port, server, probe in
+        try withHTTPTestServer(gateCount: count) { port, server, probe in
             var clients: [RawHTTPClient] = []
             for _ in 0..<count {
                 let client = try RawHTTPClient(port: port, timeout: 20)
@@ -316,8 +394,42 @@ import Testing
         }
     }
 
+    @Test func twoThousandHeldConnectionsKeepMemoryFlat() throws {
+        let count = 2000
+        try withHTTPTestServer { port, server, probe in
+            // Warm up thread creation and allocator arenas, so the measurement shows the per-connection cost.
+            var clients: [RawHTTPClient] = []
+            let warmUp = 50
+            for _ in 0..<warmUp {
+                let client = try RawHTTPClient(port: port, timeout: 30)
+                try client.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+                clients.append(client)
+            }
+            let deadlineWarm = HTTPDeadline.after(.seconds(10))
+            while probe.arrivalCount < warmUp, HTTPDeadline.now() < deadlineWarm { usleep(5_000) }
+            let before = processResidentBytes()
+            for _ in warmUp..<count {
+                let client = try RawHTTPClient(port: port, timeout: 30)
+                try client.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+                clients.append(client)
+            }
+            let deadline = HTTPDeadline.after(.seconds(20))
+            while probe.arrivalCount < count, HTTPDeadline.now() < deadline { usleep(10_000) }
+            #expect(probe.arrivalCount == count)
+            #expect(server.openConnections == count)
+            let after = processResidentBytes()
+            let perConnection = (after - before) / (count - warmUp)
+            print(
+                "HTTP engine: \(count) held connections, RSS \(before >> 20) MiB -> \(after >> 20) MiB, "
+                    + "\(perConnection >> 10) KiB per connection (server and test client together)")
+            #expect(perConnection < 64 * 1024)
+            probe.released.withLock { $0 = true }
+            for client in clients { #expect(try client.readResponse().bodyText == "released") }
+        }
+    }
+
     @Test func connectionsOverTheCapAreAnswered503() throws {
-        try withTestServer({ $0.maxConnections = 2 }) { port, _, _ in
+        try withHTTPTestServer({ $0.maxConnections = 2 }) { port, _, _ in
             let first = try RawHTTPClient(port: port)
             let second = try RawHTTPClient(port: port)
             try first.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -332,7 +444,7 @@ import Testing
     }
 
     @Test func longPollHandlerSeesThePeerClose() throws {
-        try withTestServer { port, _, probe in
+        try withHTTPTestServer { port, _, probe in
             var client: RawHTTPClient? = try RawHTTPClient(port: port)
             try client?.send("GET /longpoll HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client?.readHead().status == 200)
@@ -346,8 +458,8 @@ import Testing
     @Test func gracefulShutdownLetsAnInFlightRequestFinish() throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.idleTimeout = .seconds(5)
-        let probe = HandlerProbe()
-        let server = HTTPServer(configuration: configuration, handler: testHandler(probe: probe))
+        let probe = HTTPHandlerProbe()
+        let server = HTTPServer(configuration: configuration, handler: httpTestHandler(probe: probe))
         let port = try server.start()
         let idle = try RawHTTPClient(port: port)
         try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -13,6 +13,8 @@ final class HTTPConnection {
     private var bufferEnd = 0
     /// Set by the writer once it has produced the response head; after that no `100 Continue` is sent.
     var responseStarted = false
+    /// While draining an unread body, no read may wait past this, however often bytes trickle in.
+    var drainDeadline: HTTPDeadline?
 
     /// The client's numeric address, copied into every request head.
     private let remoteAddress: String?
@@ -35,10 +37,14 @@ final class HTTPConnection {
     /// Serves requests until the connection ends, then closes the socket.
     func run() {
         defer { registry.removeAndClose(id, socket: socket) }
-        // Before the first request the header timeout applies from accept, so silent connections are dropped.
+        // Before the first request the header timeout runs from accept (not from the first byte), so silent
+        // and trickling connections alike are dropped within one header timeout.
         var waitDeadline = HTTPDeadline.after(configuration.headerTimeout)
+        var isFirstRequest = true
         while true {
-            guard var (head, framing) = readHead(idleDeadline: waitDeadline) else { return }
+            let next = readHead(idleDeadline: waitDeadline, headDeadline: isFirstRequest ? waitDeadline : nil)
+            isFirstRequest = false
+            guard var (head, framing) = next else { return }
             head.remoteAddress = remoteAddress
             registry.markBusy(id)
             let outcome = serve(head, framing)
@@ -57,9 +63,11 @@ final class HTTPConnection {
 
     /// Reads the next request head; on a parse error, timeout mid-head, or end of stream answers if useful and
     /// returns nil (the caller closes).
-    private func readHead(idleDeadline: HTTPDeadline) -> (HTTPRequestHead, HTTPBodyFraming)? {
+    private func readHead(
+        idleDeadline: HTTPDeadline, headDeadline fixedDeadline: HTTPDeadline?
+    ) -> (HTTPRequestHead, HTTPBodyFraming)? {
         var parser = HTTPRequestParser()
-        var headDeadline: HTTPDeadline?
+        var headDeadline = fixedDeadline
         while true {
             if bufferStart < bufferEnd {
                 // Slowloris defence: from the first byte on, the whole head must arrive within headerTimeout.
@@ -148,7 +156,7 @@ final class HTTPConnection {
         }
         let wanted = min(maxCount, HTTPLimits.maxReadChunkBytes)
         var outcome = HTTPSocket.ReceiveOutcome.failed
-        let deadline = HTTPDeadline.after(configuration.bodyStallTimeout)
+        let deadline = bodyReadDeadline()
         let bytes = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
             outcome = socket.receive(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline)
             if case .received(let count) = outcome { initialized = count } else { initialized = 0 }
@@ -161,7 +169,7 @@ final class HTTPConnection {
     func refillBuffer() throws(HTTPError) {
         bufferStart = 0
         bufferEnd = 0
-        let outcome = socket.receive(into: readBuffer, deadline: .after(configuration.bodyStallTimeout))
+        let outcome = socket.receive(into: readBuffer, deadline: bodyReadDeadline())
         try Self.check(outcome)
         if case .received(let count) = outcome { bufferEnd = count }
     }
@@ -189,6 +197,11 @@ final class HTTPConnection {
             bufferStart += consumed
             return .end
         }
+    }
+
+    private func bodyReadDeadline() -> HTTPDeadline {
+        let stall = HTTPDeadline.after(configuration.bodyStallTimeout)
+        return drainDeadline.map { min($0, stall) } ?? stall
     }
 
     private static func check(_ outcome: HTTPSocket.ReceiveOutcome) throws(HTTPError) {

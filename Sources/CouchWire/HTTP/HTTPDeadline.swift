@@ -30,13 +30,3 @@ struct HTTPDeadline: Sendable, Comparable {
 
     static func < (lhs: HTTPDeadline, rhs: HTTPDeadline) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 }
-
-extension Duration {
-    /// The duration in nanoseconds, clamped to `0...UInt64.max / 2`.
-    var clampedNanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        let capped = min(UInt64(seconds), 1 << 32)
-        return capped * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
-    }
-}

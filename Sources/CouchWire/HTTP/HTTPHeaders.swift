@@ -77,12 +77,3 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
     }
 }
-
-extension Substring {
-    func trimmingSpacesAndTabs() -> Substring {
-        var result = self
-        while let first = result.first, first == " " || first == "\t" { result = result.dropFirst() }
-        while let last = result.last, last == " " || last == "\t" { result = result.dropLast() }
-        return result
-    }
-}

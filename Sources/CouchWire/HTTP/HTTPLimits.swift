@@ -27,9 +27,7 @@ public enum HTTPLimits {
     public static let threadStackBytes = 512 * 1024
     /// Pending connections the kernel queues before `accept`, count.
     public static let listenBacklog: Int32 = 1024
-}
 
-extension HTTPLimits {
     /// Most bytes one body read takes from the socket at once, in bytes (256 KiB), whatever `maxCount` asks.
     public static let maxReadChunkBytes = 256 * 1024
     /// After an error response, how long the engine keeps reading (and discarding) before closing, so the

@@ -124,6 +124,9 @@ public final class HTTPRequestBody {
     func drainForReuse() -> Bool {
         if isComplete { return true }
         if mustCloseIfUnread { return false }
+        // One stall timeout in total, so a client trickling its unread body cannot hold the thread.
+        connection.drainDeadline = .after(connection.configuration.bodyStallTimeout)
+        defer { connection.drainDeadline = nil }
         var drained = 0
         while drained <= HTTPLimits.maxDrainBytes {
             guard let bytes = try? read(upTo: HTTPLimits.readBufferBytes) else { return false }

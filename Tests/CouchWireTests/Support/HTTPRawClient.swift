@@ -4,7 +4,7 @@
     import Darwin
 #endif
 
-struct TestFailure: Error, CustomStringConvertible {
+struct HTTPTestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
@@ -34,14 +34,14 @@ final class RawHTTPClient {
         hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
         var list: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, String(port), &hints, &list) == 0, let info = list else {
-            throw TestFailure("cannot resolve \(host)")
+            throw HTTPTestFailure("cannot resolve \(host)")
         }
         defer { freeaddrinfo(info) }
         let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed: \(errno)") }
+        guard fd >= 0 else { throw HTTPTestFailure("socket failed: \(errno)") }
         guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
             close(fd)
-            throw TestFailure("connect failed: \(errno)")
+            throw HTTPTestFailure("connect failed: \(errno)")
         }
         var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
@@ -58,7 +58,7 @@ final class RawHTTPClient {
             let sent = bytes[offset...].withUnsafeBytes {
                 Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
-            guard sent > 0 else { throw TestFailure("send failed: \(errno)") }
+            guard sent > 0 else { throw HTTPTestFailure("send failed: \(errno)") }
             offset += sent
         }
     }
@@ -72,7 +72,7 @@ final class RawHTTPClient {
             return true
         }
         if count == 0 { return false }
-        if errno == EAGAIN || errno == EWOULDBLOCK { throw TestFailure("receive timed out") }
+        if errno == EAGAIN || errno == EWOULDBLOCK { throw HTTPTestFailure("receive timed out") }
         return false  // reset counts as closed
     }
 
@@ -81,16 +81,16 @@ final class RawHTTPClient {
             if let index = buffer.firstIndex(of: 0x0A) {
                 let line = buffer[..<index]
                 buffer.removeFirst(index + 1)
-                guard line.last == 0x0D else { throw TestFailure("response line without CRLF") }
+                guard line.last == 0x0D else { throw HTTPTestFailure("response line without CRLF") }
                 return String(decoding: line.dropLast(), as: UTF8.self)
             }
-            guard try fill() else { throw TestFailure("connection closed mid-line") }
+            guard try fill() else { throw HTTPTestFailure("connection closed mid-line") }
         }
     }
 
     private func readExactly(_ count: Int) throws -> [UInt8] {
         while buffer.count < count {
-            guard try fill() else { throw TestFailure("connection closed mid-body") }
+            guard try fill() else { throw HTTPTestFailure("connection closed mid-body") }
         }
         let bytes = Array(buffer[..<count])
         buffer.removeFirst(count)
@@ -102,13 +102,13 @@ final class RawHTTPClient {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
-            throw TestFailure("bad status line: \(statusLine)")
+            throw HTTPTestFailure("bad status line: \(statusLine)")
         }
         var headers: [(String, String)] = []
         while true {
             let line = try readLine()
             if line.isEmpty { break }
-            guard let colon = line.firstIndex(of: ":") else { throw TestFailure("bad header: \(line)") }
+            guard let colon = line.firstIndex(of: ":") else { throw HTTPTestFailure("bad header: \(line)") }
             headers.append(
                 (String(line[..<colon]), String(line[line.index(after: colon)...].drop { $0 == " " })))
         }
@@ -125,14 +125,14 @@ final class RawHTTPClient {
             while true {
                 let sizeLine = try readLine()
                 guard let size = Int(sizeLine.split(separator: ";")[0], radix: 16) else {
-                    throw TestFailure("bad chunk size \(sizeLine)")
+                    throw HTTPTestFailure("bad chunk size \(sizeLine)")
                 }
                 if size == 0 {
                     while try !readLine().isEmpty {}
                     break
                 }
                 response.body += try readExactly(size)
-                guard try readLine().isEmpty else { throw TestFailure("chunk without CRLF") }
+                guard try readLine().isEmpty else { throw HTTPTestFailure("chunk without CRLF") }
             }
         } else {
             response.body = try readUntilClosed()
