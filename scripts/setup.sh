@@ -16,10 +16,12 @@ as_root() {
 
 # --- Debian packages -------------------------------------------------------------------
 missing=()
-for pkg in libsqlite3-dev libssl-dev zlib1g-dev python3 wrk; do
+for pkg in libsqlite3-dev libssl-dev zlib1g-dev wrk; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
-if ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi
+# Any python3 on PATH will do (pyenv's, say); Debian's only when there is none.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi
 
 if [ "${#missing[@]}" -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
