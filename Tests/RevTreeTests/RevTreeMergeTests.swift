@@ -187,3 +187,17 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
                 == RevisionHash.compute(parent: nil, deleted: false, body: [], attachments: [("b", "2"), ("a", "1")]))
     }
 }
+
+@Suite struct RevTreeLatestTests {
+    @Test func leavesDescendingFromARevisionAreWhatLatestReturns() throws {
+        var tree = RevTree()
+        try tree.merge(path: chain("1-a", "2-b", "3-c"), deleted: false)
+        try tree.merge(path: chain("1-a", "2-b", "3-d"), deleted: true)
+        try tree.merge(path: chain("1-a", "2-x"), deleted: false)
+        // Live leaf before the deleted one; only leaves under 2-b.
+        #expect(tree.leaves(descendingFrom: r("2-b")) == [r("3-c"), r("3-d")])
+        #expect(tree.leaves(descendingFrom: r("1-a")) == [r("3-c"), r("2-x"), r("3-d")])
+        #expect(tree.leaves(descendingFrom: r("2-x")) == [r("2-x")])
+        #expect(tree.leaves(descendingFrom: r("9-zz")).isEmpty)
+    }
+}

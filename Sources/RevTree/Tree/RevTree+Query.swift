@@ -39,6 +39,13 @@ extension RevTree {
     /// Whether `rev` is a leaf of this tree.
     public func isLeaf(_ rev: RevID) -> Bool { node(rev)?.isLeaf ?? false }
 
+    /// The leaves that descend from `rev` (`rev` itself when it is a leaf), winner first: what `latest=true`
+    /// turns a requested revision into. Empty when `rev` is not in the tree.
+    public func leaves(descendingFrom rev: RevID) -> [RevID] {
+        guard contains(rev) else { return [] }
+        return leaves.filter { history(of: $0.rev).contains(rev) }.map(\.rev)
+    }
+
     /// The stored history of `rev`: `rev` first, then its ancestors back to its root (for `_revisions`).
     public func history(of rev: RevID) -> [RevID] {
         var out = [RevID]()
