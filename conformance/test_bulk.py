@@ -114,6 +114,10 @@ def test_all_docs_ranges(couch, db):
     assert ids(descending="true", startkey="d", endkey="b") == ["d", "c", "b"]
     r = couch.get(f"/{db}/_all_docs", params={"skip": 1, "limit": 1})
     assert r.json()["offset"] == 1
+    r = couch.get(f"/{db}/_all_docs", params={"startkey": '"c"'})
+    assert r.json()["offset"] == 2
+    r = couch.get(f"/{db}/_all_docs", params={"startkey": '"d"', "descending": "true"})
+    assert r.json()["offset"] == 1
 
 
 def test_all_docs_keys_get_and_post(couch, db):

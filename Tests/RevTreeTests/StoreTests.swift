@@ -27,6 +27,17 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         db = try store.create("db")
     }
 
+    @Test func liveDocumentCountBeforeAKeySkipsDeletedDocuments() throws {
+        _ = try db.applyReplicated([
+            replicated("a", "1-a"), replicated("b", "1-b"), replicated("c", "1-c", "2-c", deleted: true),
+            replicated("d", "1-d"),
+        ])
+        #expect(try db.liveDocumentCount(before: "d", descending: false) == 2)
+        #expect(try db.liveDocumentCount(before: "a", descending: false) == 0)
+        #expect(try db.liveDocumentCount(before: "b", descending: true) == 1)
+        #expect(try db.liveDocumentCount(before: "zz", descending: false) == 3)
+    }
+
     @Test func createOpenDeleteAndNames() throws {
         #expect(throws: StoreError.fileExists) { try store.create("db") }
         #expect(throws: StoreError.dbNotFound) { try store.open("nope") }

@@ -197,6 +197,18 @@ extension Database {
     ///   - startKey, endKey: bounds in iteration order (with `descending`, `startKey` is the higher one).
     ///   - inclusiveEnd: whether `endKey` itself is included.
     ///   - body: return false to stop.
+    /// Live documents whose ids sort before `key` in the direction of iteration: `_all_docs`'s `offset`. One
+    /// indexed count, no trees built.
+    public func liveDocumentCount(before key: String, descending: Bool) throws -> Int {
+        try readers.read { connection in
+            let sql = "SELECT count(*) FROM docs WHERE deleted = 0 AND doc_id \(descending ? ">" : "<") ?"
+            let rows = try connection.prepare(sql)
+            defer { rows.reset() }
+            try rows.bind([.text(key)])
+            return try rows.step() ? rows.int(0) : 0
+        }
+    }
+
     public func allDocs(
         startKey: String?, endKey: String?, inclusiveEnd: Bool, descending: Bool, skip: Int, limit: Int?,
         _ body: (DocumentInfo) throws -> Bool

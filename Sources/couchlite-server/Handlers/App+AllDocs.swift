@@ -67,21 +67,8 @@ extension App {
             if range.descending, range.startKey == nil, range.endKey == nil {
                 range = KeyRange(descending: true)
             }
-            var before = 0
-            if let start = range.startKey {
-                // Rows that sort before the start key, for `offset`.
-                let precedingRange =
-                    range.descending
-                    ? KeyRange(endKey: start, inclusiveEnd: false, descending: true)
-                    : KeyRange(endKey: start, inclusiveEnd: false)
-                try database.allDocs(
-                    startKey: nil, endKey: precedingRange.endKey, inclusiveEnd: false, descending: range.descending,
-                    skip: 0, limit: nil
-                ) { _ in
-                    before += 1
-                    return true
-                }
-            }
+            let before =
+                try range.startKey.map { try database.liveDocumentCount(before: $0, descending: range.descending) } ?? 0
             offset = .number(JSONNumber(min(before + skip, info.docCount)))
             // Collected first, rendered after: `include_docs` reads must not nest inside this read.
             var docs: [DocumentInfo] = []
