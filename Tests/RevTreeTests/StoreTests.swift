@@ -38,6 +38,20 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         #expect(try db.liveDocumentCount(before: "zz", descending: false) == 3)
     }
 
+    @Test func changeCountCountsDocumentsUpdatedAfterASeq() throws {
+        _ = try db.applyReplicated([replicated("a", "1-a"), replicated("b", "1-b"), replicated("c", "1-c")])
+        _ = try db.applyReplicated([replicated("a", "1-a", "2-a")])
+        #expect(try db.changeCount(since: 0) == 3)
+        #expect(try db.changeCount(since: db.updateSeq) == 0)
+        // a moved to the newest seq: after b's seq, c and a remain.
+        var seqOfB = 0
+        try db.changes(since: 0, limit: nil, descending: false) { row in
+            if row.id == "b" { seqOfB = row.seq }
+            return true
+        }
+        #expect(try db.changeCount(since: seqOfB) == 2)
+    }
+
     @Test func createOpenDeleteAndNames() throws {
         #expect(throws: StoreError.fileExists) { try store.create("db") }
         #expect(throws: StoreError.dbNotFound) { try store.open("nope") }

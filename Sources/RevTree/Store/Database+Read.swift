@@ -209,6 +209,16 @@ extension Database {
         }
     }
 
+    /// Documents whose latest update is after `seq`: `_changes`'s `pending`. One indexed count.
+    public func changeCount(since seq: Int) throws -> Int {
+        try readers.read { connection in
+            let rows = try connection.prepare("SELECT count(*) FROM docs WHERE seq > ?")
+            defer { rows.reset() }
+            try rows.bind([.int(seq)])
+            return try rows.step() ? rows.int(0) : 0
+        }
+    }
+
     public func allDocs(
         startKey: String?, endKey: String?, inclusiveEnd: Bool, descending: Bool, skip: Int, limit: Int?,
         _ body: (DocumentInfo) throws -> Bool

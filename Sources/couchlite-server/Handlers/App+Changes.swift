@@ -203,12 +203,7 @@ struct ChangesFeed {
     /// each run an extra query).
     private func pendingCount() throws -> Int {
         guard !query.descending, stoppedAtLimit else { return 0 }
-        var count = 0
-        try database.changes(since: lastSeq, limit: nil, descending: false) { _ in
-            count += 1
-            return true
-        }
-        return count
+        return try database.changeCount(since: lastSeq)
     }
 
     // MARK: Rows
