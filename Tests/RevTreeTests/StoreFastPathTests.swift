@@ -66,41 +66,45 @@ import Testing
         #expect(throws: StoreError.conflict) { try both[1].result.get() }
     }
 
-    @Test func storedRowsBuildTheSameTreeAsRevRowsAcrossTheIndexThreshold() throws {
-        // Two branches, a stemmed root, and more nodes than `indexedTreeSize`, stored out of generation order.
-        var rows = [RevTree.StoredRow]()
+    @Test func linkedNodesBuildTheSameTreeAsRevRowsAcrossTheIndexThreshold() throws {
+        // Two branches, a stemmed root, and more nodes than `indexedTreeSize`, listed newest first.
+        var linked = [RevTree.LinkedNode]()
         var legacy = [(rev: RevID, parent: RevID?, deleted: Bool, hasBody: Bool)]()
-        func add(_ rowid: Int, _ rev: String, parent: Int?, parentRev: String?) {
-            rows.append(RevTree.StoredRow(rowid: rowid, rev: r(rev), parent: parent, deleted: false, hasBody: true))
-            legacy.append((r(rev), parentRev.map(r), false, true))
-        }
         for count in [3, RevTree.indexedTreeSize, RevTree.indexedTreeSize + 1, 40] {
-            rows.removeAll()
+            linked.removeAll()
             legacy.removeAll()
+            // Position of "pos-a" is count - pos; its parent "(pos-1)-a" sits one position later.
             for pos in stride(from: count, through: 1, by: -1) {
-                add(
-                    100 + pos, "\(pos)-a", parent: pos > 1 ? 100 + pos - 1 : nil,
-                    parentRev: pos > 1 ? "\(pos - 1)-a" : nil)
+                linked.append(
+                    RevTree.LinkedNode(
+                        rev: r("\(pos)-a"), parent: pos > 1 ? count - pos + 1 : nil, deleted: false, hasBody: true))
+                legacy.append((r("\(pos)-a"), pos > 1 ? r("\(pos - 1)-a") : nil, false, true))
             }
-            add(500, "\(count)-b", parent: 100 + count - 1, parentRev: "\(count - 1)-a")
-            add(600, "7-orphan", parent: 9999, parentRev: "6-gone")
-            let tree = RevTree(stored: rows)
+            linked.append(RevTree.LinkedNode(rev: r("\(count)-b"), parent: 1, deleted: false, hasBody: true))
+            legacy.append((r("\(count)-b"), r("\(count - 1)-a"), false, true))
+            linked.append(RevTree.LinkedNode(rev: r("7-orphan"), parent: nil, deleted: false, hasBody: true))
+            legacy.append((r("7-orphan"), r("6-gone"), false, true))
+            let tree = RevTree(linked: linked)
             #expect(tree == RevTree(rows: legacy))
-            #expect(tree.nodes.map(\.rev) == rows.map(\.rev))
+            #expect(tree.nodes.map(\.rev) == linked.map(\.rev))
+            #expect(tree.linked == linked)
             #expect(tree.contains(r("\(count)-b")) && tree.contains(r("1-a")) && !tree.contains(r("1-b")))
             #expect(tree.history(of: r("\(count)-b")).count == count)
-            #expect(tree.leaves.count == (count == 1 ? 2 : 3))
+            #expect(tree.leaves.count == 3)
         }
     }
 
-    @Test func storedRowsWithACycleFromADamagedFileDoNotLoop() {
-        let rows = [
-            RevTree.StoredRow(rowid: 1, rev: r("2-a"), parent: 2, deleted: false, hasBody: true),
-            RevTree.StoredRow(rowid: 2, rev: r("3-b"), parent: 1, deleted: false, hasBody: true),
-        ]
-        let tree = RevTree(stored: rows)
+    @Test func linkedNodesWithACycleOrBadParentFromADamagedFileDoNotLoop() {
+        let tree = RevTree(linked: [
+            RevTree.LinkedNode(rev: r("2-a"), parent: 1, deleted: false, hasBody: true),
+            RevTree.LinkedNode(rev: r("3-b"), parent: 0, deleted: false, hasBody: true),
+            RevTree.LinkedNode(rev: r("4-c"), parent: 99, deleted: false, hasBody: true),
+            RevTree.LinkedNode(rev: r("5-d"), parent: 3, deleted: false, hasBody: true),
+        ])
         #expect(tree.history(of: r("3-b")) == [r("3-b"), r("2-a")])
         #expect(tree.history(of: r("2-a")) == [r("2-a")])
+        #expect(tree.history(of: r("4-c")) == [r("4-c")])
+        #expect(tree.history(of: r("5-d")) == [r("5-d")])
     }
 
     @Test func mergeStaysCorrectWhenATreeGrowsPastTheIndexThreshold() throws {
@@ -208,33 +212,71 @@ import Testing
         #expect(try db.info().docCount == 1000)
     }
 
-    @Test func version1FileMigratesToTheCoveringLeafIndex() throws {
+    @Test func version1FileMigratesToOneRowPerDocument() throws {
         let directory = temporaryDirectory()
         let path = directory + "/old" + Store.suffix
         do {
-            // A file as the first schema version left it, with one document and its leaf.
+            // A file as the first schema version left it: "doc" with an uncompacted ancestor 1-a, a leaf 2-b with an
+            // attachment and a deleted conflict 2-c; "gone", deleted; one `_local` document.
             let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
             try connection.execute("PRAGMA journal_mode = WAL")
-            try connection.execute(Schema.migrations[0])
-            try connection.execute("INSERT INTO db_meta (id, uuid, update_seq, doc_count) VALUES (1, 'u', 1, 1)")
-            try connection.execute("INSERT INTO docs VALUES (1, 'doc', 1, 1, 'a', 0)")
+            try connection.execute(Schema.version1)
             try connection.execute(
-                "INSERT INTO revs (doc_rowid, pos, hash, body, local_seq) VALUES (1, 1, 'a', X'7B7D', 1)")
-            try connection.execute("PRAGMA user_version = 1")
+                """
+                INSERT INTO db_meta (id, uuid, update_seq, doc_count, doc_del_count) VALUES (1, 'u', 4, 1, 1);
+                INSERT INTO docs VALUES (1, 'doc', 4, 2, 'b', 0), (2, 'gone', 3, 1, 'x', 1);
+                INSERT INTO revs (rev_rowid, doc_rowid, pos, hash, parent, is_leaf, deleted, body, local_seq) VALUES
+                  (10, 1, 1, 'a', NULL, 0, 0, CAST('{"v":1}' AS BLOB), 1),
+                  (11, 1, 2, 'b', 10, 1, 0, CAST('{"v":2}' AS BLOB), 2),
+                  (12, 2, 1, 'x', NULL, 1, 1, CAST('{}' AS BLOB), 3),
+                  (13, 1, 2, 'c', 10, 1, 1, CAST('{}' AS BLOB), 4);
+                INSERT INTO rev_attachments VALUES (11, 'a.txt', 'text/plain', 'md5-x', 3, 2, NULL, NULL, 'k1');
+                INSERT INTO local_docs VALUES ('x', 2, CAST('{}' AS BLOB));
+                PRAGMA user_version = 1;
+                """)
         }
         let old = try Store(directory: directory)
         defer { old.close() }
         let database = try old.open("old")
-        let diff = try database.revsDiff([("doc", [r("1-a"), r("2-b")])])
-        #expect(diff.first?.missing == [r("2-b")] && diff.first?.possibleAncestors == [r("1-a")])
-        var leaves = [RevID]()
+        let winner = try #require(try database.revision("doc", rev: nil))
+        #expect(winner.rev == r("2-b") && winner.body == body("{\"v\":2}") && winner.localSeq == 2)
+        #expect(winner.history == [r("2-b"), r("1-a")])
+        #expect(winner.attachments.map(\.blobKey) == ["k1"] && winner.attachments.first?.revpos == 2)
+        #expect(try database.revision("doc", rev: r("1-a"))?.body == body("{\"v\":1}"))
+        #expect(try database.document("doc")?.leaves.map(\.rev) == [r("2-b"), r("2-c")])
+        #expect(try database.document("gone")?.deleted == true)
+        let info = try database.info()
+        #expect(info.docCount == 1 && info.docDelCount == 1 && info.updateSeq == 4)
+        #expect(info.externalSize == 7 + 2 + 2)
+        var seqs = [Int]()
         try database.changes(since: 0, limit: nil, descending: false) {
-            leaves += $0.leaves.map(\.rev)
+            seqs.append($0.seq)
             return true
         }
-        #expect(leaves == [r("1-a")])
+        #expect(seqs == [3, 4])
+        #expect(try database.localDocument("x")?.rev == 2)
+        #expect(try database.compact() == ["k1"])
+        #expect(try database.revision("doc", rev: r("1-a"))?.body == nil)
+        // The next write continues the old sequence.
+        _ = try database.applyReplicated([replicated("new", "1-n")])
+        #expect(try database.document("new")?.seq == 5)
         let check = try SQLiteConnection(path: path, readOnly: true, create: false)
-        #expect(try check.scalarInt("PRAGMA user_version") == Schema.migrations.count)
-        #expect(try check.scalarInt("SELECT COUNT(*) FROM pragma_index_info('revs_leaves')") == 5)
+        #expect(try check.scalarInt("PRAGMA user_version") == Schema.latest)
+        #expect(try check.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name IN ('docs', 'revs')") == 0)
+        let integrity = try check.prepare("PRAGMA integrity_check")
+        #expect(try integrity.step() && integrity.text(0) == "ok")
+        integrity.reset()
+    }
+
+    @Test func aFileFromANewerVersionIsRefused() throws {
+        let directory = temporaryDirectory()
+        let path = directory + "/newer" + Store.suffix
+        do {
+            let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+            try connection.execute("PRAGMA user_version = \(Schema.latest + 1)")
+        }
+        let store = try Store(directory: directory)
+        defer { store.close() }
+        #expect(throws: StoreError.self) { try store.open("newer") }
     }
 }

@@ -39,6 +39,12 @@ public enum AttachmentRef: Sendable, Equatable {
     /// when given, must match it.
     case stub(name: String, revpos: Int?, digest: String?)
 
+    /// Whether this names an ancestor's attachment rather than carrying data.
+    public var isStub: Bool {
+        if case .stub = self { return true }
+        return false
+    }
+
     public var name: String {
         switch self {
         case .stored(let info): info.name

@@ -10,7 +10,6 @@ extension Database {
             let pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
             let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
             let free = try connection.scalarInt("PRAGMA freelist_count") ?? 0
-            let external = try connection.scalarInt("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM revs WHERE is_leaf = 1")
             var fileSize = 0
             for suffix in ["", "-wal"] {
                 let attributes = try? FileManager.default.attributesOfItem(atPath: path + suffix)
@@ -19,7 +18,7 @@ extension Database {
             return DatabaseInfo(
                 name: name, docCount: meta.docCount, docDelCount: meta.docDelCount, updateSeq: meta.updateSeq,
                 purgeSeq: meta.purgeSeq, fileSize: fileSize, activeSize: (pages - free) * pageSize,
-                externalSize: external ?? 0, revsLimit: meta.revsLimit)
+                externalSize: meta.externalSize, revsLimit: meta.revsLimit)
         }
     }
 
@@ -29,14 +28,11 @@ extension Database {
     }
 
     static func documentInfo(_ id: String, _ connection: SQLiteConnection) throws -> DocumentInfo? {
-        guard let doc = try findDoc(id, connection) else { return nil }
-        return try documentInfo(id: id, rowid: doc.rowid, seq: doc.seq, connection)
+        guard let doc = try loadDocument(id, connection) else { return nil }
+        return documentInfo(id: id, seq: doc.seq, tree: doc.tree)
     }
 
-    static func documentInfo(id: String, rowid: Int, seq: Int, _ connection: SQLiteConnection) throws
-        -> DocumentInfo?
-    {
-        let (tree, _) = try loadTree(rowid, connection)
+    static func documentInfo(id: String, seq: Int, tree: RevTree) -> DocumentInfo? {
         guard let winner = tree.winner else { return nil }
         return DocumentInfo(
             id: id, seq: seq, winner: winner.rev, deleted: winner.deleted,
@@ -48,44 +44,43 @@ extension Database {
     /// - Returns: nil when the document or revision is not stored.
     public func revision(_ id: String, rev: RevID?) throws -> StoredRevision? {
         try readers.read { connection in
-            guard let doc = try Database.findDoc(id, connection) else { return nil }
-            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
-            guard let target = rev ?? tree.winner?.rev, let index = tree.index(of: target) else { return nil }
-            let revRowid = rowids[index]
-            return try Database.storedRevision(target, rowid: revRowid, tree: tree, connection)
+            guard let doc = try Database.loadDocument(id, connection),
+                let target = rev ?? doc.tree.winner?.rev
+            else { return nil }
+            return try Database.storedRevision(target, of: doc.stored, connection)
         }
     }
 
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
         try readers.read { connection in
-            guard let doc = try Database.findDoc(id, connection) else { return [] }
-            let (tree, rowids) = try Database.loadTree(doc.rowid, connection)
-            return try tree.leaves.compactMap { leaf in
-                guard let index = tree.index(of: leaf.rev) else { return nil }
-                return try Database.storedRevision(leaf.rev, rowid: rowids[index], tree: tree, connection)
-            }
+            guard let doc = try Database.loadDocument(id, connection) else { return [] }
+            return try doc.tree.leaves.compactMap { try Database.storedRevision($0.rev, of: doc.stored, connection) }
         }
     }
 
-    static func storedRevision(_ rev: RevID, rowid: Int, tree: RevTree, _ connection: SQLiteConnection) throws
+    /// `rev` of a stored document with its body and attachments (body nil when the revision has none).
+    static func storedRevision(_ rev: RevID, of stored: StoredTree, _ connection: SQLiteConnection) throws
         -> StoredRevision?
     {
-        let statement = try connection.statement(.revisionRow)
-        defer { statement.rewind() }
-        try statement.bind(1, rowid)
-        guard try statement.step() else { return nil }
-        let deleted = statement.int(0) != 0
-        let body = statement.blob(1)
-        let localSeq = statement.int(2)
-        let attachments = try connection.statement(.revisionAttachments)
-        defer { attachments.rewind() }
-        try attachments.bind(1, rowid)
-        var infos = [AttachmentInfo]()
-        while try attachments.step() { infos.append(attachment(attachments)) }
+        guard let index = stored.tree.index(of: rev) else { return nil }
+        var body: [UInt8]?
+        var attachments = [AttachmentInfo]()
+        let ref = stored.bodies[index]
+        if let ref {
+            let statement = try connection.statement(.body)
+            defer { statement.rewind() }
+            try statement.bind(1, ref.seq)
+            if try statement.step() {
+                body = statement.blob(0)
+                if !statement.isNull(1) {
+                    attachments = try statement.withBlob(1) { try RowCodec.decodeAttachments($0) }
+                }
+            }
+        }
         return StoredRevision(
-            rev: rev, deleted: deleted, body: body, attachments: infos, history: tree.history(of: rev),
-            localSeq: localSeq)
+            rev: rev, deleted: stored.tree.nodes[index].deleted, body: body, attachments: attachments,
+            history: stored.tree.history(of: rev), localSeq: ref?.seq ?? 0)
     }
 
     /// `_revs_diff`: for each document, the given revs the database lacks and the leaves that may be their
@@ -95,47 +90,13 @@ extension Database {
         -> [(id: String, missing: [RevID], possibleAncestors: [RevID])]
     {
         try readers.read { connection in
-            // One query per document fetches its leaves; most requested revs are decided from them alone (a
-            // stored rev at or above the highest leaf generation is a leaf), the rest by one index probe each.
-            let leaves = try connection.statement(.leavesByDocID)
-            let exists = try connection.statement(.revExists)
+            // One row per document holds its whole tree: every requested rev is decided from it.
             var out = [(id: String, missing: [RevID], possibleAncestors: [RevID])]()
-            var found = [(rev: RevID, deleted: Bool)]()
             for (id, revs) in request {
-                found.removeAll(keepingCapacity: true)
-                var rowid: Int?
-                do {
-                    defer { leaves.rewind() }
-                    try leaves.bind(1, id)
-                    while try leaves.step() {
-                        rowid = leaves.int(0)
-                        found.append((RevID(pos: leaves.int(1), hash: leaves.text(2)), leaves.int(3) != 0))
-                    }
-                }
-                let highestLeaf = found.lazy.map(\.rev.pos).max() ?? 0
-                var missing = [RevID]()
-                for rev in Database.distinct(revs) {
-                    guard let rowid else {
-                        missing.append(rev)
-                        continue
-                    }
-                    if found.contains(where: { $0.rev.pos == rev.pos && $0.rev.hash == rev.hash }) { continue }
-                    if rev.pos >= highestLeaf {
-                        missing.append(rev)
-                        continue
-                    }
-                    defer { exists.rewind() }
-                    try exists.bind(1, rowid)
-                    try exists.bind(2, rev.pos)
-                    try exists.bind(3, rev.hash)
-                    if try !exists.step() { missing.append(rev) }
-                }
+                let tree = try Database.loadDocument(id, connection)?.tree
+                let missing = Database.distinct(revs).filter { !(tree?.contains($0) ?? false) }
                 guard !missing.isEmpty else { continue }
-                var ancestors = [RevID]()
-                if rowid != nil, let highest = missing.lazy.map(\.pos).max() {
-                    ancestors = found.sorted(by: RevTree.winsOver).map(\.rev).filter { $0.pos < highest }
-                }
-                out.append((id, missing, ancestors))
+                out.append((id, missing, tree?.possibleAncestors(for: missing) ?? []))
             }
             return out
         }
@@ -160,35 +121,23 @@ extension Database {
     ///   - limit: most rows, nil for all.
     ///   - body: called per row on the caller's thread; return false to stop.
     public func changes(since: Int, limit: Int?, descending: Bool, _ body: (ChangeRow) throws -> Bool) throws {
+        let limit = limit.flatMap { $0 < 0 ? nil : $0 }
+        if limit == 0 { return }
         try readers.read { connection in
-            // One joined scan (docs by seq, each with its leaves) instead of a leaves query per row; rows of one
-            // document are consecutive. `limit` counts documents, so it is applied here, not in SQL.
             let rows = try connection.statement(descending ? .changesDescending : .changesAscending)
             defer { rows.rewind() }
             try rows.bind(1, since)
-            let limit = limit.flatMap { $0 < 0 ? nil : $0 }
             var emitted = 0
-            var current: ChangeRow?
-            func flush() throws -> Bool {
-                guard var row = current else { return true }
-                current = nil
-                if row.leaves.count > 1 { row.leaves.sort(by: RevTree.winsOver) }
-                emitted += 1
-                return try body(row)
-            }
-            if limit == 0 { return }
             while try rows.step() {
-                let seq = rows.int(0)
-                if current?.seq != seq {
-                    guard try flush() else { return }
-                    if let limit, emitted >= limit { return }
-                    current = ChangeRow(
-                        seq: seq, id: rows.text(1), deleted: rows.int(2) != 0,
-                        winner: RevID(pos: rows.int(3), hash: rows.text(4)), leaves: [])
-                }
-                current?.leaves.append((RevID(pos: rows.int(5), hash: rows.text(6)), rows.int(7) != 0))
+                let tree = try rows.withBlob(3) { try RowCodec.decodeTree($0).tree }
+                guard let winner = tree.winner else { continue }
+                let row = ChangeRow(
+                    seq: rows.int(0), id: rows.text(1), deleted: rows.int(2) != 0, winner: winner.rev,
+                    leaves: tree.leaves.map { ($0.rev, $0.deleted) })
+                emitted += 1
+                guard try body(row) else { return }
+                if let limit, emitted >= limit { return }
             }
-            _ = try flush()
         }
     }
 
@@ -201,7 +150,7 @@ extension Database {
     /// indexed count, no trees built.
     public func liveDocumentCount(before key: String, descending: Bool) throws -> Int {
         try readers.read { connection in
-            let sql = "SELECT count(*) FROM docs WHERE deleted = 0 AND doc_id \(descending ? ">" : "<") ?"
+            let sql = "SELECT count(*) FROM documents WHERE deleted = 0 AND doc_id \(descending ? ">" : "<") ?"
             let rows = try connection.prepare(sql)
             defer { rows.reset() }
             try rows.bind([.text(key)])
@@ -212,7 +161,7 @@ extension Database {
     /// Documents whose latest update is after `seq`: `_changes`'s `pending`. One indexed count.
     public func changeCount(since seq: Int) throws -> Int {
         try readers.read { connection in
-            let rows = try connection.prepare("SELECT count(*) FROM docs WHERE seq > ?")
+            let rows = try connection.prepare("SELECT count(*) FROM documents WHERE seq > ?")
             defer { rows.reset() }
             try rows.bind([.int(seq)])
             return try rows.step() ? rows.int(0) : 0
@@ -224,65 +173,36 @@ extension Database {
         _ body: (DocumentInfo) throws -> Bool
     ) throws {
         try readers.read { connection in
-            // Documents joined with all their revision rows in one scan (rows of a document are consecutive), so
-            // each tree is built without a query of its own. `skip` and `limit` count documents.
-            var sql = """
-                SELECT d.doc_rowid, d.doc_id, d.seq, r.rev_rowid, r.pos, r.hash, r.parent, r.deleted,
-                  r.body IS NOT NULL
-                FROM docs d JOIN revs r ON r.doc_rowid = d.doc_rowid WHERE d.deleted = 0
-                """
+            var sql = "SELECT seq, doc_id, tree FROM documents WHERE deleted = 0"
             var bindings = [SQLiteValue]()
             if let startKey {
-                sql += descending ? " AND d.doc_id <= ?" : " AND d.doc_id >= ?"
+                sql += descending ? " AND doc_id <= ?" : " AND doc_id >= ?"
                 bindings.append(.text(startKey))
             }
             if let endKey {
                 sql +=
                     descending
-                    ? (inclusiveEnd ? " AND d.doc_id >= ?" : " AND d.doc_id > ?")
-                    : (inclusiveEnd ? " AND d.doc_id <= ?" : " AND d.doc_id < ?")
+                    ? (inclusiveEnd ? " AND doc_id >= ?" : " AND doc_id > ?")
+                    : (inclusiveEnd ? " AND doc_id <= ?" : " AND doc_id < ?")
                 bindings.append(.text(endKey))
             }
-            sql += " ORDER BY d.doc_id \(descending ? "DESC" : "ASC")"
+            sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC")"
+            // SQLite steps over skipped rows without handing them out, so their trees are never decoded.
+            sql += " LIMIT -1 OFFSET ?"
+            bindings.append(.int(max(0, skip)))
+            let limit = limit.flatMap { $0 < 0 ? nil : $0 }
+            if limit == 0 { return }
             let rows = try connection.prepare(sql)
             defer { rows.reset() }
             try rows.bind(bindings)
-            let limit = limit.flatMap { $0 < 0 ? nil : $0 }
-            var toSkip = max(0, skip)
             var emitted = 0
-            var doc: (rowid: Int, id: String, seq: Int)?
-            var revs = [RevTree.StoredRow]()
-            func flush() throws -> Bool {
-                guard let current = doc else { return true }
-                doc = nil
-                if toSkip > 0 {
-                    toSkip -= 1
-                    return true
-                }
-                let tree = RevTree(stored: revs)
-                guard let winner = tree.winner else { return true }
-                emitted += 1
-                return try body(
-                    DocumentInfo(
-                        id: current.id, seq: current.seq, winner: winner.rev, deleted: winner.deleted,
-                        leaves: tree.leaves.map { ($0.rev, $0.deleted) }, tree: tree))
-            }
-            if limit == 0 { return }
             while try rows.step() {
-                let rowid = rows.int(0)
-                if doc?.rowid != rowid {
-                    guard try flush() else { return }
-                    if let limit, emitted >= limit { return }
-                    doc = (rowid, rows.text(1), rows.int(2))
-                    revs.removeAll(keepingCapacity: true)
-                }
-                revs.append(
-                    RevTree.StoredRow(
-                        rowid: rows.int(3), rev: RevID(pos: rows.int(4), hash: rows.text(5)),
-                        parent: rows.optionalInt(6),
-                        deleted: rows.int(7) != 0, hasBody: rows.int(8) != 0))
+                let tree = try rows.withBlob(2) { try RowCodec.decodeTree($0).tree }
+                guard let info = Database.documentInfo(id: rows.text(1), seq: rows.int(0), tree: tree) else { continue }
+                emitted += 1
+                guard try body(info) else { return }
+                if let limit, emitted >= limit { return }
             }
-            _ = try flush()
         }
     }
 

@@ -95,24 +95,61 @@ extension Database {
         }
     }
 
-    /// Drops the bodies and attachment rows of non-leaf revisions, in one transaction (a crash leaves either the
-    /// old or the new state), then checkpoints the WAL.
+    /// Drops the bodies of non-leaf revisions in one transaction (a crash leaves either the old or the new
+    /// state), then checkpoints the WAL. Seqs do not change.
     /// - Returns: the blob keys still referenced; the blob store may delete every other blob.
     @discardableResult
     public func compact() throws -> Set<String> {
         try writer.perform(checkpointAfter: true) { connection in
-            try connection.run(
-                "DELETE FROM rev_attachments WHERE rev_rowid IN (SELECT rev_rowid FROM revs WHERE is_leaf = 0)")
-            try connection.run("UPDATE revs SET body = NULL WHERE is_leaf = 0 AND body IS NOT NULL")
+            try Database.dropAncestorBodies(connection)
             return try Database.blobKeys(connection)
         }
     }
 
+    /// Documents are read in seq-ordered chunks and rewritten after each chunk, so no statement reads a table
+    /// while it is being changed and memory stays bounded.
+    static func dropAncestorBodies(_ connection: SQLiteConnection) throws {
+        let chunk = 1000
+        let read = try connection.prepare("SELECT seq, tree FROM documents WHERE seq > ? ORDER BY seq LIMIT ?")
+        let rewrite = try connection.prepare("UPDATE documents SET tree = ? WHERE seq = ?")
+        var after = 0
+        while true {
+            var changed = [(seq: Int, stored: StoredTree, dropped: [Int])]()
+            var count = 0
+            do {
+                defer { read.reset() }
+                try read.bind([.int(after), .int(chunk)])
+                while try read.step() {
+                    count += 1
+                    after = read.int(0)
+                    var stored = try read.withBlob(1) { try RowCodec.decodeTree($0) }
+                    var dropped = [Int]()
+                    for index in stored.tree.nodes.indices where !stored.tree.nodes[index].isLeaf {
+                        guard let body = stored.bodies[index] else { continue }
+                        dropped.append(body.seq)
+                        stored.bodies[index] = nil
+                    }
+                    if !dropped.isEmpty { changed.append((after, stored, dropped)) }
+                }
+            }
+            for document in changed {
+                // The encoded tree takes each node's body flag from `bodies`.
+                try rewrite.bind([.blob(RowCodec.encodeTree(document.stored)), .int(document.seq)])
+                while try rewrite.step() {}
+                rewrite.reset()
+                for seq in document.dropped { try deleteBody(seq: seq, connection) }
+            }
+            if count < chunk { return }
+        }
+    }
+
     static func blobKeys(_ connection: SQLiteConnection) throws -> Set<String> {
-        let statement = try connection.prepare("SELECT DISTINCT blob_key FROM rev_attachments")
+        let statement = try connection.prepare("SELECT attachments FROM bodies WHERE attachments IS NOT NULL")
         defer { statement.reset() }
         var keys = Set<String>()
-        while try statement.step() { keys.insert(statement.text(0)) }
+        while try statement.step() {
+            for info in try statement.withBlob(0, { try RowCodec.decodeAttachments($0) }) { keys.insert(info.blobKey) }
+        }
         return keys
     }
 

@@ -119,6 +119,8 @@ struct Meta {
     var docCount: Int
     var docDelCount: Int
     var purgeSeq: Int
+    /// Body bytes of every document's leaves (`sizes.external`).
+    var externalSize: Int
 
     static func load(_ connection: SQLiteConnection) throws -> Meta {
         let statement = try connection.statement(.loadMeta)
@@ -126,7 +128,7 @@ struct Meta {
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         return Meta(
             updateSeq: statement.int(0), revsLimit: statement.int(1), docCount: statement.int(2),
-            docDelCount: statement.int(3), purgeSeq: statement.int(4))
+            docDelCount: statement.int(3), purgeSeq: statement.int(4), externalSize: statement.int(5))
     }
 
     func save(_ connection: SQLiteConnection) throws {
@@ -135,6 +137,7 @@ struct Meta {
         try statement.bind(1, updateSeq)
         try statement.bind(2, docCount)
         try statement.bind(3, docDelCount)
+        try statement.bind(4, externalSize)
         while try statement.step() {}
     }
 }

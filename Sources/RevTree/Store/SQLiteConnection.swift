@@ -237,6 +237,15 @@ final class SQLiteStatement {
 
     func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
 
+    /// Hands the column's bytes to `body` without copying them (empty for NULL); valid only inside `body`.
+    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        // SQLite's documented order: the pointer first, then its size.
+        let pointer = sqlite3_column_blob(handle, column)
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
     func blob(_ column: Int32) -> [UInt8]? {
         if isNull(column) { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))

@@ -1,12 +1,53 @@
-/// The SQLite schema of one database file and its `PRAGMA user_version` migration ladder.
+/// The SQLite schema of one database file and its `PRAGMA user_version` upgrade ladder.
 ///
-/// Rows are the truth; `RevTree` is the algorithm. Revisions keep `pos` and `hash` in separate columns so the
-/// winner never depends on comparing `"N-hash"` strings. Parent links are maintained by the store (no foreign-key
-/// enforcement: documents are never deleted, and stemming relinks survivors explicitly).
+/// One row per document, as CouchDB (`#full_doc_info{}` in the by-id tree) and LiteCore do: `documents` holds each
+/// document's whole revision tree, serialized (`RowCodec`), and is keyed by the document's latest update seq, so
+/// `_changes` is a scan of the table in key order and a write moves the row to its new seq. Bodies live in
+/// `bodies`, keyed by the seq of the update that stored them (a revision's `_local_seq`), so a new revision's body
+/// is appended at the end of its table. A new document therefore costs one appended `documents` row, one
+/// `doc_id` index entry and one appended body — ancestors named by `_revisions` cost no rows of their own.
 enum Schema {
-    /// Each entry migrates from version `index` to `index + 1`.
-    static let migrations: [String] = [
+    /// The version this code writes.
+    static let latest = 3
+
+    /// A new file's tables, at `latest`.
+    static let current = """
+        CREATE TABLE db_meta (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          uuid TEXT NOT NULL,
+          update_seq INTEGER NOT NULL DEFAULT 0,
+          purge_seq INTEGER NOT NULL DEFAULT 0,
+          revs_limit INTEGER NOT NULL DEFAULT 1000,
+          doc_count INTEGER NOT NULL DEFAULT 0,
+          doc_del_count INTEGER NOT NULL DEFAULT 0,
+          external_size INTEGER NOT NULL DEFAULT 0
+        ) STRICT;
+        CREATE TABLE local_docs (
+          doc_id TEXT PRIMARY KEY,
+          rev INTEGER NOT NULL,
+          body BLOB NOT NULL
+        ) STRICT, WITHOUT ROWID;
+        \(documentTables)
         """
+
+    /// The tables version 3 introduced. `deleted` is the winner's flag, kept beside the tree so `_all_docs` and
+    /// `doc_count` queries need not decode it.
+    private static let documentTables = """
+        CREATE TABLE documents (
+          seq INTEGER PRIMARY KEY,
+          doc_id TEXT NOT NULL UNIQUE,
+          deleted INTEGER NOT NULL,
+          tree BLOB NOT NULL
+        ) STRICT;
+        CREATE TABLE bodies (
+          seq INTEGER PRIMARY KEY,
+          body BLOB NOT NULL,
+          attachments BLOB
+        ) STRICT;
+        """
+
+    /// Version 1 as first shipped: a row per revision. Kept to document the ladder and to build old files in tests.
+    static let version1 = """
         CREATE TABLE db_meta (
           id INTEGER PRIMARY KEY CHECK (id = 1),
           uuid TEXT NOT NULL,
@@ -55,33 +96,132 @@ enum Schema {
           rev INTEGER NOT NULL,
           body BLOB NOT NULL
         ) STRICT, WITHOUT ROWID;
-        """,
-        // Version 2: the leaf index covers what `_revs_diff` and `_changes` read of a leaf, so those queries
-        // never visit the `revs` table (one B-tree descent per document instead of two). `is_leaf` is always 1
-        // here but must be a column too: SQLite's planner counts the `is_leaf = 1` term as a table read otherwise.
         """
-        DROP INDEX revs_leaves;
-        CREATE INDEX revs_leaves ON revs(doc_rowid, pos, hash, deleted, is_leaf) WHERE is_leaf = 1;
-        """,
-    ]
 
-    /// Brings `connection` to the latest version inside one transaction per step.
+    /// Brings a file from `version` to `version + 1`, inside the caller's transaction.
+    private static func upgrade(from version: Int, _ connection: SQLiteConnection) throws {
+        switch version {
+        case 1:
+            // Version 2: a covering leaf index (superseded by version 3, which drops the table).
+            try connection.execute(
+                """
+                DROP INDEX revs_leaves;
+                CREATE INDEX revs_leaves ON revs(doc_rowid, pos, hash, deleted, is_leaf) WHERE is_leaf = 1;
+                """)
+        case 2:
+            try upgradeToOneRowPerDocument(connection)
+        default:
+            throw StoreError.internalError("no upgrade from schema version \(version)")
+        }
+    }
+
+    /// Brings `connection` to `latest`: a new file gets `current` at once, an older one climbs the ladder one
+    /// transaction per step (a crash leaves it at the last finished step).
+    /// - Throws: `StoreError.internalError` for a file written by a newer version.
     static func migrate(_ connection: SQLiteConnection, uuid: String) throws {
         var version = try connection.scalarInt("PRAGMA user_version") ?? 0
-        while version < migrations.count {
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
-                try connection.execute(migrations[version])
-                if version == 0 {
-                    try connection.run("INSERT INTO db_meta (id, uuid) VALUES (1, ?)", [.text(uuid)])
-                }
-                version += 1
-                try connection.execute("PRAGMA user_version = \(version)")
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
+        guard version <= latest else {
+            throw StoreError.internalError("database file has schema version \(version), newer than \(latest)")
         }
+        if version == 0 {
+            try transaction(connection) {
+                try connection.execute(current)
+                try connection.run("INSERT INTO db_meta (id, uuid) VALUES (1, ?)", [.text(uuid)])
+                try connection.execute("PRAGMA user_version = \(latest)")
+            }
+            return
+        }
+        while version < latest {
+            try transaction(connection) {
+                try upgrade(from: version, connection)
+                try connection.execute("PRAGMA user_version = \(version + 1)")
+            }
+            version += 1
+        }
+    }
+
+    private static func transaction(_ connection: SQLiteConnection, _ body: () throws -> Void) throws {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            try body()
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Version 3: rows per revision (`docs`, `revs`, `rev_attachments`) become one `documents` row per document
+    /// and one `bodies` row per stored body. Version 2 wrote every body with the seq of its update as `local_seq`,
+    /// which becomes the body's key.
+    private static func upgradeToOneRowPerDocument(_ connection: SQLiteConnection) throws {
+        try connection.execute(documentTables)
+        try connection.execute("ALTER TABLE db_meta ADD COLUMN external_size INTEGER NOT NULL DEFAULT 0")
+        let docs = try connection.prepare("SELECT doc_rowid, doc_id, seq, deleted FROM docs")
+        let revs = try connection.prepare(
+            """
+            SELECT rev_rowid, pos, hash, parent, deleted, body, local_seq FROM revs WHERE doc_rowid = ?
+            ORDER BY rev_rowid
+            """)
+        let attachments = try connection.prepare(
+            """
+            SELECT name, content_type, digest, length, revpos, encoding, encoded_length, blob_key
+            FROM rev_attachments WHERE rev_rowid = ? ORDER BY name
+            """)
+        let insertBody = try connection.prepare("INSERT INTO bodies (seq, body, attachments) VALUES (?, ?, ?)")
+        let insertDocument = try connection.prepare(
+            "INSERT INTO documents (seq, doc_id, deleted, tree) VALUES (?, ?, ?, ?)")
+        var external = 0
+        defer { docs.reset() }
+        while try docs.step() {
+            var rowids = [Int]()
+            var parents = [Int?]()
+            var nodes = [RevTree.LinkedNode]()
+            var bodies = [BodyRef?]()
+            try revs.bind([.int(docs.int(0))])
+            while try revs.step() {
+                rowids.append(revs.int(0))
+                parents.append(revs.optionalInt(3))
+                var ref: BodyRef?
+                if let body = revs.blob(5) {
+                    let seq = revs.int(6)
+                    guard seq > 0 else { throw StoreError.internalError("a stored body without its update seq") }
+                    try attachments.bind([.int(revs.int(0))])
+                    var infos = [AttachmentInfo]()
+                    while try attachments.step() {
+                        infos.append(
+                            AttachmentInfo(
+                                name: attachments.text(0), contentType: attachments.text(1),
+                                digest: attachments.text(2), length: attachments.int(3), revpos: attachments.int(4),
+                                encoding: attachments.optionalText(5), encodedLength: attachments.optionalInt(6),
+                                blobKey: attachments.text(7)))
+                    }
+                    attachments.reset()
+                    try insertBody.bind([
+                        .int(seq), .blob(body), infos.isEmpty ? .null : .blob(RowCodec.encodeAttachments(infos)),
+                    ])
+                    while try insertBody.step() {}
+                    insertBody.reset()
+                    ref = BodyRef(seq: seq, length: body.count)
+                }
+                nodes.append(
+                    RevTree.LinkedNode(
+                        rev: RevID(pos: revs.int(1), hash: revs.text(2)), parent: nil, deleted: revs.int(4) != 0,
+                        hasBody: ref != nil))
+                bodies.append(ref)
+            }
+            revs.reset()
+            let indexByRowid = Dictionary(rowids.enumerated().map { ($1, $0) }) { first, _ in first }
+            for index in nodes.indices { nodes[index].parent = parents[index].flatMap { indexByRowid[$0] } }
+            let stored = StoredTree(tree: RevTree(linked: nodes), bodies: bodies)
+            external += stored.leafBodyBytes
+            try insertDocument.bind([
+                .int(docs.int(2)), .text(docs.text(1)), .int(docs.int(3)), .blob(RowCodec.encodeTree(stored)),
+            ])
+            while try insertDocument.step() {}
+            insertDocument.reset()
+        }
+        try connection.run("UPDATE db_meta SET external_size = ? WHERE id = 1", [.int(external)])
+        try connection.execute("DROP TABLE rev_attachments; DROP TABLE revs; DROP TABLE docs;")
     }
 }

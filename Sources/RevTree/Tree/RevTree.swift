@@ -47,39 +47,36 @@ public struct RevTree: Sendable, CustomStringConvertible {
         }
     }
 
-    /// One stored revision row: its own row id and its parent's row id (nil for a root).
-    struct StoredRow {
-        var rowid: Int
+    /// One node as the store serializes it: its parent given by position in the same list.
+    struct LinkedNode: Equatable {
         var rev: RevID
+        /// Position of the parent in the list; nil for a root.
         var parent: Int?
         var deleted: Bool
         var hasBody: Bool
     }
 
-    /// Rebuilds a tree from store rows, with `nodes[i]` being `rows[i]` (so a caller can keep row ids in a
-    /// parallel array). Rev ids must be distinct (the store's UNIQUE constraint); a parent row id not among the
-    /// rows makes the node a root.
-    init(stored rows: [StoredRow]) {
-        nodes.reserveCapacity(rows.count)
-        var indexByRowid = [Int: Int]()
-        let small = rows.count <= RevTree.indexedTreeSize
-        if !small {
-            indexByRowid.reserveCapacity(rows.count)
-            for (index, row) in rows.enumerated() { indexByRowid[row.rowid] = index }
+    /// Rebuilds a tree from serialized nodes, with `nodes[i]` being `linked[i]` (so a caller can keep per-node
+    /// data in a parallel array). Rev ids must be distinct. A parent position out of range, or whose generation is
+    /// not lower, makes the node a root, so a damaged file can never make a walk up the tree loop.
+    init(linked: [LinkedNode]) {
+        nodes.reserveCapacity(linked.count)
+        for node in linked {
+            nodes.append(Node(rev: node.rev, parent: nil, deleted: node.deleted, hasBody: node.hasBody, childCount: 0))
         }
-        for row in rows {
-            nodes.append(Node(rev: row.rev, parent: nil, deleted: row.deleted, hasBody: row.hasBody, childCount: 0))
-        }
-        for (index, row) in rows.enumerated() {
-            guard let parentRowid = row.parent else { continue }
-            let parent = small ? rows.firstIndex { $0.rowid == parentRowid } : indexByRowid[parentRowid]
-            // Stored parents are one generation older; requiring a lower generation also rules out cycles in a
-            // damaged file.
-            guard let parent, rows[parent].rev.pos < row.rev.pos else { continue }
+        for (index, node) in linked.enumerated() {
+            guard let parent = node.parent, linked.indices.contains(parent),
+                linked[parent].rev.pos < node.rev.pos
+            else { continue }
             nodes[index].parent = parent
             nodes[parent].childCount += 1
         }
-        if !small { rebuildIndex() }
+        rebuildIndex()
+    }
+
+    /// The nodes as the store serializes them (`init(linked:)` rebuilds an equal tree with the same node order).
+    var linked: [LinkedNode] {
+        nodes.map { LinkedNode(rev: $0.rev, parent: $0.parent, deleted: $0.deleted, hasBody: $0.hasBody) }
     }
 
     private mutating func rebuildIndex() {
