@@ -4,9 +4,9 @@ import Synchronization
 
 /// One CouchDB database: one SQLite file in WAL mode, one group-committing writer, pooled readers.
 ///
-/// Durability: `journal_mode=WAL` with `synchronous=FULL` fsyncs the WAL at every commit, so a write is on disk
-/// before its caller returns and survives `kill -9` and power loss (CouchDB acknowledges only durable writes).
-/// Group commit (`WriteQueue`) shares that fsync among concurrent writers.
+/// Durability: every commit's WAL frames are synced to disk before its callers return, so a write survives
+/// `kill -9` and power loss (CouchDB acknowledges only durable writes). `WriteQueue` shares each commit among
+/// concurrent writers and each WAL sync among the commits made while the previous one was on its way to disk.
 public final class Database: Sendable {
     /// The database name.
     public let name: String
@@ -46,6 +46,8 @@ public final class Database: Sendable {
         try connection.execute("PRAGMA temp_store = MEMORY")
         try connection.execute("PRAGMA cache_size = -\(Database.writerCacheKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
+        // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
+        try connection.execute("PRAGMA synchronous = NORMAL")
         let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
@@ -54,15 +56,17 @@ public final class Database: Sendable {
         let published = PublishedState(initial)
         self.published = published
         self.readers = ReaderPool(path: path)
-        self.writer = WriteQueue(connection: connection) { connection in
-            guard let meta = try? Meta.load(connection) else { return }
-            let waiters = published.withLock { state -> [DispatchSemaphore] in
-                state.updateSeq = meta.updateSeq
-                state.revsLimit = meta.revsLimit
-                defer { state.waiters.removeAll() }
-                return state.waiters
+        self.writer = WriteQueue(connection: connection, sync: WALFile(path: path + "-wal").sync) { connection in
+            guard let meta = try? Meta.load(connection) else { return nil }
+            return {
+                let waiters = published.withLock { state -> [DispatchSemaphore] in
+                    state.updateSeq = meta.updateSeq
+                    state.revsLimit = meta.revsLimit
+                    defer { state.waiters.removeAll() }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.signal() }
             }
-            for waiter in waiters { waiter.signal() }
         }
     }
 

@@ -2,12 +2,23 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// The single writer of one database, with group commit.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The single writer of one database, with pipelined group commit.
 ///
-/// Callers enqueue jobs and block; one writer thread takes every queued job, runs them in one `BEGIN IMMEDIATE`
-/// transaction (each inside its own savepoint, so a failing job rolls back alone), commits once and wakes them.
-/// With `synchronous=FULL` in WAL mode the commit's WAL fsync makes every job in it durable before any caller is
-/// answered, and concurrent writers share that one fsync.
+/// Callers enqueue jobs and block. The writer thread takes every queued job, runs them in one `BEGIN IMMEDIATE`
+/// transaction (each inside its own savepoint, so a failing job rolls back alone) and commits once; the connection
+/// runs with `synchronous=NORMAL` (its owner sets it), so that commit writes its WAL frames without waiting for the disk. The sync
+/// thread then `fdatasync`s the WAL — making that commit and every one before it durable — and only then publishes
+/// the new state and wakes the callers. While it waits for the disk the writer already runs the next transaction,
+/// so the fsync is shared by every commit that finished in the meantime and no longer stalls the writer.
+///
+/// Durability is unchanged from `synchronous=FULL`: no caller is answered, and no `_changes` waiter woken, before
+/// its commit's frames are on disk. SQLite keeps the file consistent at `NORMAL` (WAL checkpoints sync the WAL
+/// before copying it), so a crash at any point loses at most commits nobody was told about. Readers may see a
+/// commit a moment before it is durable, as they may see one whose caller has not been answered yet.
 final class WriteQueue: Sendable {
     /// A queued job and its completion.
     private struct Job: Sendable {
@@ -16,11 +27,22 @@ final class WriteQueue: Sendable {
         var checkpointAfter: Bool
     }
 
-    /// Completion of one job. `@unchecked Sendable` is safe: the writer thread writes `error` before signalling
-    /// `done`, and the caller reads it only after `done.wait()`, so the semaphore orders the accesses.
+    /// A commit waiting for its WAL sync: whom to wake and what to publish.
+    private struct Committed: Sendable {
+        var tickets: [Ticket]
+        var publish: (@Sendable () -> Void)?
+    }
+
+    /// Completion of one job. `@unchecked Sendable` is safe: the writer or sync thread writes `error` before
+    /// signalling `done`, and the caller reads it only after `done.wait()`, so the semaphore orders the accesses.
     final class Ticket: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var error: (any Error)?
+
+        func finish(_ error: (any Error)?) {
+            if self.error == nil { self.error = error }
+            done.signal()
+        }
     }
 
     /// Holds a job's return value with the same hand-over discipline as `Ticket` (written before `done` is
@@ -29,90 +51,63 @@ final class WriteQueue: Sendable {
         var value: T?
     }
 
-    private struct State {
-        var jobs: [Job] = []
-        var closed = false
-    }
+    private let writer: BatchWorker<Job>
+    private let syncer: BatchWorker<Committed>
 
-    private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    /// Touched only by the writer thread once it has started.
-    private let connection: SQLiteConnection
-    private let afterCommit: @Sendable (SQLiteConnection) -> Void
-
-    /// Starts the writer thread.
-    /// - Parameter afterCommit: runs on the writer thread after each successful commit (publishes the new seq).
-    init(connection: SQLiteConnection, afterCommit: @escaping @Sendable (SQLiteConnection) -> Void) {
-        self.connection = connection
-        self.afterCommit = afterCommit
-        let thread = Thread { [self] in run() }
-        thread.name = "couchlite-writer"
-        thread.start()
+    /// Starts the writer and sync threads.
+    /// - Parameters:
+    ///   - connection: the database's only writing connection, set to `synchronous=NORMAL`; from now on used by
+    ///     the writer thread alone.
+    ///   - sync: makes every commit so far durable (`WALFile.sync` of the connection's WAL); nil or an error.
+    ///   - afterCommit: runs on the writer thread after each successful commit and reads what it changed; the
+    ///     closure it returns runs once that commit is durable (publishes the new seq, wakes feeds).
+    init(
+        connection: SQLiteConnection, sync: @escaping @Sendable () -> StoreError?,
+        afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
+    ) {
+        let syncer = BatchWorker<Committed>(name: "couchlite-sync") { batch in
+            let error = sync()
+            for committed in batch {
+                if error == nil { committed.publish?() }
+                for ticket in committed.tickets { ticket.finish(error) }
+            }
+        }
+        self.syncer = syncer
+        self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
+            WriteQueue.commit(jobs, connection, afterCommit, syncer)
+        }
     }
 
     /// Runs `body` inside the next group transaction and returns its value once that transaction is durable.
-    /// - Throws: what `body` threw (its savepoint was rolled back), a commit failure, or `StoreError.dbNotFound`
-    ///   when the database was closed.
+    /// - Throws: what `body` threw (its savepoint was rolled back), a commit or sync failure, or
+    ///   `StoreError.dbNotFound` when the database was closed.
     func perform<T: Sendable>(checkpointAfter: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T)
         throws -> T
     {
         let box = ResultBox<T>()
         let ticket = Ticket()
         let job = Job(body: { box.value = try body($0) }, ticket: ticket, checkpointAfter: checkpointAfter)
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.jobs.append(job)
-            return true
-        }
-        guard accepted else { throw StoreError.dbNotFound }
-        wake.signal()
+        guard writer.enqueue(job) else { throw StoreError.dbNotFound }
         ticket.done.wait()
         if let error = ticket.error { throw error }
         guard let value = box.value else { throw StoreError.internalError("write job produced no value") }
         return value
     }
 
-    /// Finishes queued jobs, stops the thread and waits for it.
+    /// Finishes queued jobs and their syncs, then stops both threads.
     func close() {
-        let first = state.withLock { state -> Bool in
-            defer { state.closed = true }
-            return !state.closed
-        }
-        guard first else { return }
-        wake.signal()
-        finished.wait()
+        writer.close()
+        syncer.close()
     }
 
-    private func run() {
-        while true {
-            wake.wait()
-            let (jobs, closed) = state.withLock { state in
-                defer { state.jobs.removeAll() }
-                return (state.jobs, state.closed)
-            }
-            if !jobs.isEmpty { commit(jobs) }
-            if closed {
-                // Drain anything enqueued between the take and `closed` (none can be added after).
-                let rest = state.withLock { state in
-                    defer { state.jobs.removeAll() }
-                    return state.jobs
-                }
-                if !rest.isEmpty { commit(rest) }
-                finished.signal()
-                return
-            }
-        }
-    }
-
-    private func commit(_ jobs: [Job]) {
+    private static func commit(
+        _ jobs: [Job], _ connection: SQLiteConnection,
+        _ afterCommit: (SQLiteConnection) -> (@Sendable () -> Void)?, _ syncer: BatchWorker<Committed>
+    ) {
         do {
             try connection.run(.beginImmediate)
         } catch {
-            for job in jobs {
-                job.ticket.error = error
-                job.ticket.done.signal()
-            }
+            for job in jobs { job.ticket.finish(error) }
             return
         }
         for job in jobs {
@@ -132,14 +127,43 @@ final class WriteQueue: Sendable {
         }
         do {
             try connection.run(.commit)
-            afterCommit(connection)
-            if jobs.contains(where: \.checkpointAfter) {
-                try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            }
         } catch {
             try? connection.run(.rollback)
-            for job in jobs where job.ticket.error == nil { job.ticket.error = error }
+            for job in jobs { job.ticket.finish(error) }
+            return
         }
-        for job in jobs { job.ticket.done.signal() }
+        let publish = afterCommit(connection)
+        if jobs.contains(where: \.checkpointAfter) {
+            try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        let tickets = jobs.map(\.ticket)
+        if !syncer.enqueue(Committed(tickets: tickets, publish: publish)) {
+            // Unreachable while `close` stops the writer before the syncer; answer rather than hang.
+            for ticket in tickets { ticket.finish(StoreError.dbNotFound) }
+        }
+    }
+}
+
+/// A database's WAL file, opened on first sync (SQLite creates it with the first write) and kept open for
+/// `fdatasync`. Used by the sync thread only, hence `@unchecked Sendable`.
+final class WALFile: @unchecked Sendable {
+    private let path: String
+    private var fd: Int32 = -1
+
+    init(path: String) { self.path = path }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Makes everything written to the WAL so far durable.
+    /// - Returns: nil on success (also when no WAL exists yet: nothing was written), else the error.
+    func sync() -> StoreError? {
+        if fd < 0 {
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { return errno == ENOENT ? nil : .internalError("open \(path): errno \(errno)") }
+        }
+        while fdatasync(fd) != 0 {
+            if errno != EINTR { return .internalError("fdatasync \(path): errno \(errno)") }
+        }
+        return nil
     }
 }

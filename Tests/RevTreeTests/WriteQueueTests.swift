@@ -1,0 +1,125 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import RevTree
+
+/// Pipelined group commit: nobody is answered or woken before the WAL sync, and the writer does not wait for it.
+@Suite struct WriteQueueTests {
+    /// A sync the test opens and closes, counting how often it ran.
+    final class Gate: Sendable {
+        let open = DispatchSemaphore(value: 0)
+        let entered = DispatchSemaphore(value: 0)
+        let calls = Atomic<Int>(0)
+        let failure: StoreError?
+
+        init(failure: StoreError? = nil) { self.failure = failure }
+
+        func sync() -> StoreError? {
+            calls.add(1, ordering: .relaxed)
+            entered.signal()
+            open.wait()
+            return failure
+        }
+    }
+
+    func connection() throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(
+            path: temporaryDirectory() + "/queue.sqlite", readOnly: false, create: true)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        try connection.execute("CREATE TABLE t (n INTEGER)")
+        return connection
+    }
+
+    @Test func callersAndWaitersHearOnlyAfterTheSyncWhileTheWriterGoesOn() throws {
+        let gate = Gate()
+        let published = Atomic<Int>(0)
+        let queue = WriteQueue(connection: try connection(), sync: gate.sync) { connection in
+            let count = (try? connection.scalarInt("SELECT count(*) FROM t")) ?? -1
+            return { published.store(count, ordering: .relaxed) }
+        }
+        let firstAnswered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? queue.perform { try $0.run("INSERT INTO t VALUES (1)") }
+            firstAnswered.signal()
+        }
+        // The first commit is made and its sync has started, but nobody has heard of it.
+        gate.entered.wait()
+        #expect(firstAnswered.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        #expect(published.load(ordering: .relaxed) == 0)
+        // The writer commits the next transaction while that sync is still on its way to disk.
+        let secondBodyRan = DispatchSemaphore(value: 0)
+        let secondAnswered = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? queue.perform {
+                try $0.run("INSERT INTO t VALUES (2)")
+                secondBodyRan.signal()
+            }
+            secondAnswered.signal()
+        }
+        #expect(secondBodyRan.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(published.load(ordering: .relaxed) == 0)
+        gate.open.signal()
+        #expect(firstAnswered.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(published.load(ordering: .relaxed) == 1)
+        // The second commit waits for a sync of its own.
+        gate.entered.wait()
+        #expect(secondAnswered.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        gate.open.signal()
+        #expect(secondAnswered.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(published.load(ordering: .relaxed) == 2)
+        queue.close()
+        #expect(gate.calls.load(ordering: .relaxed) == 2)
+    }
+
+    @Test func aFailedSyncIsEveryCallersError() throws {
+        let gate = Gate(failure: .internalError("disk gone"))
+        gate.open.signal()
+        let queue = WriteQueue(connection: try connection(), sync: gate.sync) { _ in nil }
+        defer { queue.close() }
+        #expect(throws: StoreError.internalError("disk gone")) {
+            try queue.perform { try $0.run("INSERT INTO t VALUES (1)") }
+        }
+    }
+
+    @Test func aFailingJobRollsBackAloneAndIsStillAnsweredAfterTheSync() throws {
+        let gate = Gate()
+        for _ in 0..<4 { gate.open.signal() }
+        let database = try connection()
+        let queue = WriteQueue(connection: database, sync: gate.sync) { _ in nil }
+        #expect(throws: StoreError.conflict) {
+            try queue.perform { connection -> Int in
+                try connection.run("INSERT INTO t VALUES (9)")
+                throw StoreError.conflict
+            }
+        }
+        _ = try queue.perform { try $0.run("INSERT INTO t VALUES (1)") }
+        let rows = try queue.perform { try $0.scalarInt("SELECT group_concat(n) FROM t") }
+        #expect(rows == 1)
+        queue.close()
+        #expect(throws: StoreError.dbNotFound) { try queue.perform { _ in 0 } }
+    }
+
+    @Test func batchWorkerGroupsWhatArrivesWhileItWorksAndDrainsOnClose() {
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let batches = Mutex<[[Int]]>([])
+        let worker = BatchWorker<Int>(name: "test-batches") { items in
+            if items == [0] {
+                entered.signal()
+                release.wait()
+            }
+            batches.withLock { $0.append(items) }
+        }
+        #expect(worker.enqueue(0))
+        entered.wait()
+        // Everything that arrives while the first batch is being handled forms the next batch, in order.
+        for item in 1...50 { #expect(worker.enqueue(item)) }
+        release.signal()
+        worker.close()
+        #expect(!worker.enqueue(99))
+        #expect(batches.withLock { $0 } == [[0], Array(1...50)])
+    }
+}
