@@ -212,6 +212,36 @@ import Testing
         #expect(try db.info().docCount == 1000)
     }
 
+    @Test func bodiesMoveOutOfTheRowWhenReplacedAndGoWhenStemmedOrCompacted() throws {
+        try db.setRevsLimit(2)
+        let reader = try SQLiteConnection(path: db.path, readOnly: true, create: false)
+        func kept() throws -> Int? { try reader.scalarInt("SELECT count(*) FROM bodies") }
+        func text(_ rev: String) throws -> String? {
+            try db.revision("d", rev: r(rev))?.body.map { String(decoding: $0, as: UTF8.self) }
+        }
+        _ = try db.applyReplicated([RevisionWrite(docID: "d", path: [r("1-a")], body: body("{\"v\":\"a\"}"))])
+        #expect(try kept() == 0)
+        _ = try db.applyReplicated([
+            RevisionWrite(docID: "d", path: [r("2-b"), r("1-a")], body: body("{\"v\":\"bb\"}"))
+        ])
+        _ = try db.applyReplicated([RevisionWrite(docID: "d", path: [r("2-c"), r("1-a")], body: body("{\"v\":\"c\"}"))])
+        // 1-a (an ancestor) and 2-b (a conflict) moved out of the row; 2-c, the latest, lives in it.
+        #expect(try kept() == 2)
+        #expect(try text("1-a") == "{\"v\":\"a\"}" && text("2-b") == "{\"v\":\"bb\"}" && text("2-c") == "{\"v\":\"c\"}")
+        #expect(try db.info().externalSize == 10 + 9)
+        // A longer 2-c branch stems 2-c away (limit 2): its body goes with it; 1-a stays as 2-b's parent.
+        _ = try db.applyReplicated([
+            RevisionWrite(docID: "d", path: [r("4-f"), r("3-e"), r("2-c")], body: body("{\"v\":\"ffff\"}"))
+        ])
+        #expect(try db.document("d")?.tree.contains(r("2-c")) == false)
+        #expect(try kept() == 2)
+        #expect(try db.info().externalSize == 10 + 12)
+        _ = try db.compact()
+        #expect(try kept() == 1)
+        #expect(try text("1-a") == nil && text("2-b") == "{\"v\":\"bb\"}" && text("4-f") == "{\"v\":\"ffff\"}")
+        #expect(try db.document("d")?.tree.revsInfo(of: r("2-b")).map(\.status) == [.available, .missing])
+    }
+
     @Test func version1FileMigratesToOneRowPerDocument() throws {
         let directory = temporaryDirectory()
         let path = directory + "/old" + Store.suffix

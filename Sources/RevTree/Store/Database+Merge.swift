@@ -76,17 +76,26 @@ extension Database {
             bodies.append(isLeaf ? BodyRef(seq: seq, length: write.body.count) : nil)
         }
         let insert = try connection.statement(.insertDocument)
+        let tree = RowCodec.encodeTree(nodes, bodies: bodies)
+        var id = write.docID
         do {
             defer { insert.rewind() }
             try insert.bind(1, seq)
-            try insert.bind(2, write.docID)
             try insert.bind(3, write.deleted)
-            try insert.bind(4, blob: RowCodec.encodeTree(nodes, bodies: bodies))
-            while try insert.step() {}
+            try bindAttachments(attachments, at: 6, insert)
+            try id.withUTF8 { id in
+                try tree.withUnsafeBytes { tree in
+                    try write.body.withUnsafeBytes { body in
+                        try insert.bindBorrowed(2, text: id)
+                        try insert.bindBorrowed(4, blob: tree)
+                        try insert.bindBorrowed(5, blob: body)
+                        while try insert.step() {}
+                    }
+                }
+            }
         }
         guard connection.changes == 1 else { return false }
         meta.updateSeq = seq
-        try insertBody(seq: seq, write.body, attachments, connection)
         if write.deleted { meta.docDelCount += 1 } else { meta.docCount += 1 }
         meta.externalSize += write.body.count
         return true
@@ -176,19 +185,15 @@ extension Database {
         return try statement.withBlob(0) { try RowCodec.decodeAttachments($0) }
     }
 
-    static func insertBody(seq: Int, _ body: [UInt8], _ attachments: [AttachmentInfo], _ connection: SQLiteConnection)
+    /// Binds a revision's attachment list: NULL for none.
+    static func bindAttachments(_ attachments: [AttachmentInfo], at index: Int32, _ statement: SQLiteStatement)
         throws
     {
-        let statement = try connection.statement(.insertBody)
-        defer { statement.rewind() }
-        try statement.bind(1, seq)
-        try statement.bind(2, blob: body)
         if attachments.isEmpty {
-            try statement.bindNull(3)
+            try statement.bindNull(index)
         } else {
-            try statement.bind(3, blob: RowCodec.encodeAttachments(attachments))
+            try statement.bind(index, blob: RowCodec.encodeAttachments(attachments))
         }
-        while try statement.step() {}
     }
 
     static func deleteBody(seq: Int, _ connection: SQLiteConnection) throws {
@@ -198,8 +203,9 @@ extension Database {
         while try statement.step() {}
     }
 
-    /// Rewrites the document's row as `after` at the next seq: the written leaf's body (when it got one) is
-    /// stored under that seq, bodies of revisions stemmed away are deleted.
+    /// Rewrites the document's row as `after` at the next seq, holding the written leaf's body when it got one.
+    /// The body the previous update wrote moves to `bodies` if `after` still has it; bodies of revisions stemmed
+    /// away are deleted.
     static func persist(
         _ write: RevisionWrite, leaf: RevID, leafValueSet: Bool, attachments: [AttachmentInfo], existing: LoadedDoc,
         after: RevTree, _ connection: SQLiteConnection, _ meta: inout Meta
@@ -211,20 +217,31 @@ extension Database {
         let stored = StoredTree(
             tree: after,
             bodies: after.nodes.map { node in
-                node.rev == leaf && leafValueSet
-                    ? BodyRef(seq: seq, length: write.body.count) : before.body(of: node.rev)
+                node.rev == leaf && leafValueSet ? BodyRef(seq: seq, length: write.body.count) : before.body(of: node.rev)
             })
         for (index, node) in before.tree.nodes.enumerated() where !after.contains(node.rev) {
             if let body = before.bodies[index] { try deleteBody(seq: body.seq, connection) }
         }
-        if leafValueSet { try insertBody(seq: seq, write.body, attachments, connection) }
+        if stored.bodies.contains(where: { $0?.seq == existing.seq }) {
+            let keep = try connection.statement(.keepBody)
+            defer { keep.rewind() }
+            try keep.bind(1, existing.seq)
+            while try keep.step() {}
+        }
         let update = try connection.statement(.updateDocument)
         do {
             defer { update.rewind() }
             try update.bind(1, seq)
             try update.bind(2, winner.deleted)
             try update.bind(3, blob: RowCodec.encodeTree(stored))
-            try update.bind(4, existing.seq)
+            if leafValueSet {
+                try update.bind(4, blob: write.body)
+                try bindAttachments(attachments, at: 5, update)
+            } else {
+                try update.bindNull(4)
+                try update.bindNull(5)
+            }
+            try update.bind(6, existing.seq)
             while try update.step() {}
         }
         if existing.deleted != winner.deleted {

@@ -106,7 +106,8 @@ extension Database {
         }
     }
 
-    /// Documents are read in seq-ordered chunks and rewritten after each chunk, so no statement reads a table
+    /// Only `bodies` is touched: a row's own body is the one its latest update wrote, a leaf until the next update
+    /// moves it out. Documents are read in seq-ordered chunks and rewritten after each chunk, so no statement reads a table
     /// while it is being changed and memory stays bounded.
     static func dropAncestorBodies(_ connection: SQLiteConnection) throws {
         let chunk = 1000
@@ -144,7 +145,11 @@ extension Database {
     }
 
     static func blobKeys(_ connection: SQLiteConnection) throws -> Set<String> {
-        let statement = try connection.prepare("SELECT attachments FROM bodies WHERE attachments IS NOT NULL")
+        let statement = try connection.prepare(
+            """
+            SELECT attachments FROM documents WHERE attachments IS NOT NULL
+            UNION ALL SELECT attachments FROM bodies WHERE attachments IS NOT NULL
+            """)
         defer { statement.reset() }
         var keys = Set<String>()
         while try statement.step() {

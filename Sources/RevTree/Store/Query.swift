@@ -4,7 +4,7 @@ enum Query: Int, CaseIterable {
     case begin, beginImmediate, commit, rollback, savepoint, release, rollbackToSavepoint
     case loadMeta, saveMeta
     case documentByID, insertDocument, updateDocument
-    case insertBody, deleteBody, body, bodyAttachments
+    case keepBody, deleteBody, body, bodyAttachments
     case changesAscending, changesDescending
     case localDocument
 
@@ -29,12 +29,28 @@ enum Query: Int, CaseIterable {
             "UPDATE db_meta SET update_seq = ?, doc_count = ?, doc_del_count = ?, external_size = ? WHERE id = 1"
         case .documentByID: "SELECT seq, deleted, tree FROM documents WHERE doc_id = ?"
         case .insertDocument:
-            "INSERT INTO documents (seq, doc_id, deleted, tree) VALUES (?, ?, ?, ?) ON CONFLICT (doc_id) DO NOTHING"
-        case .updateDocument: "UPDATE documents SET seq = ?, deleted = ?, tree = ? WHERE seq = ?"
-        case .insertBody: "INSERT INTO bodies (seq, body, attachments) VALUES (?, ?, ?)"
+            """
+            INSERT OR IGNORE INTO documents (seq, doc_id, deleted, tree, body, attachments) VALUES (?, ?, ?, ?, ?, ?)
+            """
+        case .updateDocument:
+            "UPDATE documents SET seq = ?, deleted = ?, tree = ?, body = ?, attachments = ? WHERE seq = ?"
+        case .keepBody:
+            """
+            INSERT INTO bodies (seq, body, attachments)
+            SELECT seq, body, attachments FROM documents WHERE seq = ? AND body IS NOT NULL
+            """
         case .deleteBody: "DELETE FROM bodies WHERE seq = ?"
-        case .body: "SELECT body, attachments FROM bodies WHERE seq = ?"
-        case .bodyAttachments: "SELECT attachments FROM bodies WHERE seq = ?"
+        // A body is in its document's row or in `bodies`, never both; one statement looks in both.
+        case .body:
+            """
+            SELECT body, attachments FROM documents WHERE seq = ?1 AND body IS NOT NULL
+            UNION ALL SELECT body, attachments FROM bodies WHERE seq = ?1
+            """
+        case .bodyAttachments:
+            """
+            SELECT attachments FROM documents WHERE seq = ?1 AND body IS NOT NULL
+            UNION ALL SELECT attachments FROM bodies WHERE seq = ?1
+            """
         case .changesAscending: Query.changes + " ORDER BY seq ASC"
         case .changesDescending: Query.changes + " ORDER BY seq DESC"
         case .localDocument: "SELECT rev, body FROM local_docs WHERE doc_id = ?"

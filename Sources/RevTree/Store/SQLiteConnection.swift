@@ -177,6 +177,32 @@ final class SQLiteStatement {
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
     }
 
+    /// Binds bytes that SQLite reads in place (`SQLITE_STATIC`) instead of copying: call it only inside the
+    /// closure that lends `bytes`, and step the statement to completion before that closure returns. Every use of
+    /// the statement must bind the parameter again, as the hot statements do.
+    func bindBorrowed(_ index: Int32, blob bytes: UnsafeRawBufferPointer) throws {
+        let rc =
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                sqlite3_bind_blob(handle, index, base, Int32(bytes.count), nil)
+            } else {
+                sqlite3_bind_zeroblob(handle, index, 0)
+            }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
+    /// `bindBorrowed(_:blob:)` for UTF-8 text.
+    func bindBorrowed(_ index: Int32, text bytes: UnsafeBufferPointer<UInt8>) throws {
+        let rc =
+            if let base = bytes.baseAddress, !bytes.isEmpty {
+                base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                    sqlite3_bind_text(handle, index, $0, Int32(bytes.count), nil)
+                }
+            } else {
+                couchlite_bind_text(handle, index, "", 0)
+            }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+    }
+
     func bindNull(_ index: Int32) throws {
         let rc = sqlite3_bind_null(handle, index)
         guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }

@@ -2,10 +2,12 @@
 ///
 /// One row per document, as CouchDB (`#full_doc_info{}` in the by-id tree) and LiteCore do: `documents` holds each
 /// document's whole revision tree, serialized (`RowCodec`), and is keyed by the document's latest update seq, so
-/// `_changes` is a scan of the table in key order and a write moves the row to its new seq. Bodies live in
-/// `bodies`, keyed by the seq of the update that stored them (a revision's `_local_seq`), so a new revision's body
-/// is appended at the end of its table. A new document therefore costs one appended `documents` row, one
-/// `doc_id` index entry and one appended body — ancestors named by `_revisions` cost no rows of their own.
+/// `_changes` is a scan of the table in key order and a write moves the row to its new seq. Every stored body is
+/// keyed by the seq of the update that wrote it (the revision's `_local_seq`): the body the row's own update wrote
+/// sits in the row itself (LiteCore keeps the current revision's body the same way), every other one — a
+/// conflict, or an ancestor not yet compacted — in `bodies`, where an update moves its predecessor's body. A new
+/// document therefore costs one appended `documents` row and one `doc_id` index entry, whatever the length of its
+/// `_revisions`, and reading its current body takes no second lookup.
 enum Schema {
     /// The version this code writes.
     static let latest = 3
@@ -37,7 +39,9 @@ enum Schema {
           seq INTEGER PRIMARY KEY,
           doc_id TEXT NOT NULL UNIQUE,
           deleted INTEGER NOT NULL,
-          tree BLOB NOT NULL
+          tree BLOB NOT NULL,
+          body BLOB,
+          attachments BLOB
         ) STRICT;
         CREATE TABLE bodies (
           seq INTEGER PRIMARY KEY,
@@ -151,9 +155,9 @@ enum Schema {
         }
     }
 
-    /// Version 3: rows per revision (`docs`, `revs`, `rev_attachments`) become one `documents` row per document
-    /// and one `bodies` row per stored body. Version 2 wrote every body with the seq of its update as `local_seq`,
-    /// which becomes the body's key.
+    /// Version 3: rows per revision (`docs`, `revs`, `rev_attachments`) become one `documents` row per document,
+    /// holding the body its latest update wrote, and a `bodies` row per other stored body. Version 2 wrote every
+    /// body with the seq of its update as `local_seq`, which becomes the body's key.
     private static func upgradeToOneRowPerDocument(_ connection: SQLiteConnection) throws {
         try connection.execute(documentTables)
         try connection.execute("ALTER TABLE db_meta ADD COLUMN external_size INTEGER NOT NULL DEFAULT 0")
@@ -170,7 +174,7 @@ enum Schema {
             """)
         let insertBody = try connection.prepare("INSERT INTO bodies (seq, body, attachments) VALUES (?, ?, ?)")
         let insertDocument = try connection.prepare(
-            "INSERT INTO documents (seq, doc_id, deleted, tree) VALUES (?, ?, ?, ?)")
+            "INSERT INTO documents (seq, doc_id, deleted, tree, body, attachments) VALUES (?, ?, ?, ?, ?, ?)")
         var external = 0
         defer { docs.reset() }
         while try docs.step() {
@@ -178,6 +182,8 @@ enum Schema {
             var parents = [Int?]()
             var nodes = [RevTree.LinkedNode]()
             var bodies = [BodyRef?]()
+            let documentSeq = docs.int(2)
+            var inline: (body: SQLiteValue, attachments: SQLiteValue) = (.null, .null)
             try revs.bind([.int(docs.int(0))])
             while try revs.step() {
                 rowids.append(revs.int(0))
@@ -197,11 +203,14 @@ enum Schema {
                                 blobKey: attachments.text(7)))
                     }
                     attachments.reset()
-                    try insertBody.bind([
-                        .int(seq), .blob(body), infos.isEmpty ? .null : .blob(RowCodec.encodeAttachments(infos)),
-                    ])
-                    while try insertBody.step() {}
-                    insertBody.reset()
+                    let encoded: SQLiteValue = infos.isEmpty ? .null : .blob(RowCodec.encodeAttachments(infos))
+                    if seq == documentSeq {
+                        inline = (.blob(body), encoded)
+                    } else {
+                        try insertBody.bind([.int(seq), .blob(body), encoded])
+                        while try insertBody.step() {}
+                        insertBody.reset()
+                    }
                     ref = BodyRef(seq: seq, length: body.count)
                 }
                 nodes.append(
@@ -216,7 +225,8 @@ enum Schema {
             let stored = StoredTree(tree: RevTree(linked: nodes), bodies: bodies)
             external += stored.leafBodyBytes
             try insertDocument.bind([
-                .int(docs.int(2)), .text(docs.text(1)), .int(docs.int(3)), .blob(RowCodec.encodeTree(stored)),
+                .int(documentSeq), .text(docs.text(1)), .int(docs.int(3)), .blob(RowCodec.encodeTree(stored)),
+                inline.body, inline.attachments,
             ])
             while try insertDocument.step() {}
             insertDocument.reset()
