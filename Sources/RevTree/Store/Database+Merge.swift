@@ -214,11 +214,10 @@ extension Database {
         meta.updateSeq += 1
         let seq = meta.updateSeq
         let before = existing.stored
+        let written = BodyRef(seq: seq, length: write.body.count)
         let stored = StoredTree(
             tree: after,
-            bodies: after.nodes.map { node in
-                node.rev == leaf && leafValueSet ? BodyRef(seq: seq, length: write.body.count) : before.body(of: node.rev)
-            })
+            bodies: after.nodes.map { node in node.rev == leaf && leafValueSet ? written : before.body(of: node.rev) })
         for (index, node) in before.tree.nodes.enumerated() where !after.contains(node.rev) {
             if let body = before.bodies[index] { try deleteBody(seq: body.seq, connection) }
         }
