@@ -130,7 +130,7 @@ extension App {
                 fieldValue = []
                 writer =
                     fieldName == "_attachments" && fileName?.isEmpty == false
-                    ? try blobs(for: database).makeWriter() : nil
+                    ? try makeBlobWriter(database) : nil
             case .bodyChunk(let bytes):
                 if let writer {
                     try writer.write(bytes)
