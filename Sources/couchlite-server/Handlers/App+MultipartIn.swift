@@ -54,7 +54,7 @@ private struct MultipartDocumentReader {
         self.docID = docID
     }
 
-    mutating func handle(_ event: MultipartEvent) throws {
+    mutating func handle(_ event: MultipartBorrowedEvent) throws {
         switch event {
         case .partBegin(let partHeaders):
             partIndex += 1
@@ -69,9 +69,9 @@ private struct MultipartDocumentReader {
                 writer = try app.makeBlobWriter(
                     database, sha1: digest?.hasPrefix("sha1-") == true, expecting: App.blobKey(md5Digest: digest))
             }
-        case .bodyChunk(let bytes):
+        case .bodyBytes(let bytes):
             if partIndex == 0 {
-                json += bytes
+                json.append(contentsOf: bytes)
                 guard json.count <= Limits.documentBytes else { throw CouchError.documentTooLarge(docID) }
             } else if let writer {
                 try writer.write(bytes)
