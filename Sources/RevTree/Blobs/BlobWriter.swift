@@ -61,7 +61,10 @@ public final class BlobWriter {
     /// - Throws: `.closed` after commit or abort; `.io` if the disk refuses.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard state == .open else { throw BlobStoreError.closed }
-        if case .tempFile(let tempPath) = sink { try POSIX.writeAll(fd, bytes, path: tempPath) }
+        if case .tempFile(let tempPath) = sink {
+            try POSIX.writeAll(fd, bytes, path: tempPath)
+            POSIX.startWriteback(fd, offset: length, count: bytes.count)
+        }
         md5.update(bytes)
         sha1?.update(bytes)
         length += bytes.count
