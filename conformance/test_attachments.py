@@ -359,6 +359,50 @@ def test_md5_mismatch_in_multipart_stores_nothing(couch, db):
     assert doc_absent(couch, db, "d")
 
 
+def test_photo_sent_again_is_stored_once_and_served_from_every_doc(couch, db):
+    # The second upload announces the md5 of bytes already stored (server-side: hashed, not written again).
+    for doc_id in ("first", "second"):
+        b = uuid.uuid4().hex
+        doc = replicated_doc(doc_id, {"p.jpg": follows(PHOTO, "image/jpeg")})
+        r = put_related(couch, f"/{db}/{doc_id}", related_body(b, doc, [replicator_part("p.jpg", PHOTO, "image/jpeg")]),
+                        b, query="?new_edits=false")
+        assert r.status_code == 201, r.text
+    check_stored(couch, db, "first", "p.jpg", PHOTO)
+    check_stored(couch, db, "second", "p.jpg", PHOTO)
+
+
+def test_forged_bytes_announced_as_a_stored_photo_are_refused(couch, db):
+    # The attack: name a stored photo's md5 and send other bytes, hoping they are taken on the digest's word
+    # (or replace the stored photo). Same length and one byte short are both refused; the photo is intact.
+    b = uuid.uuid4().hex
+    doc = replicated_doc("real", {"p.jpg": follows(PHOTO, "image/jpeg")})
+    r = put_related(couch, f"/{db}/real", related_body(b, doc, [replicator_part("p.jpg", PHOTO, "image/jpeg")]), b,
+                    query="?new_edits=false")
+    assert r.status_code == 201, r.text
+    flipped = bytes([PHOTO[0] ^ 1]) + PHOTO[1:]
+    for n, forged in enumerate((flipped, PHOTO[:-1])):
+        b = uuid.uuid4().hex
+        doc = replicated_doc(f"forged{n}", {"p.jpg": {**follows(PHOTO, "image/jpeg"), "length": len(forged)}})
+        r = put_related(couch, f"/{db}/forged{n}",
+                        related_body(b, doc, [replicator_part("p.jpg", forged, "image/jpeg")]), b,
+                        query="?new_edits=false")
+        assert r.status_code in (400, 500), r.text
+        if r.status_code == 400:
+            assert r.json()["error"] == "content_md5_mismatch"
+        assert doc_absent(couch, db, f"forged{n}")
+    check_stored(couch, db, "real", "p.jpg", PHOTO)
+
+
+def test_wrong_sha1_digest_is_refused(couch, db, couchlite_only):
+    # Couchbase Lite announces sha1 digests; the bytes are checked against them as against md5 ones.
+    b = uuid.uuid4().hex
+    doc = replicated_doc("d", {"photo": follows(PHOTO, digest=sha1_digest(OTHER))}, rev="1-cbl")
+    r = put_related(couch, f"/{db}/d", related_body(b, doc, [replicator_part("photo", PHOTO)]), b,
+                    query="?new_edits=false")
+    assert r.status_code == 400, r.text
+    assert doc_absent(couch, db, "d")
+
+
 def test_multipart_json_part_rejects_bad_json(couch, db):
     b = uuid.uuid4().hex
     body = related_body(b, {}, [], json_bytes=b"{not json")

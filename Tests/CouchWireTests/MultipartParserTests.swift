@@ -233,4 +233,74 @@ struct MultipartParserTests {
             }
         }
     }
+
+    // MARK: Borrowed part bytes
+
+    @Test(arguments: Feeding.all)
+    func borrowedEventsCarryTheSameBytesAsCopiedOnes(feeding: Feeding) throws {
+        // Delimiter look-alikes make the parser hold a delimiter prefix across chunks and then lend it back.
+        let payload = Array("x--B\r\n--\r\n-B\r\r\n--\r\n--C\r\n-\r\r\r\n\r\n--".utf8) + (0...255).map { UInt8($0) }
+        let body =
+            Array("--B\r\nContent-Type: application/json\r\n\r\n{}\r\n--B\r\n\r\n".utf8) + payload
+            + Array("\r\n--B--".utf8)
+        let borrowed = try parseMultipartBorrowing(body, boundary: "B", feeding: feeding)
+        #expect(borrowed == (try parseMultipart(body, boundary: "B", feeding: feeding)))
+        #expect(borrowed.parts.map(\.body) == [Array("{}".utf8), payload])
+    }
+
+    @Test func borrowedDelimiterSplitAtEveryPositionAcrossChunks() throws {
+        let body =
+            Array("--abab\r\nA: b\r\n\r\n\r\n--aba\r\n-abab-\r\r\n--abaabab\r\r\r\n--abab\r\n\r\nend\r\n--ab".utf8)
+            + Array("\r\n--abab--".utf8)
+        let expected = try parseMultipart(body, boundary: "abab")
+        for i in 0...body.count {
+            var parser = MultipartParser(boundary: Array("abab".utf8))
+            var parsed = ParsedBody()
+            var open = false
+            for piece in [Array(body[0..<i]), Array(body[i...])] {
+                try piece.withUnsafeBytes { buffer in
+                    try parser.parse(borrowing: buffer) { event in
+                        if case .bodyBytes(let bytes) = event {
+                            apply([.bodyChunk(Array(bytes))], to: &parsed, open: &open)
+                        } else if case .partBegin(let headers) = event {
+                            apply([.partBegin(headers: headers)], to: &parsed, open: &open)
+                        } else if case .partEnd = event {
+                            apply([.partEnd], to: &parsed, open: &open)
+                        } else {
+                            apply([.end], to: &parsed, open: &open)
+                        }
+                    }
+                }
+            }
+            try parser.finish()
+            #expect(parsed == expected, "split at \(i)")
+        }
+    }
+
+    private struct Refused: Error, Equatable {}
+
+    @Test func aConsumerThatThrowsStopsDeliveryAndTheParserRefusesMoreInput() throws {
+        // The consumer refuses the first part's bytes (say, a document over its size limit): nothing after that
+        // reaches it, though the same input holds a second part, and later input is refused outright.
+        let body = Array("--B\r\n\r\nfirst\r\n--B\r\n\r\nsecond\r\n--B--".utf8)
+        var parser = MultipartParser(boundary: Array("B".utf8))
+        var seen: [String] = []
+        #expect(throws: Refused()) {
+            try body.withUnsafeBytes { buffer in
+                try parser.parse(borrowing: buffer) { event in
+                    switch event {
+                    case .partBegin: seen.append("begin")
+                    case .bodyBytes: throw Refused()
+                    case .partEnd: seen.append("end of part")
+                    case .end: seen.append("end")
+                    }
+                }
+            }
+        }
+        #expect(seen == ["begin"])
+        #expect(throws: MultipartError.aborted) {
+            try Array("more".utf8).withUnsafeBytes { buffer in try parser.parse(borrowing: buffer) { _ in } }
+        }
+        #expect(throws: MultipartError.aborted) { try parser.finish() }
+    }
 }

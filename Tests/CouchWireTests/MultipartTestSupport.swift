@@ -183,3 +183,25 @@ func multipartError(_ bytes: [UInt8], boundary: String, feeding: Feeding = .whol
         return nil
     }
 }
+
+/// Parses a whole body with ``MultipartParser/parse(borrowing:_:)``, copying each lent piece, then `finish()`.
+func parseMultipartBorrowing(_ bytes: [UInt8], boundary: String, feeding: Feeding = .whole) throws -> ParsedBody {
+    var parser = MultipartParser(boundary: Array(boundary.utf8))
+    var body = ParsedBody()
+    var open = false
+    for chunk in chunks(of: bytes, feeding) {
+        try chunk.withUnsafeBytes { buffer in
+            try parser.parse(borrowing: buffer) { event in
+                switch event {
+                case .partBegin(let headers): apply([.partBegin(headers: headers)], to: &body, open: &open)
+                case .bodyBytes(let piece): apply([.bodyChunk(Array(piece))], to: &body, open: &open)
+                case .partEnd: apply([.partEnd], to: &body, open: &open)
+                case .end: apply([.end], to: &body, open: &open)
+                }
+            }
+        }
+    }
+    try parser.finish()
+    #expect(parser.isComplete)
+    return body
+}

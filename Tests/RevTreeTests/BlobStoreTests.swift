@@ -38,7 +38,7 @@ struct BlobStoreTests {
         let scratch = Scratch()
         let blobs = try BlobStore(directory: scratch.path)
         let data = Array("hello, attachments".utf8)
-        let writer = try blobs.makeWriter()
+        let writer = try blobs.makeWriter(sha1: true)
         try writer.write(Array(data.prefix(5)))
         try writer.write(Array(data.dropFirst(5)))
         #expect(writer.length == data.count)
@@ -65,6 +65,88 @@ struct BlobStoreTests {
         #expect(a == b && a != c)
         #expect(files(in: scratch.path).count == 2)
         #expect(Set(try blobs.keys()) == [a, c])
+    }
+
+    @Test func sha1IsComputedOnlyWhenAsked() throws {
+        let scratch = Scratch()
+        let blobs = try BlobStore(directory: scratch.path)
+        let writer = try blobs.makeWriter()
+        try writer.write(Array("no sha1".utf8))
+        #expect(try writer.commit().sha1 == nil)
+    }
+
+    @Test func announcedStoredBytesAreOnlyHashed() throws {
+        let scratch = Scratch()
+        let blobs = try BlobStore(directory: scratch.path)
+        let data = Array("a photo sent again".utf8)
+        let key = try store(data, in: blobs)
+        let path = scratch.path + "/" + key.prefix(2) + "/" + key
+        // Age the stored file, so the refresh of its time is visible.
+        var old = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, path, &old, 0) == 0)
+        let writer = try blobs.makeWriter(sha1: true, expecting: key)
+        #expect(writer.isVerifyingOnly)
+        // Refreshed when the writer is made, so compaction's grace window covers the upload.
+        #expect(
+            (try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date).map {
+                $0.timeIntervalSince1970 > 2_000_000
+            } == true)
+        try writer.write(Array(data.prefix(3)))
+        #expect(files(in: scratch.path + "/tmp").isEmpty)  // nothing written anywhere
+        try writer.write(Array(data.dropFirst(3)))
+        let result = try writer.commit()
+        #expect(result.key == key && result.length == data.count)
+        #expect(result.sha1 == Digest.hash(.sha1, data))
+        #expect(files(in: scratch.path) == ["\(key.prefix(2))/\(key)"])
+        #expect(try blobs.openReader(key).read(at: 0, upTo: 100) == data)
+    }
+
+    @Test func announcedKeyNotStoredWritesTheBytes() throws {
+        let scratch = Scratch()
+        let blobs = try BlobStore(directory: scratch.path)
+        let data = Array("first upload".utf8)
+        let key = Digest.hash(.md5, data).hexString
+        let writer = try blobs.makeWriter(expecting: key)
+        #expect(!writer.isVerifyingOnly)
+        try writer.write(data)
+        #expect(try writer.commit().key == key)
+        #expect(blobs.exists(key))
+        // An invalid announced key (a path, upper case) never names a file: the bytes are written.
+        for bogus in ["../../etc/passwd", key.uppercased(), "tmp"] {
+            let other = try blobs.makeWriter(expecting: bogus)
+            #expect(!other.isVerifyingOnly)
+            other.abort()
+        }
+    }
+
+    @Test func bytesDifferingFromTheAnnouncedStoredBlobAreRefusedAndNotStored() throws {
+        let scratch = Scratch()
+        let blobs = try BlobStore(directory: scratch.path)
+        let key = try store(Array("the real photo".utf8), in: blobs)
+        let writer = try blobs.makeWriter(expecting: key)
+        try writer.write(Array("a forged photo".utf8))
+        let actual = Digest.hash(.md5, Array("a forged photo".utf8)).hexString
+        #expect(throws: BlobStoreError.digestMismatch(expected: key, actual: actual)) { try writer.commit() }
+        #expect(throws: BlobStoreError.closed) { try writer.commit() }
+        #expect(Set(try blobs.keys()) == [key])
+        // Too short or too long is a mismatch as well.
+        for forged in [Array("the real phot".utf8), Array("the real photo!".utf8), []] {
+            let again = try blobs.makeWriter(expecting: key)
+            try again.write(forged)
+            #expect(throws: BlobStoreError.self) { try again.commit() }
+        }
+        #expect(Set(try blobs.keys()) == [key])
+    }
+
+    @Test func hashOnlyCommitFailsIfTheBlobWasRemovedMeanwhile() throws {
+        let scratch = Scratch()
+        let blobs = try BlobStore(directory: scratch.path)
+        let data = Array("compacted away".utf8)
+        let key = try store(data, in: blobs)
+        let writer = try blobs.makeWriter(expecting: key)
+        try writer.write(data)
+        #expect(try blobs.removeAll(except: []) == 1)
+        #expect(throws: BlobStoreError.notFound(key: key)) { try writer.commit() }
     }
 
     @Test func emptyBlob() throws {

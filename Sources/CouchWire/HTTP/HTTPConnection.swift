@@ -165,6 +165,24 @@ final class HTTPConnection {
         return bytes
     }
 
+    /// Fills up to `buffer.count` body bytes into `buffer`: from the read buffer if it holds any, else straight
+    /// from the socket (one `recv`, no intermediate copy).
+    /// - Returns: How many bytes were read (at least one unless `buffer` is empty).
+    /// - Throws: `.clientGone` at end of stream, `.timeout` after `bodyStallTimeout` without data.
+    func readBodyBytes(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPError) -> Int {
+        guard buffer.count > 0 else { return 0 }
+        if bufferedByteCount > 0 {
+            let count = min(buffer.count, bufferedByteCount)
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: readBuffer[bufferStart..<(bufferStart + count)]))
+            bufferStart += count
+            return count
+        }
+        let outcome = socket.receive(into: buffer, deadline: bodyReadDeadline())
+        try Self.check(outcome)
+        if case .received(let count) = outcome { return count }
+        return 0
+    }
+
     /// Refills the (empty) read buffer from the socket.
     func refillBuffer() throws(HTTPError) {
         bufferStart = 0

@@ -56,6 +56,33 @@ public final class HTTPRequestBody {
         }
     }
 
+    /// Reads up to `buffer.count` bytes of the body into `buffer`, with no allocation (for streaming a large body
+    /// through one reused buffer).
+    /// - Returns: How many bytes were read; 0 only at the end of the body (or for an empty buffer).
+    /// - Throws: As ``read(upTo:)``.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPError) -> Int {
+        if let failure { throw failure }
+        guard !isComplete, buffer.count > 0 else { return 0 }
+        do {
+            try sendContinueIfNeeded()
+            if isChunked {
+                // Chunked bodies come through the connection's read buffer; one copy, as `read(upTo:)` makes.
+                let bytes = try readChunked(buffer.count)
+                bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+                return bytes.count
+            }
+            let count = try connection.readBodyBytes(
+                into: UnsafeMutableRawBufferPointer(
+                    rebasing: buffer.prefix(min(buffer.count, remaining))))
+            remaining -= count
+            if remaining == 0 { isComplete = true }
+            return count
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
     /// Reads the whole body.
     /// - Parameter limit: Most bytes accepted.
     /// - Throws: `.payloadTooLarge` (413) once more than `limit` bytes arrive or Content-Length declares more

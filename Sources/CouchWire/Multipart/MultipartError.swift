@@ -23,6 +23,8 @@ public enum MultipartError: Error, Equatable, Sendable, CustomStringConvertible 
     case tooManyParts
     /// The body ended before the closing boundary `--B--`.
     case truncated
+    /// The consumer of a ``MultipartParser/parse(borrowing:_:)`` event threw; the parser accepts no more input.
+    case aborted
 
     public var description: String {
         switch self {
@@ -35,6 +37,7 @@ public enum MultipartError: Error, Equatable, Sendable, CustomStringConvertible 
         case .malformedHeader: "malformed multipart part header"
         case .tooManyParts: "too many multipart parts"
         case .truncated: "multipart body truncated before its closing boundary"
+        case .aborted: "multipart body abandoned by its consumer"
         }
     }
 }

@@ -99,7 +99,8 @@ public struct MultipartParser: Sendable {
 
     /// Parses the next bytes of the body, handing each event to `emit` as it is found.
     ///
-    /// This variant allocates no event array; body chunks are still copied out of `bytes`.
+    /// This variant allocates no event array; body chunks are still copied out of `bytes` (one chunk per
+    /// part per call).
     /// - Parameters:
     ///   - bytes: Any number of bytes, continuing the previous call.
     ///   - emit: Called synchronously for each event.
@@ -108,11 +109,63 @@ public struct MultipartParser: Sendable {
         _ bytes: UnsafeRawBufferPointer, _ emit: (MultipartEvent) -> Void
     ) throws(MultipartError) {
         if case .failed(let error) = state { throw error }
+        var pending: [UInt8] = []
         do {
-            try run(bytes, emit)
+            try run(bytes) { event in
+                switch event {
+                case .bodyBytes(let piece):
+                    pending.append(contentsOf: piece)
+                    return
+                case .partBegin(let headers):
+                    Self.flush(&pending, emit)
+                    emit(.partBegin(headers: headers))
+                case .partEnd:
+                    Self.flush(&pending, emit)
+                    emit(.partEnd)
+                case .end:
+                    Self.flush(&pending, emit)
+                    emit(.end)
+                }
+            }
+            Self.flush(&pending, emit)
         } catch {
             state = .failed(error)
             throw error
+        }
+    }
+
+    private static func flush(_ pending: inout [UInt8], _ emit: (MultipartEvent) -> Void) {
+        guard !pending.isEmpty else { return }
+        emit(.bodyChunk(pending))
+        pending = []
+    }
+
+    /// Parses the next bytes of the body, lending part bytes to `handle` without copying them.
+    ///
+    /// For streaming large parts (attachments) straight from the socket buffer to their destination.
+    /// - Parameters:
+    ///   - bytes: Any number of bytes, continuing the previous call.
+    ///   - handle: Called synchronously for each event; a `.bodyBytes` buffer is valid only during the call.
+    ///     If it throws, no further events are delivered and the parser refuses further input.
+    /// - Throws: A ``MultipartError`` (the parser then refuses all further input), or what `handle` threw.
+    public mutating func parse(
+        borrowing bytes: UnsafeRawBufferPointer, _ handle: (MultipartBorrowedEvent) throws -> Void
+    ) throws {
+        if case .failed(let error) = state { throw error }
+        var handlerError: (any Error)?
+        do {
+            // A handler error stops delivery at once; the rest of this input is only scanned, not delivered.
+            try run(bytes) { event in
+                guard handlerError == nil else { return }
+                do { try handle(event) } catch { handlerError = error }
+            }
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+        if let handlerError {
+            state = .failed(.aborted)
+            throw handlerError
         }
     }
 
@@ -130,8 +183,9 @@ public struct MultipartParser: Sendable {
 
     // MARK: - State machine
 
-    private mutating func run(_ bytes: UnsafeRawBufferPointer, _ emit: (MultipartEvent) -> Void) throws(MultipartError)
-    {
+    private mutating func run(
+        _ bytes: UnsafeRawBufferPointer, _ emit: (MultipartBorrowedEvent) -> Void
+    ) throws(MultipartError) {
         guard let base = bytes.baseAddress else { return }
         let count = bytes.count
         var index = 0
@@ -185,7 +239,7 @@ public struct MultipartParser: Sendable {
     /// previous call, then `bytes[start...]`. Data is released once per call, lazily, up to the
     /// delimiter or to the end minus the bytes the matcher still holds.
     private mutating func scanBody(
-        _ bytes: UnsafeRawBufferPointer, from start: Int, _ emit: (MultipartEvent) -> Void
+        _ bytes: UnsafeRawBufferPointer, from start: Int, _ emit: (MultipartBorrowedEvent) -> Void
     ) -> Int {
         let carry = matched
         let count = bytes.count
@@ -219,24 +273,27 @@ public struct MultipartParser: Sendable {
         return index
     }
 
-    /// Emits virtual range `from..<to` (see `scanBody`) as one chunk.
+    /// Emits virtual range `from..<to` (see `scanBody`): the held delimiter prefix's part of it, then the input's.
     private func emitData(
         _ bytes: UnsafeRawBufferPointer, start: Int, carry: Int, from: Int, to: Int,
-        _ emit: (MultipartEvent) -> Void
+        _ emit: (MultipartBorrowedEvent) -> Void
     ) {
         guard to > from else { return }
-        var chunk = [UInt8]()
-        chunk.reserveCapacity(to - from)
-        if from < carry { chunk.append(contentsOf: delimiter[from..<min(to, carry)]) }
+        if from < carry {
+            delimiter.withUnsafeBytes { held in
+                emit(.bodyBytes(UnsafeRawBufferPointer(rebasing: held[from..<min(to, carry)])))
+            }
+        }
         let inputFrom = max(from, carry) - carry + start
         let inputTo = to - carry + start
         if inputTo > inputFrom {
-            chunk.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[inputFrom..<inputTo]))
+            emit(.bodyBytes(UnsafeRawBufferPointer(rebasing: bytes[inputFrom..<inputTo])))
         }
-        emit(.bodyChunk(chunk))
     }
 
-    private mutating func afterDelimiter(_ byte: UInt8, _ emit: (MultipartEvent) -> Void) throws(MultipartError) {
+    private mutating func afterDelimiter(
+        _ byte: UInt8, _ emit: (MultipartBorrowedEvent) -> Void
+    ) throws(MultipartError) {
         let isPadding = byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")
         switch (state, byte) {
         case (.afterDelimiter, UInt8(ascii: "-")):
@@ -262,7 +319,7 @@ public struct MultipartParser: Sendable {
     }
 
     private mutating func collectHeaders(
-        _ bytes: UnsafeRawBufferPointer, from start: Int, _ emit: (MultipartEvent) -> Void
+        _ bytes: UnsafeRawBufferPointer, from start: Int, _ emit: (MultipartBorrowedEvent) -> Void
     ) throws(MultipartError) -> Int {
         var index = start
         while index < bytes.count {

@@ -47,12 +47,25 @@ public final class BlobStore: Sendable {
         }
     }
 
-    /// Starts an upload into a new temp file.
+    /// Starts an upload into a new temp file, or, when the bytes are announced as a blob already stored,
+    /// a writer that only hashes them.
+    ///
+    /// A replicator announces each attachment's md5 before its bytes; most repeat a stored blob (the same
+    /// photo in many revisions or documents), and writing, syncing and deleting a copy of those is most of
+    /// an upload's cost. The expected blob's time is refreshed here, so compaction (which spares recently
+    /// touched blobs, see ``removeAll(except:minimumAge:)``) keeps it until the hash-only writer commits;
+    /// make the writer under the same exclusion from compaction as a commit.
+    /// - Parameters:
+    ///   - sha1: Also compute the sha1 digest (Couchbase Lite's `sha1-` digests); costs ~40 % more hashing.
+    ///   - key: The md5 (lowercase hex) the bytes are announced to have, if any.
     /// - Returns: A writer; commit it to store the blob, or abort it.
-    public func makeWriter() throws -> BlobWriter {
+    public func makeWriter(sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter {
+        if let key, let path = path(for: key), utimensat(AT_FDCWD, path, nil, 0) == 0 {
+            return BlobWriter(store: self, verifying: key, sha1: sha1)
+        }
         let path = tempDirectory + "/" + Self.processToken + "-" + Secrets.randomBytes(12).hexString + ".tmp"
         let fd = try POSIX.open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        return BlobWriter(store: self, tempPath: path, fd: fd)
+        return BlobWriter(store: self, tempPath: path, fd: fd, sha1: sha1)
     }
 
     /// Whether a blob with this key is stored. Invalid keys are never stored.

@@ -16,6 +16,8 @@ public enum BlobStoreError: Error, Equatable, Sendable, CustomStringConvertible 
     case invalidRange(offset: Int, count: Int)
     /// The writer or reader was already committed, aborted or closed.
     case closed
+    /// A hash-only writer's bytes were not the blob it expected (their md5 is `actual`).
+    case digestMismatch(expected: String, actual: String)
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum BlobStoreError: Error, Equatable, Sendable, CustomStringConvertible 
         case .notFound(let key): "no blob \(key)"
         case .invalidRange(let offset, let count): "invalid blob range offset \(offset) count \(count)"
         case .closed: "blob handle already closed"
+        case .digestMismatch(let expected, let actual): "blob bytes have md5 \(actual), expected \(expected)"
         }
     }
 }

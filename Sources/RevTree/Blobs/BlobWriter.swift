@@ -7,27 +7,52 @@ import CouchCrypto
 #endif
 
 /// An upload in progress: streams bytes to a temp file while hashing them with md5 (the key and
-/// CouchDB's digest) and sha1 (Couchbase Lite's digest).
+/// CouchDB's digest) and, when asked, sha1 (Couchbase Lite's digest).
+///
+/// A writer made for bytes whose key is already stored (``BlobStore/makeWriter(sha1:expecting:)``)
+/// only hashes: nothing is written, and `commit` checks that the bytes were the stored ones.
 ///
 /// Nothing is buffered beyond what the caller passes to one `write`. If a `write` throws (disk
 /// full), abort the writer. Not thread-safe: one writer belongs to one upload.
 public final class BlobWriter {
     private enum State { case open, committed, aborted }
 
+    /// Where the bytes go.
+    private enum Sink {
+        /// A temp file, renamed to its key on commit.
+        case tempFile(path: String)
+        /// Nowhere: they are expected to be this stored blob's, which `commit` checks.
+        case verifying(expectedKey: String)
+    }
+
     private let store: BlobStore
-    private let tempPath: String
+    private let sink: Sink
     private var fd: Int32
     private let md5 = Digest(.md5)
-    private let sha1 = Digest(.sha1)
+    private let sha1: Digest?
     private var state = State.open
 
     /// Bytes written so far.
     public private(set) var length = 0
 
-    init(store: BlobStore, tempPath: String, fd: Int32) {
+    /// Whether this writer only hashes, because its bytes are expected to be a stored blob's.
+    public var isVerifyingOnly: Bool {
+        if case .verifying = sink { return true }
+        return false
+    }
+
+    init(store: BlobStore, tempPath: String, fd: Int32, sha1: Bool) {
         self.store = store
-        self.tempPath = tempPath
+        self.sink = .tempFile(path: tempPath)
         self.fd = fd
+        self.sha1 = sha1 ? Digest(.sha1) : nil
+    }
+
+    init(store: BlobStore, verifying key: String, sha1: Bool) {
+        self.store = store
+        self.sink = .verifying(expectedKey: key)
+        self.fd = -1
+        self.sha1 = sha1 ? Digest(.sha1) : nil
     }
 
     deinit { abort() }
@@ -36,9 +61,12 @@ public final class BlobWriter {
     /// - Throws: `.closed` after commit or abort; `.io` if the disk refuses.
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard state == .open else { throw BlobStoreError.closed }
-        try POSIX.writeAll(fd, bytes, path: tempPath)
+        if case .tempFile(let tempPath) = sink {
+            try POSIX.writeAll(fd, bytes, path: tempPath)
+            POSIX.startWriteback(fd, offset: length, count: bytes.count)
+        }
         md5.update(bytes)
-        sha1.update(bytes)
+        sha1?.update(bytes)
         length += bytes.count
     }
 
@@ -51,17 +79,36 @@ public final class BlobWriter {
     ///
     /// If the key already exists, drops the temp file and refreshes the existing file's time (dedupe);
     /// otherwise syncs the temp file's data, renames it to `directory/ab/<md5 hex>`, and fsyncs the
-    /// directory so the rename survives a crash.
-    /// - Returns: The key, raw md5 and sha1 digests, and length.
-    /// - Throws: `.closed`, or `.io`; the temp file is then removed.
-    public func commit() throws -> (key: String, md5: [UInt8], sha1: [UInt8], length: Int) {
+    /// directory so the rename survives a crash. A hash-only writer checks the md5 against the key it
+    /// expected and refreshes that blob.
+    /// - Returns: The key, raw md5 digest, raw sha1 digest (nil unless asked for), and length.
+    /// - Throws: `.closed`, `.io` (the temp file is then removed); for a hash-only writer,
+    ///   `.digestMismatch` when the bytes were not the expected blob's, and `.notFound` if that blob was
+    ///   removed meanwhile (its time was refreshed when the writer was made, so only a compaction more than
+    ///   its grace window after that can remove it).
+    public func commit() throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
         guard state == .open else { throw BlobStoreError.closed }
         do {
             let md5Bytes = md5.finalize()
-            let sha1Bytes = sha1.finalize()
+            let sha1Bytes = sha1?.finalize()
             let key = md5Bytes.hexString
             let path = try store.validPath(for: key)
             let fanOut = store.directory + "/" + key.prefix(2)
+            let tempPath: String
+            switch sink {
+            case .tempFile(let path): tempPath = path
+            case .verifying(let expectedKey):
+                guard key == expectedKey else {
+                    throw BlobStoreError.digestMismatch(expected: expectedKey, actual: key)
+                }
+                // Refresh the time so a concurrent compaction's grace window covers this reuse.
+                guard utimensat(AT_FDCWD, path, nil, 0) == 0 else { throw BlobStoreError.notFound(key: key) }
+                // The directory is synced as on any dedupe: the first committer of these bytes may have renamed
+                // them in without having finished its own directory sync yet.
+                try POSIX.fsyncDirectory(fanOut)
+                state = .committed
+                return (key, md5Bytes, sha1Bytes, length)
+            }
             if try POSIX.makeDirectory(fanOut) { try POSIX.fsyncDirectory(store.directory) }
             if access(path, F_OK) == 0 {
                 // Already stored: the copy's bytes need no sync. The directory is synced still, in case the
@@ -98,6 +145,6 @@ public final class BlobWriter {
             close(fd)
             fd = -1
         }
-        unlink(tempPath)
+        if case .tempFile(let tempPath) = sink { unlink(tempPath) }
     }
 }

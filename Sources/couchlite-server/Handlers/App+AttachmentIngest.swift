@@ -9,7 +9,8 @@ struct FollowedAttachments {
     struct Part {
         let key: String
         let md5: [UInt8]
-        let sha1: [UInt8]
+        /// Computed only when the JSON announced a `sha1-` digest.
+        let sha1: [UInt8]?
         let length: Int
     }
     var parts: [String: Part] = [:]
@@ -56,7 +57,7 @@ extension App {
                 guard let text = data.stringValue, let bytes = Base64.decode(text) else {
                     throw CouchError.badRequest("Invalid attachment data for \(name)")
                 }
-                let writer = try blobs(for: database).makeWriter()
+                let writer = try makeBlobWriter(database)
                 try writer.write(bytes)
                 let stored = try commitBlob(writer)
                 refs.append(
@@ -103,12 +104,20 @@ extension App {
             return given
         }
         if given.hasPrefix("sha1-") {
-            guard given == "sha1-" + base64(part.sha1) else {
+            guard let sha1 = part.sha1, given == "sha1-" + base64(sha1) else {
                 throw .badRequest("Attachment \(name) does not match its sha1 digest")
             }
             return given
         }
         return md5
+    }
+
+    /// The blob key (lowercase hex md5) an `md5-<base64>` digest names, or nil for any other digest.
+    static func blobKey(md5Digest digest: String?) -> String? {
+        guard let digest, digest.hasPrefix("md5-"), let raw = Base64.decode(String(digest.dropFirst(4))),
+            raw.count == 16
+        else { return nil }
+        return raw.hexString
     }
 
     static func base64(_ bytes: [UInt8]) -> String {

@@ -117,7 +117,7 @@ extension App {
         default: throw CouchError.badContentType("Only gzip and identity content-encodings are supported")
         }
         // Stream the bytes to a blob first; the revision is written only once they are safe on disk.
-        let writer = try blobs(for: database).makeWriter()
+        let writer = try makeBlobWriter(database)
         do {
             try request.streamBody(
                 limit: Limits.attachmentRequestBytes,

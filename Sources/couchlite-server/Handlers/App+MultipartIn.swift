@@ -42,8 +42,8 @@ private struct MultipartDocumentReader {
     private var headers: [(String, String)] = []
     private var json: [UInt8] = []
     private var input: DocumentInput?
-    /// `follows` attachments in JSON order, with the byte count each part must have.
-    private var expected: [(name: String, bytes: Int?)] = []
+    /// `follows` attachments in JSON order, with the byte count each part must have and the digest announced.
+    private var expected: [(name: String, bytes: Int?, digest: String?)] = []
     private var writer: BlobWriter?
     private var followed = FollowedAttachments()
     private var ended = false
@@ -54,7 +54,7 @@ private struct MultipartDocumentReader {
         self.docID = docID
     }
 
-    mutating func handle(_ event: MultipartEvent) throws {
+    mutating func handle(_ event: MultipartBorrowedEvent) throws {
         switch event {
         case .partBegin(let partHeaders):
             partIndex += 1
@@ -63,11 +63,15 @@ private struct MultipartDocumentReader {
                 guard partIndex - 1 < expected.count else {
                     throw CouchError.badRequest("More multipart parts than attachments marked follows")
                 }
-                writer = try app.blobs(for: database).makeWriter()
+                // An announced md5 names the blob the bytes will be if they are right, so bytes already stored are
+                // only hashed; sha1 is computed only to check an announced `sha1-` digest.
+                let digest = expected[partIndex - 1].digest
+                writer = try app.makeBlobWriter(
+                    database, sha1: digest?.hasPrefix("sha1-") == true, expecting: App.blobKey(md5Digest: digest))
             }
-        case .bodyChunk(let bytes):
+        case .bodyBytes(let bytes):
             if partIndex == 0 {
-                json += bytes
+                json.append(contentsOf: bytes)
                 guard json.count <= Limits.documentBytes else { throw CouchError.documentTooLarge(docID) }
             } else if let writer {
                 try writer.write(bytes)
@@ -85,7 +89,13 @@ private struct MultipartDocumentReader {
                     writer.abort()
                     throw CouchError.badRequest("Attachment \(slot.name) is shorter than its declared length")
                 }
-                let stored = try app.commitBlob(writer)
+                let stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int)
+                do {
+                    stored = try app.commitBlob(writer)
+                } catch BlobStoreError.digestMismatch {
+                    // What `App.followedDigest` answers when a stored copy's md5 differs from the announced one.
+                    throw CouchError.contentMD5Mismatch
+                }
                 followed.parts[slot.name] = FollowedAttachments.Part(
                     key: stored.key, md5: stored.md5, sha1: stored.sha1, length: stored.length)
                 self.writer = nil
@@ -113,7 +123,7 @@ private struct MultipartDocumentReader {
         let document = try DocumentInput(parsed)
         for (name, value) in document.attachments ?? JSONObject() where value["follows"]?.boolValue == true {
             let declared = value["encoding"] == nil ? value["length"]?.intValue : value["encoded_length"]?.intValue
-            expected.append((name, declared))
+            expected.append((name, declared, value["digest"]?.stringValue))
         }
         input = document
     }

@@ -119,7 +119,7 @@ extension App {
         var revText: String?
         var docText: [UInt8]?
         var uploads: [AttachmentInfo] = []
-        func handle(_ event: MultipartEvent) throws {
+        func handle(_ event: MultipartBorrowedEvent) throws {
             switch event {
             case .partBegin(let headers):
                 let disposition = MultipartHeaderValue(
@@ -130,12 +130,12 @@ extension App {
                 fieldValue = []
                 writer =
                     fieldName == "_attachments" && fileName?.isEmpty == false
-                    ? try blobs(for: database).makeWriter() : nil
-            case .bodyChunk(let bytes):
+                    ? try makeBlobWriter(database) : nil
+            case .bodyBytes(let bytes):
                 if let writer {
                     try writer.write(bytes)
                 } else {
-                    fieldValue += bytes
+                    fieldValue.append(contentsOf: bytes)
                     guard fieldValue.count <= Limits.smallRequestBytes else {
                         throw CouchError.tooLarge("Form field is too large")
                     }

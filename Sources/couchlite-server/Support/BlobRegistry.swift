@@ -123,8 +123,15 @@ extension App {
         try blobRegistry.store(for: database.name)
     }
 
+    /// Starts an upload (see ``BlobStore/makeWriter(sha1:expecting:)``); a hash-only writer refreshes its
+    /// blob's time, so this is never concurrent with a blob sweep either.
+    func makeBlobWriter(_ database: Database, sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter {
+        let store = try blobs(for: database)
+        return try blobRegistry.sweepGate.shared { try store.makeWriter(sha1: sha1, expecting: key) }
+    }
+
     /// Commits an upload; never concurrent with a blob sweep (see ``BlobRegistry/sweepGate``).
-    func commitBlob(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8], length: Int) {
+    func commitBlob(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
         try blobRegistry.sweepGate.shared { try writer.commit() }
     }
 
