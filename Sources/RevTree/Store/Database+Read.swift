@@ -93,26 +93,13 @@ extension Database {
             // One row per document holds its whole tree: every requested rev is decided from it.
             var out = [(id: String, missing: [RevID], possibleAncestors: [RevID])]()
             for (id, revs) in request {
-                let tree = try Database.loadDocument(id, connection)?.tree
-                let missing = Database.distinct(revs).filter { !(tree?.contains($0) ?? false) }
+                let tree = try Database.loadDocument(id, connection)?.tree ?? RevTree()
+                let missing = tree.missing(revs)
                 guard !missing.isEmpty else { continue }
-                out.append((id, missing, tree?.possibleAncestors(for: missing) ?? []))
+                out.append((id, missing, tree.possibleAncestors(for: missing)))
             }
             return out
         }
-    }
-
-    /// `revs` without repeats, first occurrence kept, in order. Small lists (every real request) are scanned
-    /// instead of hashed.
-    static func distinct(_ revs: [RevID]) -> [RevID] {
-        if revs.count <= 8 {
-            var out = [RevID]()
-            out.reserveCapacity(revs.count)
-            for rev in revs where !out.contains(rev) { out.append(rev) }
-            return out
-        }
-        var seen = Set<RevID>()
-        return revs.filter { seen.insert($0).inserted }
     }
 
     /// `_changes`: one row per document at its latest update, by seq.
@@ -141,11 +128,6 @@ extension Database {
         }
     }
 
-    /// `_all_docs`: live documents ordered by the UTF-8 bytes of their ids.
-    /// - Parameters:
-    ///   - startKey, endKey: bounds in iteration order (with `descending`, `startKey` is the higher one).
-    ///   - inclusiveEnd: whether `endKey` itself is included.
-    ///   - body: return false to stop.
     /// Live documents whose ids sort before `key` in the direction of iteration: `_all_docs`'s `offset`. One
     /// indexed count, no trees built.
     public func liveDocumentCount(before key: String, descending: Bool) throws -> Int {
@@ -168,6 +150,11 @@ extension Database {
         }
     }
 
+    /// `_all_docs`: live documents ordered by the UTF-8 bytes of their ids.
+    /// - Parameters:
+    ///   - startKey, endKey: bounds in iteration order (with `descending`, `startKey` is the higher one).
+    ///   - inclusiveEnd: whether `endKey` itself is included.
+    ///   - body: return false to stop.
     public func allDocs(
         startKey: String?, endKey: String?, inclusiveEnd: Bool, descending: Bool, skip: Int, limit: Int?,
         _ body: (DocumentInfo) throws -> Bool
