@@ -20,31 +20,34 @@ final class Checkpointer: Sendable {
     /// without bound while readers keep a passive checkpoint from finishing (64,000 pages = 250 MiB at 4 KiB).
     static let walLimitPages = 64_000
 
-    private struct State {
-        var walPages = 0
-        /// A background checkpoint is running.
-        var running = false
-        /// The last background checkpoint copied every frame it saw; the writer may finish the job.
-        var caughtUp = false
-        var closed = false
+    /// What the writer's WAL hook and the checkpoint thread share.
+    private final class Progress: Sendable {
+        struct State {
+            /// A background checkpoint is queued or running.
+            var running = false
+            /// The last background checkpoint copied every frame it saw; the writer may finish the job.
+            var caughtUp = false
+        }
+
+        let state = Mutex(State())
     }
 
-    private let state = Mutex(State())
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    /// Touched only by the checkpoint thread once it has started.
-    private let connection: SQLiteConnection
+    private let progress: Progress
+    /// The checkpoint thread; each item is the WAL size, in pages, when a checkpoint was asked for.
+    private let worker: BatchWorker<Int>
 
     /// Opens a second connection to `path`, starts the thread and installs the WAL hook on `writer` (replacing
     /// SQLite's automatic checkpoint). `writer` keeps this object alive for as long as the hook can fire.
     init(path: String, writer: SQLiteConnection) throws {
-        connection = try SQLiteConnection(path: path, readOnly: false, create: false)
+        let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
         // A connection that has not yet read the file is not in WAL mode, and checkpointing it silently does
         // nothing (log and checkpointed counts of -1).
         try connection.execute("PRAGMA journal_mode = WAL")
-        let thread = Thread { [self] in run() }
-        thread.name = "couchlite-checkpoint"
-        thread.start()
+        let progress = Progress()
+        self.progress = progress
+        worker = BatchWorker(name: "couchlite-checkpoint") { requests in
+            Checkpointer.checkpoint(connection, walPages: requests.max() ?? 0, progress)
+        }
         writer.walHookOwner = self
         let context = Unmanaged.passUnretained(self).toOpaque()
         sqlite3_wal_hook(
@@ -59,20 +62,20 @@ final class Checkpointer: Sendable {
 
     /// Called on the writer thread (inside its WAL hook) after each commit with the WAL's size in pages.
     private func committed(walPages: Int, writer: OpaquePointer?) {
-        enum Action { case none, wake, finish }
-        let action = state.withLock { state -> Action in
-            state.walPages = walPages
+        enum Action { case none, start, finish }
+        let action = progress.state.withLock { state -> Action in
             guard walPages >= Checkpointer.walThresholdPages, !state.running else { return .none }
             if state.caughtUp {
                 state.caughtUp = false
                 return .finish
             }
             state.running = true
-            return .wake
+            return .start
         }
         switch action {
         case .none: break
-        case .wake: wake.signal()
+        case .start:
+            if !worker.enqueue(walPages) { progress.state.withLock { $0.running = false } }
         case .finish:
             // Only the frames appended since the background pass remain; once copied, the next write transaction
             // restarts the WAL. Failure (a reader still needs old frames) just leaves that to a later pass.
@@ -82,34 +85,21 @@ final class Checkpointer: Sendable {
         }
     }
 
-    /// Stops the thread after any running checkpoint.
+    /// Stops the thread after any queued or running checkpoint.
     func close() {
-        let first = state.withLock { state -> Bool in
-            defer { state.closed = true }
-            return !state.closed
-        }
-        guard first else { return }
-        wake.signal()
-        finished.wait()
+        worker.close()
     }
 
-    private func run() {
-        while true {
-            wake.wait()
-            let (pages, closed) = state.withLock { ($0.walPages, $0.closed) }
-            if closed {
-                finished.signal()
-                return
-            }
-            let mode = pages >= Checkpointer.walLimitPages ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE
-            var log: Int32 = 0
-            var done: Int32 = 0
-            // Errors (SQLITE_BUSY while another checkpoint runs) just mean "try again at the next threshold".
-            let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, mode, &log, &done)
-            state.withLock { state in
-                state.running = false
-                state.caughtUp = rc == SQLITE_OK && log >= 0 && done == log
-            }
+    /// One background pass, on the checkpoint thread.
+    private static func checkpoint(_ connection: SQLiteConnection, walPages: Int, _ progress: Progress) {
+        let mode = walPages >= Checkpointer.walLimitPages ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE
+        var log: Int32 = 0
+        var done: Int32 = 0
+        // Errors (SQLITE_BUSY while another checkpoint runs) just mean "try again at the next threshold".
+        let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, mode, &log, &done)
+        progress.state.withLock { state in
+            state.running = false
+            state.caughtUp = rc == SQLITE_OK && log >= 0 && done == log
         }
     }
 }
