@@ -9,4 +9,9 @@ static inline int couchlite_bind_text(sqlite3_stmt *s, int i, const char *p, int
 static inline int couchlite_bind_blob(sqlite3_stmt *s, int i, const void *p, int n) {
     return sqlite3_bind_blob(s, i, p, n, SQLITE_TRANSIENT);
 }
+/// sqlite3_config is variadic, which Swift cannot call. Turns off SQLite's global memory statistics (a mutex taken
+/// around every allocation); only valid before SQLite is initialized, else returns SQLITE_MISUSE and changes nothing.
+static inline int couchlite_disable_memory_statistics(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 #endif

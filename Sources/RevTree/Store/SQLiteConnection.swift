@@ -12,8 +12,13 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Whatever `sqlite3_wal_hook`'s context points to, kept alive as long as the hook can fire.
     var walHookOwner: AnyObject?
 
+    /// Process-wide SQLite settings, applied once before the first connection opens: no global memory statistics
+    /// (nothing reads them, and they take a global mutex around every allocation of every connection).
+    private static let configured: Bool = couchlite_disable_memory_statistics() == SQLITE_OK
+
     /// Opens (and with `create`, creates) the file at `path`.
     init(path: String, readOnly: Bool, create: Bool) throws {
+        _ = SQLiteConnection.configured
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
