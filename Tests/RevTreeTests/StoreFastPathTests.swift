@@ -212,6 +212,31 @@ import Testing
         #expect(try db.info().docCount == 1000)
     }
 
+    @Test func aBatchMixingNewAndStoredDocumentsAppliesEachWhicheverWayItIsGuessed() throws {
+        let info = AttachmentInfo(
+            name: "a", contentType: "x/y", digest: "md5-a", length: 1, revpos: 1, blobKey: "k")
+        _ = try db.applyReplicated([replicated("s1", "1-a", atts: [.stored(info)]), replicated("s2", "1-a")])
+        let stub = AttachmentRef.stub(name: "a", revpos: 1, digest: nil)
+        // new, stored, stored, new, new with a stub, stored with a stub, stored resent, new at a later generation.
+        let results = try db.applyReplicated([
+            replicated("n1", "1-a"), replicated("s1", "1-a", "2-b"), replicated("s2", "1-a", "2-b"),
+            replicated("n2", "1-a"), replicated("n3", "1-a", atts: [stub]),
+            replicated("s1", "1-a", "2-b", "3-c", atts: [.stub(name: "a", revpos: nil, digest: "md5-a")]),
+            replicated("s2", "1-a", "2-b"), replicated("n4", "1-a", "2-b", "3-c"),
+        ])
+        #expect(
+            results.map { (try? $0.result.get())?.description ?? "error" } == [
+                "1-a", "2-b", "2-b", "1-a", "error", "3-c", "2-b", "3-c",
+            ])
+        #expect(throws: StoreError.missingStub("a")) { try results[4].result.get() }
+        #expect(try db.document("n3") == nil)
+        #expect(try db.revision("s1", rev: nil)?.attachments == [info])
+        #expect(try db.document("n4")?.tree.nodes.count == 3)
+        let info2 = try db.info()
+        // Six writes changed a tree (the resend and the refused stub did not).
+        #expect(info2.docCount == 5 && info2.updateSeq == 2 + 6)
+    }
+
     @Test func bodiesMoveOutOfTheRowWhenReplacedAndGoWhenStemmedOrCompacted() throws {
         try db.setRevsLimit(2)
         let reader = try SQLiteConnection(path: db.path, readOnly: true, create: false)

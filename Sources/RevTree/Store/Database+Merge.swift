@@ -22,11 +22,11 @@ extension Database {
     }
 
     static func replicate(_ write: RevisionWrite, _ connection: SQLiteConnection, _ meta: inout Meta) throws {
-        // Fast path for a first-generation leaf, which nearly always creates its document (a push of new
-        // documents): try the insert first, probing the id index once instead of a lookup and then an insert. A
-        // later generation is usually an update, for which a failed insert would be wasted work (about a seventh
-        // of an update's cost), and stubs need the stored document.
-        if write.path[0].pos == 1, !write.attachments.contains(where: \.isStub) {
+        // When the document is probably new, the insert is tried first: that probes the id index once instead of
+        // a lookup and then an insert. For a stored document the failed insert would be wasted work (about a
+        // seventh of an update's cost), so the guess follows what the batch's previous document turned out to be.
+        // Stubs need the stored document, so they always look it up.
+        if meta.lastWriteCreated, !write.attachments.contains(where: \.isStub) {
             let attachments = try resolveAttachments(write.attachments, ancestors: [], newPos: nil, connection)
             if try insertNew(write, path: write.path, attachments: attachments, connection, &meta) { return }
         }
@@ -35,6 +35,7 @@ extension Database {
             try insertAbsent(write, path: write.path, attachments: attachments, connection, &meta)
             return
         }
+        meta.lastWriteCreated = false
         let before = existing.tree
         // Already stored with its body: an idempotent resend, nothing to resolve or write.
         if let node = before.node(write.path[0]), node.hasBody { return }
@@ -107,6 +108,7 @@ extension Database {
             }
         }
         guard connection.changes == 1 else { return false }
+        meta.lastWriteCreated = true
         meta.updateSeq = seq
         if write.deleted { meta.docDelCount += 1 } else { meta.docCount += 1 }
         meta.externalSize += write.body.count

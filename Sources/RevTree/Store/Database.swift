@@ -125,6 +125,9 @@ struct Meta {
     var purgeSeq: Int
     /// Body bytes of every document's leaves (`sizes.external`).
     var externalSize: Int
+    /// Not stored: whether the job's previous replicated write created its document. A batch's documents tend to
+    /// be alike — all new in a first replication, mostly stored in later ones — so it predicts the next one.
+    var lastWriteCreated = true
 
     static func load(_ connection: SQLiteConnection) throws -> Meta {
         let statement = try connection.statement(.loadMeta)
