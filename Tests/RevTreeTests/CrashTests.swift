@@ -57,7 +57,8 @@ import Testing
             for (batch, count) in counts { #expect(count == CrashTests.batchSize, "batch \(batch) half applied") }
             #expect(try db.info().docCount == counts.values.reduce(0, +))
             store.close()
-            #expect(try integrityCheck(directory + "/crash.couch") == "ok")
+            let integrity = try integrityCheck(directory + "/crash.couch")
+            #expect(integrity == "ok", "integrity_check: \(integrity)")
         }
         #expect(!acked.isEmpty)
         try? FileManager.default.removeItem(atPath: directory)

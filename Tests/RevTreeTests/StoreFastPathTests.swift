@@ -237,6 +237,21 @@ import Testing
         #expect(info2.docCount == 5 && info2.updateSeq == 2 + 6)
     }
 
+    @Test func closingTheStoreClosesEveryConnectionBeforeItReturns() throws {
+        let directory = temporaryDirectory()
+        for round in 0..<20 {
+            let store = try Store(directory: directory)
+            let database = try round == 0 ? store.create("closing") : store.open("closing")
+            _ = try database.applyReplicated([replicated("d\(round)", "1-a")])
+            #expect(try database.document("d\(round)") != nil)
+            store.close()
+            // The last connection has checkpointed and removed the WAL by now, although `database` is still
+            // referenced: nothing is left for a finished thread to close later.
+            #expect(!FileManager.default.fileExists(atPath: database.path + "-wal"))
+            #expect(throws: StoreError.dbNotFound) { try database.applyReplicated([replicated("late", "1-a")]) }
+        }
+    }
+
     @Test func bodiesMoveOutOfTheRowWhenReplacedAndGoWhenStemmedOrCompacted() throws {
         try db.setRevsLimit(2)
         let reader = try SQLiteConnection(path: db.path, readOnly: true, create: false)

@@ -33,6 +33,7 @@ final class Checkpointer: Sendable {
     }
 
     private let progress: Progress
+    private let connection: SQLiteConnection
     /// The checkpoint thread; each item is the WAL size, in pages, when a checkpoint was asked for.
     private let worker: BatchWorker<Int>
 
@@ -45,6 +46,7 @@ final class Checkpointer: Sendable {
         try connection.execute("PRAGMA journal_mode = WAL")
         let progress = Progress()
         self.progress = progress
+        self.connection = connection
         worker = BatchWorker(name: "couchlite-checkpoint") { requests in
             Checkpointer.checkpoint(connection, walPages: requests.max() ?? 0, progress)
         }
@@ -85,9 +87,10 @@ final class Checkpointer: Sendable {
         }
     }
 
-    /// Stops the thread after any queued or running checkpoint.
+    /// Stops the thread after any queued or running checkpoint and closes its connection.
     func close() {
         worker.close()
+        connection.close()
     }
 
     /// One background pass, on the checkpoint thread.

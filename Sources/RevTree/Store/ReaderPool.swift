@@ -48,11 +48,14 @@ final class ReaderPool: Sendable {
         return try body(connection)
     }
 
+    /// Closes the idle connections now; one lent out is closed when its read returns.
     func close() {
-        idle.withLock { idle in
+        let connections = idle.withLock { idle in
             idle.closed = true
-            idle.connections.removeAll()
+            defer { idle.connections.removeAll() }
+            return idle.connections
         }
+        for connection in connections { connection.close() }
     }
 
     private func open() throws -> SQLiteConnection {

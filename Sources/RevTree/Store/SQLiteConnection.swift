@@ -44,9 +44,19 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Memory-mapped I/O window per connection, in bytes.
     static let mmapBytes = 0
 
-    deinit {
+    private var isClosed = false
+
+    deinit { close() }
+
+    /// Finalizes the statements and closes the handle, now, on the calling thread; later calls do nothing. Owners
+    /// whose threads share the connection call it once those threads have stopped, so a database is fully closed
+    /// (the last connection checkpoints and removes the WAL) before its owner's `close` returns, not whenever a
+    /// finished thread happens to drop its last reference.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
         cache.removeAll()
-        hot.removeAll()
+        hot = []
         sqlite3_close_v2(handle)
     }
 

@@ -53,6 +53,7 @@ final class WriteQueue: Sendable {
 
     private let writer: BatchWorker<Job>
     private let syncer: BatchWorker<Committed>
+    private let connection: SQLiteConnection
 
     /// Starts the writer and sync threads.
     /// - Parameters:
@@ -73,6 +74,7 @@ final class WriteQueue: Sendable {
             }
         }
         self.syncer = syncer
+        self.connection = connection
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
             WriteQueue.commit(jobs, connection, afterCommit, syncer)
         }
@@ -94,10 +96,11 @@ final class WriteQueue: Sendable {
         return value
     }
 
-    /// Finishes queued jobs and their syncs, then stops both threads.
+    /// Finishes queued jobs and their syncs, stops both threads and closes the connection.
     func close() {
         writer.close()
         syncer.close()
+        connection.close()
     }
 
     private static func commit(
