@@ -101,6 +101,32 @@ struct BlobStoreTests {
         #expect(try blobs.openReader(key).read(at: 0, upTo: 100) == data)
     }
 
+    @Test func aDirectoryEntryIsSyncedUntilKnownDurableAndForgottenWhenRemoved() throws {
+        let scratch = Scratch()
+        let data = Array("the same photo, pushed many times".utf8)
+        let key: String
+        do {
+            let blobs = try BlobStore(directory: scratch.path)
+            key = try store(data, in: blobs)
+            #expect(blobs.isKnownDurable(key))  // renamed in, then its directory synced
+        }
+        // A store opened on existing files (a restart) cannot know whether their entries were synced.
+        let reopened = try BlobStore(directory: scratch.path)
+        #expect(!reopened.isKnownDurable(key))
+        let verifying = try reopened.makeWriter(expecting: key)
+        #expect(verifying.isVerifyingOnly)
+        try verifying.write(data)
+        #expect(try verifying.commit().key == key)
+        #expect(reopened.isKnownDurable(key))  // synced by that commit; later ones skip the directory sync
+        #expect(try store(data, in: reopened) == key)  // the temp-file dedupe path agrees
+        #expect(try reopened.removeAll(except: []) == 1)
+        #expect(!reopened.isKnownDurable(key))
+        // Stored again after removal: renamed in and synced anew.
+        #expect(try store(data, in: reopened) == key && reopened.isKnownDurable(key))
+        try reopened.destroy()
+        #expect(!reopened.isKnownDurable(key))
+    }
+
     @Test func announcedKeyNotStoredWritesTheBytes() throws {
         let scratch = Scratch()
         let blobs = try BlobStore(directory: scratch.path)

@@ -1,4 +1,5 @@
 import CouchCrypto
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -26,6 +27,15 @@ public final class BlobStore: Sendable {
     /// Tags this process's temp files, so `init` can tell a crashed process's leftovers from
     /// uploads another `BlobStore` in this process has in flight.
     static let processToken: String = Secrets.randomBytes(8).hexString
+
+    /// Keys whose directory entry is known to be on disk: a directory fsync finished after the blob
+    /// was renamed in, during this process's life. Committing such a blob again needs no directory
+    /// fsync, which on this class of disk is a device flush in every repeated upload's path.
+    /// `removeAll` forgets what it deletes (a blob renamed in again is remembered only after its own
+    /// sync); a store opened on an existing directory knows nothing until it syncs.
+    private let durableEntries = Mutex<Set<String>>([])
+    /// Most keys remembered; the set starts over when full (forgetting only costs a sync).
+    static let maxDurableEntries = 65_536
 
     /// Opens (creating if needed) a store and removes temp files left by a crashed process.
     /// - Parameter directory: The database's blob directory; parents are created too.
@@ -123,6 +133,7 @@ public final class BlobStore: Sendable {
         for key in try keys() where !keep.contains(key) {
             guard let path = path(for: key), let info = POSIX.fileStatus(path) else { continue }
             if minimumAge > .zero, Int64(info.st_mtim.tv_sec) >= cutoff { continue }
+            durableEntries.withLock { _ = $0.remove(key) }
             if unlink(path) == 0 {
                 removed += 1
             } else if errno != ENOENT {
@@ -134,7 +145,24 @@ public final class BlobStore: Sendable {
 
     /// Deletes the whole directory (the database was deleted). Open readers keep working.
     public func destroy() throws {
+        durableEntries.withLock { $0.removeAll() }
         try POSIX.removeTree(directory)
+    }
+
+    /// Whether `key`'s directory entry is known to be on disk (see `durableEntries`).
+    public func isKnownDurable(_ key: String) -> Bool {
+        durableEntries.withLock { $0.contains(key) }
+    }
+
+    /// Makes `key`'s directory entry durable: fsyncs its fan-out directory, unless the blob was not
+    /// just renamed in and a sync since it was is known to have finished.
+    func syncEntry(_ key: String, fanOut: String, renamed: Bool = false) throws(BlobStoreError) {
+        if !renamed && isKnownDurable(key) { return }
+        try POSIX.fsyncDirectory(fanOut)
+        durableEntries.withLock { entries in
+            if entries.count >= Self.maxDurableEntries { entries.removeAll() }
+            entries.insert(key)
+        }
     }
 
     // MARK: - Paths

@@ -103,22 +103,23 @@ public final class BlobWriter {
                 }
                 // Refresh the time so a concurrent compaction's grace window covers this reuse.
                 guard utimensat(AT_FDCWD, path, nil, 0) == 0 else { throw BlobStoreError.notFound(key: key) }
-                // The directory is synced as on any dedupe: the first committer of these bytes may have renamed
-                // them in without having finished its own directory sync yet.
-                try POSIX.fsyncDirectory(fanOut)
+                // The directory is synced as on any dedupe (the first committer of these bytes may have renamed
+                // them in without having finished its own directory sync yet), unless that is known done.
+                try store.syncEntry(key, fanOut: fanOut)
                 state = .committed
                 return (key, md5Bytes, sha1Bytes, length)
             }
             if try POSIX.makeDirectory(fanOut) { try POSIX.fsyncDirectory(store.directory) }
             if access(path, F_OK) == 0 {
                 // Already stored: the copy's bytes need no sync. The directory is synced still, in case the
-                // first committer of these bytes renamed them in but has not finished its own directory sync.
+                // first committer of these bytes renamed them in but has not finished its own directory sync,
+                // unless that is known done.
                 close(fd)
                 fd = -1
                 unlink(tempPath)
                 // Refresh the time so a concurrent compaction's grace window covers this reuse.
                 utimensat(AT_FDCWD, path, nil, 0)
-                try POSIX.fsyncDirectory(fanOut)
+                try store.syncEntry(key, fanOut: fanOut)
             } else {
                 try POSIX.fdatasync(fd, path: tempPath)
                 close(fd)
@@ -126,7 +127,7 @@ public final class BlobWriter {
                 guard rename(tempPath, path) == 0 else {
                     throw BlobStoreError.io(operation: "rename", path: path, errno: errno)
                 }
-                try POSIX.fsyncDirectory(fanOut)
+                try store.syncEntry(key, fanOut: fanOut, renamed: true)
             }
             state = .committed
             return (key, md5Bytes, sha1Bytes, length)
