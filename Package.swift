@@ -9,7 +9,7 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "couchlite",
     products: [
-        .executable(name: "couchlite-server", targets: ["couchlite-server"])
+        .executable(name: "couchlite", targets: ["couchlite-server"])
     ],
     targets: [
         // C libraries from Debian, reached through system-library targets.
@@ -25,10 +25,12 @@ let package = Package(
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
-        // The executable that wires the store into CouchDB endpoints.
-        .executableTarget(
-            name: "couchlite-server", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
+        // The CouchDB endpoints over the store, and the subcommands that run them.
+        .target(
+            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
             swiftSettings: swiftSettings),
+        // The `couchlite` executable: a thin command line over CouchServer.
+        .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],

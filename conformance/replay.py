@@ -1,6 +1,6 @@
 """Replay recorded CouchDB 3.4.3 conversations against another server and diff the answers.
 
-A transcript (see ../shared/transcripts/README.md) is a list of HTTP exchanges in the order
+A transcript (see transcripts/README.md) is a list of HTTP exchanges in the order
 CouchDB finished them. `Replayer` sends each request in file order to a server under test and
 compares its answer with the recorded one, after mapping the values that any server makes up
 for itself:
@@ -32,8 +32,7 @@ import threading
 import urllib.parse
 from typing import Any, Callable
 
-TRANSCRIPT_DIR = os.path.normpath(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "transcripts"))
+TRANSCRIPT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transcripts")
 
 # Request headers that carry meaning for the server; all others (Host, Authorization, Cookie,
 # browser noise) are dropped: the session under test brings its own credentials.

@@ -1,5 +1,5 @@
 """A small replicator-like client: replicates one database into another over HTTP only,
-the way the CouchDB 3.x replicator does (../shared/design/protocol.md §1a and §2; the
+the way the CouchDB 3.x replicator does (the design notes' protocol.md §1a and §2; the
 transcripts couchdb-3.4.3-push*.jsonl and couchdb-3.4.3-pull.jsonl show the same conversation
 from the target's and from the source's side).
 

@@ -556,7 +556,7 @@ def couchlite_binary() -> pathlib.Path:
     env = os.environ.get("COUCHLITE_BIN")
     if env:
         return pathlib.Path(env)
-    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite-server"
+    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite"
 
 
 def test_first_start_generates_admin(couch, tmp_path):

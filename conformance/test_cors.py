@@ -2,7 +2,7 @@
 echoed (never `*`) with credentials allowed, CouchDB's method/header lists and exposed headers.
 
 The server under test runs without CORS, so each test gets a CORS-enabled server: against
-couchlite a second server is started (COUCHLITE_BIN or .build/debug/couchlite-server) with
+couchlite a second server is started (COUCHLITE_BIN or .build/debug/couchlite) with
 --cors-origins; against CouchDB the [chttpd]/[cors] config is set and restored afterwards.
 """
 
@@ -26,7 +26,7 @@ def _couchlite_binary() -> pathlib.Path:
     env = os.environ.get("COUCHLITE_BIN")
     if env:
         return pathlib.Path(env)
-    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite-server"
+    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite"
 
 
 class CorsServer:

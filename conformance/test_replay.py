@@ -18,7 +18,7 @@ from conftest import unique_db_name
 MAX_REPORTED_DIFFS = 40
 
 if not os.path.isdir(replay.TRANSCRIPT_DIR):
-    raise RuntimeError(f"transcripts not found at {replay.TRANSCRIPT_DIR} (expected <repo>/../shared/transcripts)")
+    raise RuntimeError(f"transcripts not found at {replay.TRANSCRIPT_DIR} (expected <repo>/conformance/transcripts)")
 
 
 class LiveTransport:

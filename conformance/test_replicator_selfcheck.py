@@ -13,8 +13,7 @@ import pytest
 from replicator import (Attachment, Replicator, ReplicationError, boundary_of,
                         build_multipart_related, doc_path, media_type, parse_multipart, seq_param)
 
-TRANSCRIPTS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                            "..", "..", "shared", "transcripts"))
+TRANSCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "transcripts")
 
 
 def load(name: str) -> list[dict]:

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
-swift build -c release --product couchlite-server
-exec "$(swift build -c release --show-bin-path)/couchlite-server" "$@"
+swift build -c release --product couchlite
+exec "$(swift build -c release --show-bin-path)/couchlite" "$@"

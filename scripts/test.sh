@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Full test run: Swift unit tests, then the black-box HTTP conformance suite (conformance/)
-# against a freshly started couchlite-server on a free port with a throw-away data dir.
+# against a freshly started couchlite on a free port with a throw-away data dir.
 # Then, when it started couchlite itself, the end-to-end replication tests (conformance/e2e),
 # which start, kill and restart two more couchlite servers.
 # With COUCH_URL already set (e.g. http://admin:pass@127.0.0.1:5984 for a real CouchDB), the
@@ -38,11 +38,11 @@ trap cleanup EXIT
 if [ -z "${COUCH_URL:-}" ]; then
   # The debug binary is already built by the step above; a release build would add minutes
   # and the suite checks behaviour, not speed.
-  bin="$(swift build --show-bin-path)/couchlite-server"
+  bin="$(swift build --show-bin-path)/couchlite"
   [ -x "$bin" ] || { echo "test.sh: $bin not found" >&2; exit 1; }
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
   tmp_dir="$(mktemp -d -t couchlite-test.XXXXXX)"
-  step "starting couchlite-server on 127.0.0.1:$port (data $tmp_dir/data)"
+  step "starting couchlite on 127.0.0.1:$port (data $tmp_dir/data)"
   "$bin" --bind 127.0.0.1 --port "$port" --data-dir "$tmp_dir/data" --admin admin:pass --log-level info \
     >"$tmp_dir/server.log" 2>&1 &
   server_pid=$!

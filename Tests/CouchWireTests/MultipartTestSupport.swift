@@ -2,7 +2,7 @@ import CouchWire
 import Foundation
 import Testing
 
-/// One recorded HTTP exchange from `/work/shared/transcripts` (see its README).
+/// One recorded HTTP exchange from `conformance/transcripts` (see its README).
 struct TranscriptExchange {
     var method: String
     var path: String
@@ -13,10 +13,10 @@ struct TranscriptExchange {
 }
 
 enum Transcripts {
-    /// `../shared/transcripts` relative to the package root. A missing folder fails the test.
+    /// `conformance/transcripts` in the package root. A missing folder fails the test.
     static var directory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/transcripts")
+            .deletingLastPathComponent().appendingPathComponent("conformance/transcripts")
     }
 
     static func load(_ name: String) throws -> [TranscriptExchange] {

@@ -1,12 +1,12 @@
 """Attachment throughput and memory benchmark (BENCHMARKS.md (attachments)). Not a test.
 
-Starts its own couchlite-server (COUCHLITE_BIN, a release build), then measures:
+Starts its own couchlite (COUCHLITE_BIN, a release build), then measures:
   - multipart/related PUT (?new_edits=false, CouchDB replicator layout) of N 512 KiB photos, one doc each
   - GET of each photo
   - multipart PUT and GET of one big file (BIG_MIB, default 1024)
 and the server's VmRSS before and VmHWM (peak resident) after each phase.
 
-    COUCHLITE_BIN=.build/release/couchlite-server python3 conformance/e2e/bench_attachments.py
+    COUCHLITE_BIN=.build/release/couchlite python3 conformance/e2e/bench_attachments.py
 """
 
 import base64

@@ -1,10 +1,10 @@
 """Fixtures for end-to-end tests that start couchlite servers themselves.
 
-These tests need COUCHLITE_BIN, the path of a built couchlite-server binary; they are not part
+These tests need COUCHLITE_BIN, the path of a built couchlite binary; they are not part
 of the black-box suite a foreign CouchDB is tested with (conformance/conftest.py ignores this
 folder unless it is named on the command line):
 
-    COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite-server \\
+    COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite \\
         python3 -m pytest conformance/e2e -q -p no:cacheprovider
 """
 
@@ -34,8 +34,8 @@ def pytest_collection_modifyitems(config, items):
     if not binary:
         raise pytest.UsageError(
             "COUCHLITE_BIN is not set. conformance/e2e starts couchlite servers itself and needs "
-            "the path of the couchlite-server binary, e.g.\n"
-            "  COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite-server "
+            "the path of the couchlite binary, e.g.\n"
+            "  COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite "
             "python3 -m pytest conformance/e2e\n"
             "(or run `bash scripts/test.sh`, which does this).")
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -49,7 +49,7 @@ def free_port() -> int:
 
 
 class Server:
-    """One couchlite-server process on a fixed port and data dir; can be killed and restarted."""
+    """One couchlite process on a fixed port and data dir; can be killed and restarted."""
 
     def __init__(self, binary: str, name: str, root: str):
         self.binary = binary

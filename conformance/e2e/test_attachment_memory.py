@@ -1,10 +1,10 @@
 """End-to-end attachment checks that need their own couchlite process: resident memory while
 streaming big attachments, compaction's blob sweep, and a crash in the middle of an upload.
 
-Needs COUCHLITE_BIN (path of a built couchlite-server). ATT_MEMORY_MIB sets the size of the big
+Needs COUCHLITE_BIN (path of a built couchlite). ATT_MEMORY_MIB sets the size of the big
 attachment (default 96 MiB; BENCHMARKS.md (attachments) was measured by hand at 1024).
 
-    COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite-server \\
+    COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite \\
         python3 -m pytest conformance/e2e/test_attachment_memory.py -q
 """
 
@@ -39,7 +39,7 @@ def att_free_port() -> int:
 
 
 class AttServer:
-    """A couchlite-server process with its own data dir."""
+    """A couchlite process with its own data dir."""
 
     def __init__(self, binary: str, root: str):
         self.binary = binary

@@ -45,7 +45,7 @@ def test_help_lists_every_option_and_its_environment_variable():
 def test_bad_flags_exit_64_with_a_message(args):
     r = run_cli(*args)
     assert r.returncode == 64
-    assert "couchlite-server:" in r.stderr
+    assert "couchlite:" in r.stderr
     assert r.stdout == ""
 
 

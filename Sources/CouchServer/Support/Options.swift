@@ -95,7 +95,7 @@ struct Options: Sendable {
 
     static var usage: String {
         var lines = [
-            "usage: couchlite-server [options]", "", "A CouchDB-compatible replication server.", "", "options:",
+            "usage: couchlite [serve] [options]", "", "A CouchDB-compatible replication server.", "", "options:",
         ]
         for spec in table {
             let left = "  \(spec.flag) \(spec.valueName)"

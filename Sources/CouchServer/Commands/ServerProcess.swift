@@ -1,0 +1,102 @@
+import CMalloc
+import CouchCrypto
+import CouchWire
+import Dispatch
+import Foundation
+import RevTree
+
+/// A started couchlite server: the store, the endpoints and the listening HTTP engine.
+///
+/// `couchlite serve` runs one until SIGINT/SIGTERM; `couchlite receive` runs one around a drop
+/// database; tests start one in-process on port 0.
+final class ServerProcess: Sendable {
+    let app: App
+    let server: HTTPServer
+    /// The port actually bound (the configured one, or the one the kernel picked for port 0).
+    let port: Int
+    /// A server admin created on first start because none was configured (shown once, then only hashed).
+    let generatedAdmin: ServerAdmins.Generated?
+
+    /// Opens the data dir and starts listening.
+    init(options: Options, log: Logger) throws {
+        try DataDirectory.create(options.dataDir)
+        let store = try Store(directory: options.dataDir + "/databases")
+        let uuid = try DataDirectory.serverUUID(options.dataDir)
+        let (access, generated) = try AccessControl.setUp(options: options, store: store)
+        generatedAdmin = generated
+        app = App(
+            store: store, blobRegistry: BlobRegistry(root: options.dataDir + "/attachments"), serverUUID: uuid,
+            options: options, access: access, log: log)
+        var configuration = HTTPServerConfiguration()
+        configuration.host = options.bind
+        configuration.port = options.port
+        configuration.maxConnections = options.maxConnections
+        configuration.serverHeader = "couchlite/\(App.version)"
+        let handlerApp = app
+        server = HTTPServer(configuration: configuration) { head, body, writer in
+            handlerApp.handle(head, body, writer)
+        }
+        port = try server.start()
+    }
+
+    /// The `http://host:port/` base URL for the bound address.
+    var baseURL: String {
+        let bind = app.options.bind
+        let host = bind.contains(":") ? "[\(bind)]" : bind
+        return "http://\(host):\(port)/"
+    }
+
+    /// Stops on SIGINT/SIGTERM (in-flight requests finish), then closes the store.
+    func runUntilSignalled(log: Logger) {
+        let sources = installSignalHandlers(server: server, log: log)
+        server.waitUntilStopped()
+        app.store.close()
+        withExtendedLifetime(sources) {}
+    }
+
+    /// Tunes the process once, before any server starts.
+    static func prepareProcess() {
+        // glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps freed
+        // memory in them; with a thread per connection, 2,000 long-poll feeds would leave that memory
+        // behind after they close. A few shared arenas keep resident memory flat.
+        _ = mallopt(M_ARENA_MAX, 2)
+    }
+}
+
+/// Stops the server on SIGINT/SIGTERM, handled on a Dispatch queue of its own.
+private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any DispatchSourceSignal] {
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let queue = DispatchQueue(label: "couchlite.signals")
+    return [SIGINT, SIGTERM].map { signalNumber in
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
+        source.setEventHandler {
+            log.info("shutting down", ["signal": String(signalNumber)])
+            server.shutdown(timeout: .seconds(10))
+        }
+        source.resume()
+        return source
+    }
+}
+
+/// The files at the top of `--data-dir`.
+enum DataDirectory {
+    /// Creates the data dir (owner-only) if missing.
+    static func create(_ path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// Reads the server's persistent uuid from `<data-dir>/server.json`, creating it on first start.
+    static func serverUUID(_ dataDir: String) throws -> String {
+        let path = dataDir + "/server.json"
+        if let data = FileManager.default.contents(atPath: path),
+            let json = try? JSON.parse(Array(data)), let uuid = json["uuid"]?.stringValue
+        {
+            return uuid
+        }
+        let uuid = Secrets.randomBytes(16).hexString
+        let bytes = JSON.object(JSONObject([("uuid", .string(uuid))])).serialized()
+        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        return uuid
+    }
+}
