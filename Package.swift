@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // QR codes for `couchlite receive`.
+        .systemLibrary(name: "CQRencode", path: "Sources/CQRencode", providers: [.apt(["libqrencode-dev"])]),
         // glibc's <malloc.h>, for arena tuning in the server.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -27,7 +29,8 @@ let package = Package(
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
-            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
+            name: "CouchServer",
+            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib"],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -38,5 +41,6 @@ let package = Package(
 
         .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(name: "CouchServerTests", dependencies: ["CouchServer", "CZlib"], swiftSettings: swiftSettings),
     ]
 )

@@ -16,7 +16,7 @@ as_root() {
 
 # --- Debian packages -------------------------------------------------------------------
 missing=()
-for pkg in libsqlite3-dev libssl-dev zlib1g-dev wrk; do
+for pkg in libsqlite3-dev libssl-dev zlib1g-dev libqrencode-dev zbar-tools wrk; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 # Any python3 on PATH will do (pyenv's, say); Debian's only when there is none.
