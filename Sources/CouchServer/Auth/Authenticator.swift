@@ -7,7 +7,8 @@ import Synchronization
 /// Turns a request's credentials into a `UserContext`: the `AuthSession` cookie first, then
 /// Basic auth, else anonymous — CouchDB's default handler chain (`cookie`, `default`).
 ///
-/// Accounts are the server admins (in memory) and `org.couchdb.user:NAME` documents of `_users`.
+/// Accounts are the server admins (in memory), then temporary accounts (in memory, each confined to one
+/// database: `couchlite receive`'s one-time credentials), then `org.couchdb.user:NAME` documents of `_users`.
 /// Verified Basic credentials are cached briefly, keyed by a hash of the name, the password and
 /// the stored hash, so a changed password never matches an old entry.
 final class Authenticator: Sendable {
@@ -16,6 +17,8 @@ final class Authenticator: Sendable {
     let secret: [UInt8]
     private let store: Store
     let throttle = LoginThrottle()
+    /// One-time accounts confined to one database, checked after the admins and before `_users`.
+    let temporary = TemporaryAccounts()
     private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
 
     /// Someone who can log in.
@@ -23,6 +26,8 @@ final class Authenticator: Sendable {
         let name: String
         let roles: [String]
         let hash: PasswordHash
+        /// The only database a temporary account may use (see `TemporaryAccounts`); nil for everyone else.
+        var scope: String? = nil
     }
 
     /// What authentication decided for one request.
@@ -75,11 +80,13 @@ final class Authenticator: Sendable {
 
     // MARK: Accounts
 
-    /// A server admin by that name, else the user document `org.couchdb.user:NAME`.
+    /// A server admin by that name, else a live temporary account, else the user document
+    /// `org.couchdb.user:NAME`.
     func account(named name: String) -> Account? {
         if let hash = admins.hashes[name] {
             return Account(name: name, roles: [UserContext.adminRole], hash: hash)
         }
+        if let account = temporary.account(named: name) { return account }
         guard let users = try? store.open(App.usersDatabase),
             let revision = try? users.revision(App.userDocumentPrefix + name, rev: nil), !revision.deleted,
             let body = revision.body, let json = try? JSON.parse(body), case .object(let doc) = json,
@@ -134,7 +141,8 @@ final class Authenticator: Sendable {
                 let now = Authenticator.now
                 let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
                 if timeLeft > 0 {
-                    let user = UserContext(name: account.name, roles: account.roles, handler: "cookie")
+                    let user = UserContext(
+                        name: account.name, roles: account.roles, handler: "cookie", scope: account.scope)
                     let refresh =
                         timeLeft < AuthLimits.sessionSeconds / 2
                         ? SessionCookie.value(name: account.name, issued: now, secret: secret, salt: account.hash.salt)
@@ -160,7 +168,8 @@ final class Authenticator: Sendable {
         else {
             throw .unauthorized("Name or password is incorrect.")
         }
-        return Outcome(user: UserContext(name: account.name, roles: account.roles, handler: "default"))
+        let user = UserContext(name: account.name, roles: account.roles, handler: "default", scope: account.scope)
+        return Outcome(user: user)
     }
 
     /// A new session cookie value for an account that just logged in.
