@@ -51,21 +51,28 @@ public enum PhotoFileName {
     }
 
     /// The harmless form of `raw` (possibly empty), before extensions and counters.
+    ///
+    /// Works on Unicode scalars, not characters: a `/` or `.` followed by a combining mark is one Swift
+    /// `Character` that compares unequal to `/` or `.`, yet its first byte is still a slash or a dot.
     public static func sanitize(_ raw: String) -> String {
-        let normalized = raw.precomposedStringWithCanonicalMapping
-        let components = normalized.split(whereSeparator: { $0 == "/" || $0 == "\\" }).filter {
-            $0 != "." && $0 != ".."
+        var components: [String.UnicodeScalarView] = [String.UnicodeScalarView()]
+        for scalar in raw.precomposedStringWithCanonicalMapping.unicodeScalars {
+            if scalar == "/" || scalar == "\\" {
+                components.append(String.UnicodeScalarView())
+            } else if isKept(scalar) {
+                // Runs of dots become one: no `..` anywhere, even inside a name.
+                if scalar == ".", components[components.count - 1].last == "." { continue }
+                components[components.count - 1].append(scalar)
+            }
         }
-        var scalars = String.UnicodeScalarView()
-        for scalar in components.joined(separator: "_").unicodeScalars where isKept(scalar) {
-            // Runs of dots become one: no `..` anywhere, even inside a name.
-            if scalar == ".", scalars.last == "." { continue }
-            scalars.append(scalar)
-        }
-        var name = String(scalars)
-        while let first = name.first, first == "." || first == "-" || first.isWhitespace { name.removeFirst() }
-        while let last = name.last, last == "." || last.isWhitespace { name.removeLast() }
-        return name
+        let joined = components.map(String.init).filter { !$0.isEmpty && $0 != "." }.joined(separator: "_")
+        var scalars = Array(joined.unicodeScalars)
+        let trimmedStart = scalars.prefix { $0 == "." || $0 == "-" || $0.properties.isWhitespace }.count
+        scalars.removeFirst(trimmedStart)
+        while let last = scalars.last, last == "." || last.properties.isWhitespace { scalars.removeLast() }
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: scalars)
+        return String(view)
     }
 
     /// Everything but control characters (C0, DEL, C1), format characters that reorder or hide text (bidi
