@@ -60,6 +60,12 @@ final class ReceiveSession: Sendable {
             log.error("could not start", ["error": String(describing: error)])
             return 1
         }
+        if let generated = process.generatedAdmin {
+            // As `serve` does: shown once, only the hash is kept.
+            report(
+                "couchlite: no server admin was configured, so one was created (shown only once):\n"
+                    + "  name: \(generated.name)   password: \(generated.password)\n")
+        }
         let credentials = makeCredentials(process)
         do {
             try announce(credentials, process: process, others: candidates.map(\.address))
