@@ -200,6 +200,24 @@ def test_pouchdb_push_lands_in_folder(receivers):
     check_folder(receiver.out, expected, started, time.time())
 
 
+def test_pouchdb_page_from_another_origin_can_push(receivers):
+    """A PouchDB page served from elsewhere: the preflight is answered and the push carries CORS headers."""
+    origin = "http://photos.example:8080"
+    receiver = receivers("--cors-origins", origin)
+    receiver.start()
+    db = f"{receiver.base}/{receiver.db}"
+    pre = requests.options(f"{db}/_bulk_docs", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type"})
+    assert pre.status_code in (200, 204) and pre.headers.get("Access-Control-Allow-Origin") == origin
+    data = photo("webp", 3_000, random.Random(9))
+    r = receiver.session().post(f"{db}/_bulk_docs", headers={"Origin": origin},
+                                json={"docs": [inline_doc("web", {"photo": ("image/webp", data)})],
+                                      "new_edits": False})
+    assert r.status_code == 201 and r.headers.get("Access-Control-Allow-Origin") == origin
+    check_folder(receiver.out, {"web.webp": (data, None)}, time.time() - 60, time.time())
+
+
 # --- names -----------------------------------------------------------------------------------
 
 def test_hostile_and_awkward_names(receivers):
