@@ -18,7 +18,8 @@ final class ServerProcess: Sendable {
     let generatedAdmin: ServerAdmins.Generated?
 
     /// Opens the data dir and starts listening.
-    init(options: Options, log: Logger) throws {
+    /// - Parameter extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
+    init(options: Options, log: Logger, extraHosts: [String] = []) throws {
         try DataDirectory.create(options.dataDir)
         let store = try Store(directory: options.dataDir + "/databases")
         let uuid = try DataDirectory.serverUUID(options.dataDir)
@@ -30,6 +31,7 @@ final class ServerProcess: Sendable {
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.port = options.port
+        configuration.extraHosts = extraHosts
         configuration.maxConnections = options.maxConnections
         configuration.serverHeader = "couchlite/\(App.version)"
         let handlerApp = app

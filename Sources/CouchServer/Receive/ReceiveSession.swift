@@ -37,6 +37,8 @@ final class ReceiveSession: Sendable {
         var serverOptions = options.server
         let candidates = LANAddresses.candidates()
         serverOptions.bind = options.bind ?? candidates.first?.address ?? "127.0.0.1"
+        // Without --bind, every LAN address is served on the one port; the URL names the likeliest.
+        let extraHosts = options.bind == nil ? candidates.dropFirst().map(\.address) : []
         ServerProcess.prepareProcess()
         let signals = installSignalHandlers()
         defer { withExtendedLifetime(signals) {} }
@@ -45,9 +47,10 @@ final class ReceiveSession: Sendable {
         let exporter: PhotoExporter
         let progress = ReceiveProgress(handle: options.json ? .standardError : .standardOutput)
         do {
-            process = try ServerProcess(options: serverOptions, log: log)
+            process = try ServerProcess(options: serverOptions, log: log, extraHosts: extraHosts)
             let app = process.app
-            app.access.hosts.set(ReceiveSession.hostNames(bind: serverOptions.bind, port: process.port))
+            app.access.hosts.set(
+                ([serverOptions.bind] + extraHosts).flatMap { ReceiveSession.hostNames(bind: $0, port: process.port) })
             database = try ReceiveSession.openOrCreate(options.database, app)
             let folder = try PhotoFolder(path: options.out)
             exporter = PhotoExporter(
@@ -68,7 +71,7 @@ final class ReceiveSession: Sendable {
         }
         let credentials = makeCredentials(process)
         do {
-            try announce(credentials, process: process, others: candidates.map(\.address))
+            try announce(credentials, process: process, others: extraHosts)
         } catch {
             log.error("could not write the QR code", ["error": String(describing: error)])
             process.server.shutdown(timeout: .seconds(1))
@@ -155,9 +158,9 @@ final class ReceiveSession: Sendable {
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"
         text += options.once ? " or when the first push is complete.\n" : ".\n"
-        let rest = others.filter { $0 != process.app.options.bind }
-        if options.bind == nil, !rest.isEmpty {
-            text += "Other addresses of this machine (choose one with --bind): \(rest.joined(separator: ", "))\n"
+        if !others.isEmpty {
+            let hosts = others.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(process.port)" }
+            text += "The same credentials also work at \(hosts.joined(separator: ", ")) (choose one with --bind).\n"
         }
         text += "Press Ctrl-C to stop.\n\n"
         Commands.printOut(text)
