@@ -124,7 +124,7 @@ class Receiver:
         except OSError:
             return ""
 
-    def log_tail(self, lines: int = 40) -> str:
+    def log_tail(self, lines: int = 80) -> str:
         return "--- receive log (tail)\n" + "\n".join(self.log_text().splitlines()[-lines:])
 
     def wait_for_log(self, text: str, timeout: float = EXPORT_TIMEOUT_S) -> None:

@@ -218,6 +218,35 @@ def test_pouchdb_page_from_another_origin_can_push(receivers):
     check_folder(receiver.out, {"web.webp": (data, None)}, time.time() - 60, time.time())
 
 
+def test_gzip_encoded_attachments_are_saved_decoded(receivers):
+    """The CouchDB replicator sends compressible attachments gzip-encoded (`encoding`, `encoded_length`,
+    `Content-Encoding: gzip` part): the folder gets the decoded bytes, named by what they decode to."""
+    import gzip
+    import hashlib
+
+    from replicator import Attachment, build_multipart_related
+    rng = random.Random(10)
+    receiver = receivers()
+    started = time.time()
+    receiver.start()
+    text = b"field notes, " * 2000
+    shot = photo("jpg", 40_000, rng)
+    atts, stubs = [], {}
+    for name, ctype, data in (("notes.txt", "text/plain", text), ("photo", "application/octet-stream", shot)):
+        encoded = gzip.compress(data)
+        info = {"content_type": ctype, "revpos": 1, "digest": "md5-" + b64(hashlib.md5(encoded).digest()),
+                "length": len(data), "encoding": "gzip", "encoded_length": len(encoded), "follows": True}
+        stubs[name] = info
+        atts.append(Attachment(name, info, encoded))
+    rev = rev_of("zipped")
+    doc = {"_id": "zipped", "_rev": rev, "_revisions": {"start": 1, "ids": [rev[2:]]}, "_attachments": stubs}
+    ctype, body = build_multipart_related(doc, atts)
+    r = receiver.session().put(f"{receiver.base}/{receiver.db}/zipped?new_edits=false", data=body,
+                               headers={"Content-Type": ctype})
+    assert r.status_code in (200, 201), r.text
+    check_folder(receiver.out, {"notes.txt": (text, None), "zipped.jpg": (shot, None)}, started, time.time())
+
+
 # --- names -----------------------------------------------------------------------------------
 
 def test_hostile_and_awkward_names(receivers):

@@ -194,16 +194,16 @@ final class PhotoExporter: Sendable {
 
     /// The first bytes of the attachment's content, for the sniffer.
     private static func decodedPrefix(_ reader: BlobReader, encoding: String?) throws -> [UInt8] {
-        let raw = try reader.read(at: 0, upTo: encoding == nil ? ContentSniffer.prefixBytes : 64 * 1024)
+        let raw = try reader.read(at: 0, upTo: encoding == nil ? ContentSniffer.prefixBytes : 4096)
         guard encoding == "gzip" else { return raw }
-        let decoder = try GzipDecoder(limit: Int.max)
+        let decoder = try GzipDecoder(limit: Limits.attachmentRequestBytes)
         return Array(((try? decoder.decode(raw)) ?? []).prefix(ContentSniffer.prefixBytes))
     }
 
     /// Sends the attachment's content (decoded when it is stored gzipped) to `write` in chunks.
     private static func stream(_ reader: BlobReader, encoding: String?, _ write: ([UInt8]) throws -> Void) throws {
         let chunk = 1 << 20
-        let decoder = encoding == "gzip" ? try GzipDecoder(limit: Int.max) : nil
+        let decoder = encoding == "gzip" ? try GzipDecoder(limit: Limits.attachmentRequestBytes) : nil
         if let encoding, encoding != "gzip" { throw ExportError.unreadable("unknown encoding \(encoding)") }
         var offset = 0
         while offset < reader.length {
