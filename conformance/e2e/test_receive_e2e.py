@@ -523,6 +523,32 @@ def test_kill_during_push_exports_every_photo_exactly_once(servers, receivers):
     check_folder(receiver.out, {n: (d, None) for n, d in shots.items()}, started, time.time())
 
 
+def test_crash_between_journal_and_rename_is_finished_on_restart(receivers):
+    """The journal: a temporary file whose name was recorded is published on the next start; a temporary file
+    without a record, and one cut while being written, are removed (their documents are exported again)."""
+    import hashlib
+    receiver = receivers()
+    receiver.start()
+    data = photo("jpg", 5_000, random.Random(11))
+    md5 = hashlib.md5(data).hexdigest()
+    r = receiver.admin().put(f"{receiver.base}/{receiver.db}/_local/couchlite-receive-md5-{md5}",
+                             json={"name": "recovered.jpg"})
+    assert r.status_code == 201, r.text
+    receiver.stop()
+    for name, body in ((f".couchlite-{md5}.part", data), (".couchlite-" + "0" * 32 + ".part", b"orphan"),
+                       (".couchlite-writing-" + "1" * 32, b"half")):
+        with open(os.path.join(receiver.out, name), "wb") as f:
+            f.write(body)
+    receiver.start()
+    assert sorted(os.listdir(receiver.out)) == ["recovered.jpg"]
+    with open(os.path.join(receiver.out, "recovered.jpg"), "rb") as f:
+        assert f.read() == data
+    # And the recorded bytes are never written again.
+    assert bulk(receiver, [inline_doc("late", {"late.jpg": ("image/jpeg", data)})]) == []
+    time.sleep(1.0)
+    assert sorted(os.listdir(receiver.out)) == ["recovered.jpg"]
+
+
 # --- the command line ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--ttl", "0"], ["--ttl", "soon"], ["--db", "_users"],

@@ -7,8 +7,8 @@ import Synchronization
 /// the commits happen, whoever wrote them (a replicator, PouchDB, curl).
 ///
 /// It follows the database's changes in-process (`waitForChange`), exports each live leaf's attachments,
-/// and records its position and every exported digest in `ExportState`, so a restart exports only what is
-/// new and the same bytes are never written twice. Runs on a thread of its own.
+/// and records its position and every exported file's md5 in `ExportState`, so a restart exports only what
+/// is new and the same bytes are never written twice. Runs on a thread of its own.
 final class PhotoExporter: Sendable {
     /// Totals for the progress line and the summary.
     struct Totals: Sendable, Equatable {
@@ -54,14 +54,15 @@ final class PhotoExporter: Sendable {
 
     /// Loads the position, finishes what a crash interrupted, and starts following the changes.
     func start() throws {
-        var state = try loadState()
-        // A database deleted and created again starts its sequences over; the digests still hold.
-        if state.seq > database.updateSeq { state.seq = 0 }
+        let state = ExportState(database: database)
+        var seq = try state.position()
+        // A database deleted and created again starts its sequences over; the recorded files still hold.
+        if seq > database.updateSeq { seq = 0 }
         try folder.recover(state)
-        let initial = state
-        shared.withLock { $0.exportedSeq = initial.seq }
+        let initial = seq
+        shared.withLock { $0.exportedSeq = initial }
         let thread = Thread { [self] in
-            run(initial)
+            run(state, from: initial)
             finished.signal()
         }
         thread.name = "couchlite.receive.export"
@@ -78,29 +79,19 @@ final class PhotoExporter: Sendable {
         finished.wait()
     }
 
-    private func loadState() throws -> ExportState {
-        guard let local = try database.localDocument(ExportState.documentID) else { return ExportState() }
-        return ExportState(json: (try? JSON.parse(local.body)) ?? .null)
-    }
-
-    private func save(_ state: ExportState) throws {
-        let rev = try database.localDocument(ExportState.documentID)?.rev
-        _ = try database.putLocal(ExportState.documentID, body: state.json.serialized(), rev: rev)
-    }
-
-    private func run(_ initial: ExportState) {
-        var state = initial
+    private func run(_ state: ExportState, from initial: Int) {
+        var seq = initial
         while true {
             let (stopping, stopAt) = shared.withLock { ($0.stopping, $0.stopAt) }
-            if stopping, state.seq >= (stopAt ?? 0) { return }
-            if database.updateSeq <= state.seq {
+            if stopping, seq >= (stopAt ?? 0) { return }
+            if database.updateSeq <= seq {
                 if stopping { return }
-                _ = database.waitForChange(after: state.seq, timeout: .milliseconds(250))
+                _ = database.waitForChange(after: seq, timeout: .milliseconds(250))
                 continue
             }
             var rows: [ChangeRow] = []
             do {
-                try database.changes(since: state.seq, limit: 100, descending: false) { row in
+                try database.changes(since: seq, limit: 100, descending: false) { row in
                     rows.append(row)
                     return true
                 }
@@ -110,24 +101,24 @@ final class PhotoExporter: Sendable {
                 continue
             }
             for row in rows {
-                exportWithRetries(row, &state)
-                state.seq = row.seq
-                let seq = row.seq
-                shared.withLock { $0.exportedSeq = seq }
+                exportWithRetries(row, state)
+                seq = row.seq
+                let exported = seq
+                shared.withLock { $0.exportedSeq = exported }
             }
             do {
-                try save(state)
+                try state.savePosition(seq)
             } catch {
                 log.warning("could not save the receive position", ["error": String(describing: error)])
             }
         }
     }
 
-    private func exportWithRetries(_ row: ChangeRow, _ state: inout ExportState) {
+    private func exportWithRetries(_ row: ChangeRow, _ state: ExportState) {
         guard !row.id.hasPrefix("_design/") else { return }
         for attempt in 1...PhotoExporter.attemptsPerDocument {
             do {
-                try export(row, &state)
+                try export(row, state)
                 return
             } catch {
                 log.warning(
@@ -139,7 +130,7 @@ final class PhotoExporter: Sendable {
     }
 
     /// Exports the attachments of every live leaf of one document.
-    private func export(_ row: ChangeRow, _ state: inout ExportState) throws {
+    private func export(_ row: ChangeRow, _ state: ExportState) throws {
         for revision in try database.leafRevisions(row.id) where !revision.deleted {
             var fields = JSONObject()
             if let body = revision.body, case .object(let object) = (try? JSON.parse(body)) ?? .null {
@@ -147,16 +138,14 @@ final class PhotoExporter: Sendable {
             }
             let mtime = PhotoTimestamp.seconds(in: fields)
             for attachment in revision.attachments {
-                try export(attachment, docID: row.id, mtime: mtime, &state)
+                try export(attachment, docID: row.id, mtime: mtime, state)
             }
         }
     }
 
-    private func export(_ attachment: AttachmentInfo, docID: String, mtime: Double?, _ state: inout ExportState)
-        throws
-    {
+    private func export(_ attachment: AttachmentInfo, docID: String, mtime: Double?, _ state: ExportState) throws {
         // Stored bytes that are not encoded are the file's bytes, and the blob key is their md5.
-        if attachment.encoding == nil, state.files[attachment.blobKey] != nil {
+        if attachment.encoding == nil, try state.fileName(md5: attachment.blobKey) != nil {
             shared.withLock { $0.totals.duplicates += 1 }
             return
         }
@@ -168,20 +157,17 @@ final class PhotoExporter: Sendable {
         let written = try folder.writePart(attachment.blobKey, mtime: mtime) { write in
             try Self.stream(reader, encoding: attachment.encoding, write)
         }
-        if state.files[written.md5] != nil {
+        if try state.fileName(md5: written.md5) != nil {
             folder.discardPart(written.md5)
             shared.withLock { $0.totals.duplicates += 1 }
             return
         }
-        let reserved = Set(state.files.values)
-        var name = folder.freeName(wanted, reserved: reserved)
+        var (name, counter) = folder.freeName(wanted)
         // Journal first: the name is recorded before it appears, so a crash in between is finished on restart.
-        state.files[written.md5] = name
-        try save(state)
+        try state.recordFile(md5: written.md5, name: name)
         while try !folder.publish(written.md5, as: name) {
-            name = folder.freeName(wanted, reserved: reserved.union([name]))
-            state.files[written.md5] = name
-            try save(state)
+            (name, counter) = folder.freeName(wanted, from: counter + 1)
+            try state.recordFile(md5: written.md5, name: name)
         }
         let totals = shared.withLock { shared -> Totals in
             shared.totals.photos += 1

@@ -6,7 +6,8 @@ import Foundation
 /// A photo is written to a hidden temporary file (`.couchlite-<md5>.part`), flushed with `fsync`, given its
 /// modification time, and then linked under its final name (`link` fails instead of replacing a file that is
 /// there) and the directory flushed, so a crash never leaves half a photo under a final name. The temporary
-/// files are the journal of `ExportState`: `recover` finishes or removes them on the next start.
+/// files and the names recorded in `ExportState` are a journal: `recover` finishes or removes them on the next
+/// start.
 struct PhotoFolder {
     let path: String
 
@@ -26,12 +27,12 @@ struct PhotoFolder {
         return lstat(path + "/" + name, &info) == 0
     }
 
-    /// The first of `name`, `name (2)`, … that is free.
-    func freeName(_ name: String, reserved: Set<String>) -> String {
-        var counter = 1
+    /// The first of `name`, `name (2)`, … that is free, from `counter` on.
+    func freeName(_ name: String, from counter: Int = 1) -> (name: String, counter: Int) {
+        var counter = counter
         while true {
             let candidate = PhotoFileName.numbered(name, counter)
-            if !reserved.contains(candidate) && !exists(candidate) { return candidate }
+            if !exists(candidate) { return (candidate, counter) }
             counter += 1
         }
     }
@@ -101,7 +102,7 @@ struct PhotoFolder {
         guard fsync(fd) == 0 else { throw ExportError.io("fsync", path, errno) }
     }
 
-    /// Finishes exports a crash interrupted: a temporary file whose digest `state` records under a name not yet
+    /// Finishes exports a crash interrupted: a temporary file whose md5 `state` records under a name not yet
     /// in the folder is published; every other temporary file is removed (its export starts again).
     func recover(_ state: ExportState) throws {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
@@ -111,7 +112,7 @@ struct PhotoFolder {
                 continue
             }
             let digest = String(entry.dropFirst(PhotoFolder.partPrefix.count).dropLast(PhotoFolder.partSuffix.count))
-            if let name = state.files[digest], !exists(name) {
+            if let name = try state.fileName(md5: digest), !exists(name) {
                 _ = try publish(digest, as: name)
             } else {
                 discardPart(digest)
