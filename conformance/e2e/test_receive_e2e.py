@@ -247,6 +247,33 @@ def test_gzip_encoded_attachments_are_saved_decoded(receivers):
     check_folder(receiver.out, {"notes.txt": (text, None), "zipped.jpg": (shot, None)}, started, time.time())
 
 
+def test_password_is_never_written_to_disk(receivers):
+    receiver = receivers("--log-level", "debug")
+    receiver.start()
+    assert bulk(receiver, [inline_doc("p", {"p.jpg": ("image/jpeg", photo("jpg", 999, random.Random(12)))})]) == []
+    assert receiver.session().post(f"{receiver.base}/_session",
+                                   data={"name": receiver.auth[0], "password": receiver.auth[1]}).status_code == 200
+    wait_for_files(receiver.out, 1)
+    assert receiver.stop() == 0
+    password = receiver.auth[1].encode()
+    for folder, _, files in os.walk(receiver.root):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as f:
+                assert password not in f.read(), f"the password is in {name}"
+
+
+def test_an_admin_upload_with_curl_is_exported_too(receivers):
+    receiver = receivers()
+    started = time.time()
+    receiver.start()
+    admin, db = receiver.admin(), f"{receiver.base}/{receiver.db}"
+    rev = admin.put(f"{db}/holiday", json={"taken": "2023-08-15T18:30:00Z"}).json()["rev"]
+    data = photo("png", 7_000, random.Random(13))
+    r = admin.put(f"{db}/holiday/beach%20day.png?rev={rev}", data=data, headers={"Content-Type": "image/png"})
+    assert r.status_code == 201, r.text
+    check_folder(receiver.out, {"beach day.png": (data, 1692124200.0)}, started, time.time())
+
+
 # --- names -----------------------------------------------------------------------------------
 
 def test_hostile_and_awkward_names(receivers):
@@ -557,6 +584,29 @@ def test_bad_flags_exit_64(args):
     out = subprocess.run([os.environ["COUCHLITE_BIN"], "receive", *args], capture_output=True, timeout=30)
     assert out.returncode == 64, out
     assert b"usage: couchlite receive" in out.stderr
+
+
+@pytest.mark.parametrize("variable,value", [("COUCHLITE_RECEIVE_TTL", "later"), ("COUCHLITE_PORT", "x"),
+                                            ("COUCHLITE_RECEIVE_DB", "_replicator")])
+def test_bad_environment_values_exit_64(variable, value):
+    env = dict(os.environ, **{variable: value})
+    out = subprocess.run([os.environ["COUCHLITE_BIN"], "receive"], capture_output=True, timeout=30, env=env)
+    assert out.returncode == 64, out
+
+
+def test_environment_variables_configure_receive(tmp_path):
+    env = dict(os.environ, COUCHLITE_RECEIVE_DB="from-env", COUCHLITE_RECEIVE_OUT=str(tmp_path / "env out"),
+               COUCHLITE_PORT="0", COUCHLITE_DATA_DIR=str(tmp_path / "data"), COUCHLITE_ADMIN="admin:pass",
+               COUCHLITE_RECEIVE_JSON="true")
+    proc = subprocess.Popen([os.environ["COUCHLITE_BIN"], "receive"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env)
+    try:
+        info = json.loads(proc.stdout.readline())
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=30)
+    assert info["db"] == "from-env" and info["out"] == str(tmp_path / "env out")
+    assert info["url"].endswith("/from-env") and os.path.isdir(tmp_path / "data")
 
 
 def test_help_lists_every_flag():

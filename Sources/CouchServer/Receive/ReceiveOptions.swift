@@ -96,7 +96,10 @@ struct ReceiveOptions: Sendable {
             lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + help + " [$\(environment)]")
         }
         for spec in table { row(spec.flag, spec.valueName, spec.help, spec.environment) }
-        for spec in serverSpecs { row(spec.flag, spec.valueName, spec.help, spec.environment) }
+        for spec in serverSpecs {
+            let help = spec.flag == "--log-level" ? "error, warning, info or debug; default warning here" : spec.help
+            row(spec.flag, spec.valueName, help, spec.environment)
+        }
         lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
         return lines.joined(separator: "\n")
     }
