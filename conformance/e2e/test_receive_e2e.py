@@ -398,6 +398,7 @@ def test_drop_credentials_reach_only_what_a_push_needs(receivers):
     # What a push replicator needs.
     assert status("GET", "/") == 200
     assert status("GET", f"/{db}") == 200 and status("GET", f"/{db}/") == 200
+    assert status("PUT", f"/{db}") == 412    # create_target: it exists (a 401/403 would end the replication)
     assert status("POST", f"/{db}/_revs_diff", json={"x": ["1-a"]}) == 200
     assert status("POST", f"/{db}/_ensure_full_commit", json={}) == 201
     assert status("PUT", f"/{db}/_local/checkpoint", json={"last_seq": "1"}) == 201

@@ -25,6 +25,9 @@ extension App {
         if first == "_session" && segments.count == 1 { return }
         guard Array(first.utf8) == Array(scope.utf8) else { throw App.scopeError(scope) }
         if segments.count == 1 {
+            // `create_target` replications and PouchDB `PUT` the target first; what exists is 412 for them all,
+            // and the CouchDB replicator gives up on a 401 or 403 there.
+            if method == "PUT" { throw .fileExists }
             guard method == "GET" || method == "HEAD" else { throw App.scopeError(scope) }
             return
         }
