@@ -160,6 +160,17 @@ def test_put_batch_ok_is_202_without_rev(couch, db):
     assert r.status_code == 200 and r.json()["v"] == 1
 
 
+def test_put_batch_ok_conflict_is_still_202_and_writes_nothing(couch, db):
+    # CouchDB writes batch=ok documents after answering: a conflict is only logged.
+    rev = put(couch, db, "b", {"v": 1})
+    r = couch.put(f"/{db}/b", params={"batch": "ok"}, json={"v": 2})
+    assert r.status_code == 202, r.text
+    assert r.json() == {"ok": True, "id": "b"}
+    time.sleep(0.5)
+    doc = couch.get(f"/{db}/b").json()
+    assert doc["_rev"] == rev and doc["v"] == 1
+
+
 def test_post_batch_ok_is_202_without_rev(couch, db):
     r = couch.post(f"/{db}", params={"batch": "ok"}, json={"_id": "p", "v": 2})
     assert r.status_code == 202, r.text
