@@ -227,6 +227,17 @@ def test_attachments_option_other_values_leave_stubs(couch, db):
     assert att["data"] == "aGk="
 
 
+def test_deleted_true_reads_a_deleted_document(couch, db):
+    rev1 = put(couch, db, "gone", {"v": 1})
+    rev2 = couch.delete(f"/{db}/gone", params={"rev": rev1}).json()["rev"]
+    r = couch.get(f"/{db}/gone", params={"deleted": "true"})
+    assert r.status_code == 200
+    assert r.json() == {"_id": "gone", "_rev": rev2, "_deleted": True}
+    for value in ("True", "1"):
+        r = couch.get(f"/{db}/gone", params={"deleted": value})
+        assert r.status_code == 404 and r.json() == {"error": "not_found", "reason": "deleted"}
+
+
 def test_open_revs_latest_other_values_are_ignored(couch, db):
     rev1 = put(couch, db, "d", {"v": 1})
     rev2 = put(couch, db, "d", {"_rev": rev1, "v": 2})

@@ -38,7 +38,8 @@ extension App {
             revision = found
         } else {
             guard let winner = try database.revision(docID, rev: nil) else { throw CouchError.notFound("missing") }
-            guard !winner.deleted else { throw CouchError.notFound("deleted") }
+            // `deleted=true` reads a deleted winner (`{"_id","_rev","_deleted":true}`) instead of a 404.
+            guard !winner.deleted || query.isExactlyTrue("deleted") else { throw CouchError.notFound("deleted") }
             revision = winner
         }
         // The tree is read only when the answer needs it (a plain GET is one indexed lookup).
