@@ -27,11 +27,11 @@ struct RenderOptions {
         conflicts = try query.bool("conflicts")
         deletedConflicts = try query.bool("deleted_conflicts")
         localSeq = try query.bool("local_seq")
+        // `meta` is revs_info, conflicts and deleted_conflicts; not local_seq (chttpd_db:parse_doc_query).
         if try query.bool("meta") {
             conflicts = true
             deletedConflicts = true
             revsInfo = true
-            localSeq = true
         }
         attachments = try query.bool("attachments")
         attEncodingInfo = try query.bool("att_encoding_info")
