@@ -440,7 +440,8 @@ def test_users_document_cannot_shadow_drop_account(receivers):
     admin, user = receiver.admin(), receiver.auth[0]
     doc = {"name": user, "password": "guessable", "type": "user", "roles": []}
     r = admin.put(f"{receiver.base}/_users/org.couchdb.user:{user}", json=doc)
-    assert r.status_code in (201, 202), r.text
+    # Either `_users` refuses the server-held name, or the document is there and changes nothing.
+    assert r.status_code in (201, 202, 403), r.text
     assert requests.get(f"{receiver.base}/{receiver.db}", auth=(user, "guessable")).status_code == 401
     assert receiver.session().get(f"{receiver.base}/{receiver.db}").status_code == 200
 
@@ -486,7 +487,8 @@ def test_credentials_expire_at_ttl_and_never_come_back(receivers):
     url = f"{receiver.base}/{receiver.db}"
     assert requests.get(url, auth=(old_user, old_password)).status_code == 401
     doc = {"name": old_user, "password": "recreated", "type": "user", "roles": []}
-    assert receiver.admin().put(f"{receiver.base}/_users/org.couchdb.user:{old_user}", json=doc).status_code == 201
+    r = receiver.admin().put(f"{receiver.base}/_users/org.couchdb.user:{old_user}", json=doc)
+    assert r.status_code in (201, 202), r.text   # another process: the old name is not reserved here
     assert requests.get(url, auth=(old_user, "recreated")).status_code == 403
 
 

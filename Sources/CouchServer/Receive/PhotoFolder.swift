@@ -49,6 +49,8 @@ struct PhotoFolder {
         let fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw ExportError.io("open", part, errno) }
         defer { close(fd) }
+        // A photo for its owner's other programs, whatever umask the server runs under (owner-only for its data).
+        fchmod(fd, 0o644)
         let md5 = Digest(.md5)
         var length = 0
         try chunks { bytes in
