@@ -123,9 +123,12 @@ final class Authenticator: Sendable {
     /// - Returns: the account, or nil when the name is unknown, the password wrong or the attempt
     ///   refused by the throttle.
     func login(name: ExactName, password: [UInt8], client: String?) -> Account? {
+        let account = account(named: name)
+        // Credentials verified moments ago pass without a turn: only someone who knows the password
+        // gets here, so a guesser sharing the real user's address never holds the user up.
+        if let account, isCached(account, password) { return account }
         let keys = LoginThrottle.keys(client: client, name: name)
         guard throttle.begin(keys) else { return nil }
-        let account = account(named: name)
         let succeeded = verify(account, password)
         throttle.finish(keys, succeeded: succeeded)
         guard succeeded, let account else { return nil }
@@ -133,24 +136,33 @@ final class Authenticator: Sendable {
         return account
     }
 
-    /// Verifies a password, spending at least the server's own PBKDF2 work when nothing cached
-    /// answers: an unknown name, a missing hash or a cheap stored hash cost as much as a real one.
+    /// The credential cache's key: name, password and the stored hash, so a new password (or an
+    /// upgraded hash) never matches an old entry.
+    private func cacheKey(_ account: Account, _ password: [UInt8]) -> String {
+        var key = Array(account.name.text.utf8) + [0] + password + [0] + Array(account.hash.salt.utf8) + [0]
+        key += Array(account.hash.derivedKey.utf8)
+        return Digest.hash(.sha256, key).hexString
+    }
+
+    private func isCached(_ account: Account, _ password: [UInt8]) -> Bool {
+        let key = cacheKey(account, password)
+        guard let expiry = verified.withLock({ $0[key] }) else { return false }
+        return expiry > ContinuousClock.now
+    }
+
+    /// Verifies a password, spending at least the server's own PBKDF2 work: an unknown name, a
+    /// missing hash or a cheap stored hash cost as much as a real one (no timing oracle).
     private func verify(_ account: Account?, _ password: [UInt8]) -> Bool {
         guard let account else {
             PasswordHash.burnVerification(password, iterations: iterations)
             return false
         }
-        var key = Array(account.name.text.utf8) + [0] + password + [0] + Array(account.hash.salt.utf8) + [0]
-        key += Array(account.hash.derivedKey.utf8)
-        let cacheKey = Digest.hash(.sha256, key).hexString
-        let now = ContinuousClock.now
-        if let expiry = verified.withLock({ $0[cacheKey] }), expiry > now { return true }
         let hash = account.hash
         let ok = hash.verify(password, maxIterations: maxIterations)
         let spent = (1...maxIterations).contains(hash.iterations) ? hash.iterations : 0
         if spent < iterations { PasswordHash.burnVerification(password, iterations: iterations - spent) }
         guard ok else { return false }
-        remember(cacheKey, now: now)
+        remember(cacheKey(account, password), now: ContinuousClock.now)
         return true
     }
 
@@ -178,7 +190,9 @@ final class Authenticator: Sendable {
         case .usersDatabase:
             guard storeUpgradedUserHash(account, hash) else { return account }
         }
-        return Account(name: account.name, roles: account.roles, hash: hash, source: account.source)
+        let upgraded = Account(name: account.name, roles: account.roles, hash: hash, source: account.source)
+        remember(cacheKey(upgraded, password), now: ContinuousClock.now)
+        return upgraded
     }
 
     /// Writes the upgraded hash as a new revision of the user's document, unless it changed meanwhile.

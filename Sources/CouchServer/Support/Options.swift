@@ -148,7 +148,8 @@ struct Options: Sendable {
         for spec in table {
             let left = "  \(spec.flag) \(spec.valueName)"
             lines.append(
-                left.padding(toLength: 30, withPad: " ", startingAt: 0) + spec.help + " [$\(spec.environment)]")
+                left.padding(toLength: max(30, left.count + 2), withPad: " ", startingAt: 0) + spec.help
+                    + " [$\(spec.environment)]")
         }
         lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
         return lines.joined(separator: "\n")
