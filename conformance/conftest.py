@@ -140,10 +140,6 @@ def db_factory(couch):
 # Servers the suite starts itself (couchlite) or reconfigures and restores (CouchDB).
 
 
-def is_couchlite(couch) -> bool:
-    return couch.get("/").json().get("vendor", {}).get("name") == "couchlite"
-
-
 def couchlite_binary():
     import pathlib
     env = os.environ.get("COUCHLITE_BIN")
