@@ -41,6 +41,8 @@ let package = Package(
 
         .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
-        .testTarget(name: "CouchServerTests", dependencies: ["CouchServer", "CZlib"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree", "CZlib"],
+            swiftSettings: swiftSettings),
     ]
 )

@@ -118,7 +118,7 @@ final class ReceiveSession: Sendable {
         var user: String
         repeat {
             user = "drop-" + Secrets.randomBytes(ReceiveLimits.nameBytes).hexString
-        } while process.app.access.authenticator.admins.hashes[user] != nil || accounts.contains(user)
+        } while process.app.access.authenticator.isServerAdmin(ExactName(user)) || accounts.contains(user)
         let password = Secrets.randomBytes(ReceiveLimits.passwordBytes).hexString
         let seconds = ReceiveProgress.seconds(options.ttl)
         accounts.add(
