@@ -75,12 +75,19 @@ extension GalleryAssets {
           $('who').textContent = state.user ? state.user.name : '';
           $('signout').hidden = !state.user;
           if (!state.user) return showSignIn();
-          if (parts[0] === 'db' && parts[1]) {
-            if (state.db !== parts[1]) await showGrid(parts[1]);
-            if (parts[2] === 'photo' && parts[3]) await openPhoto(parts[3]);
-            return;
+          try {
+            if (parts[0] === 'db' && parts[1]) {
+              if (state.db !== parts[1]) await showGrid(parts[1]);
+              if (parts[2] === 'photo' && parts[3]) await openPhoto(parts[3]);
+              return;
+            }
+            await showDatabases();
+          } catch (e) {
+            stopGrid();
+            const text = e.status === 403 || e.status === 401 ? 'You may not read this database.' : e.message;
+            setMain(el('p', { class: 'error', id: 'page-error', role: 'alert', text }),
+              el('p', null, el('a', { href: '#/', text: 'Back to the albums' })));
           }
-          return showDatabases();
         }
 
         function setMain(...children) {
