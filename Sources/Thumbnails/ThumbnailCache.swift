@@ -37,7 +37,8 @@ public final class ThumbnailCache: Sendable {
 
     /// A key is the hex digest of the source's bytes (32 to 128 lowercase hex digits).
     public static func isValidKey(_ key: String) -> Bool {
-        (32...128).contains(key.utf8.count) && key.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        (32...128).contains(key.utf8.count)
+            && key.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// The thumbnail of the source whose digest is `key` at `size` pixels, made from the file

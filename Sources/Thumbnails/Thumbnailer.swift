@@ -34,7 +34,8 @@ public enum Thumbnailer {
         var info = thumb_info()
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
-        let status = thumb_make(path, Int32(clamping: maxSide), memoryLimit, maxPixels, Int32(quality), &out, &length, &info)
+        let status = thumb_make(
+            path, Int32(clamping: maxSide), memoryLimit, maxPixels, Int32(quality), &out, &length, &info)
         guard status == 0, let out else {
             let message = withUnsafeBytes(of: &info.error) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)

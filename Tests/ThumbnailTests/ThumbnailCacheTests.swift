@@ -1,7 +1,7 @@
 import CThumbnail
 import Foundation
-import Testing
 import Synchronization
+import Testing
 import Thumbnails
 
 @Suite struct ThumbnailCacheTests {
@@ -62,6 +62,8 @@ import Thumbnails
         for key in ["../../etc/passwd", "", String(repeating: "g", count: 32), String(repeating: "A", count: 32)] {
             #expect(throws: (any Error).self) { try cache.thumbnail(key: key, size: 10) { "/dev/null" } }
         }
-        #expect(throws: (any Error).self) { try cache.thumbnail(key: String(repeating: "a", count: 32), size: 0) { "" } }
+        #expect(throws: (any Error).self) {
+            try cache.thumbnail(key: String(repeating: "a", count: 32), size: 0) { "" }
+        }
     }
 }

@@ -122,7 +122,8 @@ enum Images {
     /// A wide image whose left half is red, stored with each EXIF orientation: the thumbnail
     /// must look as a viewer shows it.
     @Test(arguments: [
-        (UInt8(1), "left"), (2, "right"), (3, "right"), (4, "left"), (5, "top"), (6, "top"), (7, "bottom"), (8, "bottom"),
+        (UInt8(1), "left"), (2, "right"), (3, "right"), (4, "left"), (5, "top"), (6, "top"), (7, "bottom"),
+        (8, "bottom"),
     ])
     func exifOrientationIsApplied(orientation: UInt8, redSide: String) throws {
         let rgb = Images.halves(width: 200, height: 100, left: [255, 0, 0], right: [0, 0, 255])
@@ -147,7 +148,8 @@ enum Images {
 
     @Test func exifParserReadsBothByteOrders() {
         #expect(Thumbnailer.exifOrientation(Array(Images.exifSegment(orientation: 6).dropFirst(4))) == 6)
-        #expect(Thumbnailer.exifOrientation(Array(Images.exifSegment(orientation: 8, bigEndian: true).dropFirst(4))) == 8)
+        #expect(
+            Thumbnailer.exifOrientation(Array(Images.exifSegment(orientation: 8, bigEndian: true).dropFirst(4))) == 8)
     }
 
     /// Hostile EXIF blocks: truncated, offsets past the end, absurd counts, wrong types, values out

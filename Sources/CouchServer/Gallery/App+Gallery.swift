@@ -155,7 +155,8 @@ extension App {
         headers.set("Cache-Control", "private, max-age=86400")
         headers.set("X-Content-Type-Options", "nosniff")
         if request.head.headers["If-None-Match"] == etag { return try reply.bytes(304, [], headers: headers) }
-        let readable = att.encoding == nil && ["image/jpeg", "image/png", "image/jpg"].contains(att.contentType.lowercased())
+        let readable =
+            att.encoding == nil && ["image/jpeg", "image/png", "image/jpg"].contains(att.contentType.lowercased())
         let store = try blobs(for: database)
         let outcome =
             readable
@@ -208,7 +209,8 @@ extension App {
         let contentType =
             request.query["type"].flatMap { $0.isEmpty ? nil : $0 } ?? request.head.headers["Content-Type"]
             ?? "application/octet-stream"
-        let modified = try request.query.int("modified").map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date()
+        let modified =
+            try request.query.int("modified").map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date()
         let sha256 = Digest(.sha256)
         let writer = try makeBlobWriter(database)
         do {
@@ -232,7 +234,8 @@ extension App {
             name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: stored.length,
             revpos: (base?.pos ?? 0) + 1, encoding: nil, encodedLength: nil, blobKey: stored.key)
         let write = RevisionWrite(
-            docID: id, path: base.map { [$0] } ?? [], deleted: false,
+            // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
+            docID: id, path: [], deleted: false,
             body: PhotoDocument.body(name: name, taken: modified, size: stored.length).serialized(),
             attachments: [.stored(att)])
         guard let outcome = try database.applyEdits([write]).first else {
