@@ -61,7 +61,7 @@ extension App {
 
     /// A database the current user may read; system databases are not photo albums.
     private func galleryDatabase(_ name: String) throws -> Database {
-        guard !name.hasPrefix("_") else { throw CouchError.notFound("missing") }
+        guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
         let database = try openDatabase(name)
         let user = UserContext.current
         guard access.security.security(of: name).isMember(user) else { throw App.securityError(user) }
@@ -73,7 +73,7 @@ extension App {
         try require(request, "GET", "HEAD")
         let user = UserContext.current
         let names = store.databaseNames().filter { name in
-            !name.hasPrefix("_") && access.security.security(of: name).isMember(user)
+            !name.hasBytePrefix("_") && access.security.security(of: name).isMember(user)
         }
         try reply.json(
             200,
@@ -90,7 +90,7 @@ extension App {
         var ids: [(id: String, seq: Int)] = []
         var more = false
         try database.changes(since: 0, limit: nil, descending: true) { row in
-            if row.seq >= before || row.deleted || row.id.hasPrefix("_design/") { return true }
+            if row.seq >= before || row.deleted || row.id.hasBytePrefix("_design/") { return true }
             if ids.count == limit {
                 more = true
                 return false
