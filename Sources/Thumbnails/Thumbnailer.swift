@@ -22,8 +22,9 @@ public enum Thumbnailer {
         public var description: String
     }
 
-    /// Budget of libjpeg's own large allocations and of an interlaced PNG's frame, in bytes.
-    public static let memoryLimit = 64 << 20
+    /// Budget of libjpeg's own large allocations and of an interlaced PNG's frame, in bytes: a progressive
+    /// JPEG needs its whole coefficient buffer (3 bytes a pixel in 4:2:0), so this admits ~50 Mpx ones.
+    public static let memoryLimit = 160 << 20
     /// Largest source accepted, in pixels (a decompression bomb's declared size is refused at once).
     public static let maxPixels: UInt64 = 400_000_000
 
