@@ -161,7 +161,9 @@ extension App {
         let outcome =
             readable
             ? try gallery.thumbnails.thumbnail(key: att.blobKey, size: size) {
-                store.directory + "/" + att.blobKey.prefix(2) + "/" + att.blobKey
+                // A missing blob is an error, not a corrupt image: it must not be remembered as one.
+                guard store.exists(att.blobKey) else { throw CouchError.notFound("missing") }
+                return store.directory + "/" + att.blobKey.prefix(2) + "/" + att.blobKey
             } : .placeholder
         switch outcome {
         case .file(let path):
