@@ -36,14 +36,12 @@ final class App: Sendable {
         do {
             let request = try Request(head: head, body: body)
             if try admit(request, reply) { try route(request, reply) }
-        } catch let error as CouchError {
-            reply.error(error, headers: errorHeaders(error, head))
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.
             reply.error(CouchError(error))
         } catch {
-            log.error("request failed", ["error": String(describing: error), "path": head.path])
-            reply.error(.unknownError(String(describing: error)))
+            let couchError = clientError(for: error, head)
+            reply.error(couchError, headers: errorHeaders(couchError, head))
         }
         // Formatting the line costs more than serving a small document: skip it unless it is logged.
         guard log.level >= .info else { return }
@@ -56,6 +54,31 @@ final class App: Sendable {
                 "status": String(reply.status),
                 "bytes": String(reply.bytesSent), "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
             ])
+    }
+
+    /// What the client is told about a failure. Details that name files or SQLite internals are logged,
+    /// never sent; a request that raced `DELETE /db` (its database is gone now) is the 404 it would have
+    /// got a moment later, not a 500.
+    private func clientError(for error: any Error, _ head: HTTPRequestHead) -> CouchError {
+        let mapped = CouchError(unexpected: error)
+        switch mapped {
+        case .internalError(let detail), .unknownError(let detail):
+            if let name = databaseName(of: head), !store.exists(name) { return .dbNotFound }
+            log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
+        case .insufficientStorage:
+            log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
+        default:
+            break
+        }
+        return mapped
+    }
+
+    /// The database a request addresses, if any (its first path segment, unless a server endpoint).
+    private func databaseName(of head: HTTPRequestHead) -> String? {
+        guard let raw = head.path.split(separator: "/").first, let name = PercentEncoding.decode(raw),
+            !name.hasPrefix("_") || App.systemDatabases.contains(name)
+        else { return nil }
+        return name
     }
 
     /// Dispatches on the decoded path segments.

@@ -126,16 +126,23 @@ extension App {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Reads an attachment's bytes, decoded, for inline `data`.
+    /// Reads an attachment's bytes, decoded, for inline `data`, holding them whole. Prefer
+    /// `InlineAttachments`, which streams; a gzip attachment that inflates past
+    /// `Limits.inlineLoadBytes` is refused here (413) rather than inflated in memory.
     func attachmentLoader(_ database: Database) -> (AttachmentInfo) throws -> [UInt8] {
         { [self] att in
-            let reader = try blobs(for: database).openReader(att.blobKey)
-            defer { reader.close() }
-            let stored = try reader.read(at: 0, upTo: reader.length)
-            if att.encoding == "gzip" {
-                return try Gzip.decompress(stored, limit: max(att.length, 0) + 1)
+            guard att.encoding == nil || att.length <= Limits.inlineLoadBytes else {
+                throw CouchError.tooLarge("Attachment \(att.name) is too large to inline; use multipart")
             }
-            return stored
+            var bytes: [UInt8] = []
+            do {
+                try streamIdentityBytes(database, att, limit: min(att.length, Limits.inlineLoadBytes)) {
+                    bytes.append(contentsOf: $0)
+                }
+            } catch GzipError.limitExceeded {
+                throw CouchError.tooLarge("Attachment \(att.name) is too large to inline; use multipart")
+            }
+            return bytes
         }
     }
 }

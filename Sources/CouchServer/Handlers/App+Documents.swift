@@ -53,9 +53,10 @@ extension App {
             return try sendMultipartRelated(
                 database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
         }
-        let renderer = DocumentRenderer(
-            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
-        try reply.json(200, .object(try renderer.render(revision)), headers: ["ETag": etag])
+        var renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let inline = InlineAttachments(self, database)
+        renderer.inline = inline
+        try replyJSON(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag], reply)
     }
 
     /// `open_revs=all` or `open_revs=["1-a",…]`, as a JSON array of `{"ok":doc}`/`{"missing":rev}`,
@@ -97,8 +98,9 @@ extension App {
             return try sendOpenRevsMultipart(
                 database, docID, info: info, results: results, options: options, reply: reply)
         }
-        let renderer = DocumentRenderer(
-            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        var renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let inline = InlineAttachments(self, database)
+        renderer.inline = inline
         var array: [JSON] = []
         for (rev, revision) in results {
             if let revision {
@@ -107,7 +109,7 @@ extension App {
                 array.append(["missing": .string(rev.description)])
             }
         }
-        try reply.json(200, .array(array))
+        try replyJSON(.array(array), inline: inline, reply)
     }
 
     /// Whether the `Accept` header asks for the given multipart type.

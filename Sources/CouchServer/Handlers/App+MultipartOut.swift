@@ -47,6 +47,7 @@ extension App {
         var headers = HTTPHeaders()
         headers.set("Content-Type", writer.contentType(mediaType: "multipart/related"))
         headers.set("ETag", etag)
+        App.sandboxAttachmentHeaders(&headers)
         try reply.begin(200, headers: headers, contentLength: length)
         try writeRelatedBody(database, writer: &writer, json: json, atts: atts, reply: reply)
         try reply.finish()
@@ -62,6 +63,7 @@ extension App {
         var outer = MultipartWriter()
         var headers = HTTPHeaders()
         headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
+        App.sandboxAttachmentHeaders(&headers)
         try reply.begin(200, headers: headers)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
         for (rev, revision) in results {

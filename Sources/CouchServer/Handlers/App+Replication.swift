@@ -110,10 +110,12 @@ extension App {
         let latest = try request.query.bool("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
-        let loader = attachmentLoader(database)
-        var results: [JSON] = []
-        results.reserveCapacity(docs.count)
-        for spec in docs {
+        // Streamed one result at a time, attachment data included, so `attachments=true` (what every
+        // PouchDB pull sends) costs one document's JSON however large the attachments.
+        let inline = InlineAttachments(self, database)
+        try reply.begin(200)
+        try reply.write("{\"results\":[")
+        for (position, spec) in docs.enumerated() {
             let id = spec["id"]?.stringValue
             var entries: [JSON] = []
             func failure(_ rev: String?, _ error: String, _ reason: String) -> JSON {
@@ -124,8 +126,10 @@ extension App {
                 err["reason"] = .string(reason)
                 return ["error": .object(err)]
             }
+            if position > 0 { try reply.write(",") }
             guard let id, !id.isEmpty else {
-                results.append(["id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")]])
+                let result: JSON = ["id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")]]
+                try reply.write(result.serialized())
                 continue
             }
             var docOptions = options
@@ -148,7 +152,8 @@ extension App {
                 if info == nil || targets.isEmpty {
                     entries.append(failure(spec["rev"]?.stringValue ?? "undefined", "not_found", "missing"))
                 }
-                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, loadAttachment: loader)
+                var renderer = DocumentRenderer(id: id, info: info, options: docOptions, loadAttachment: nil)
+                renderer.inline = inline
                 for rev in targets where info != nil {
                     if let revision = try database.revision(id, rev: rev), revision.body != nil || revision.deleted {
                         entries.append(["ok": .object(try renderer.render(revision))])
@@ -159,9 +164,11 @@ extension App {
             } catch let error as CouchError {
                 entries.append(failure(spec["rev"]?.stringValue, error.error, error.reason))
             }
-            results.append(["id": .string(id), "docs": .array(entries)])
+            let result: JSON = ["id": .string(id), "docs": .array(entries)]
+            try inline.write(result.serialized(), to: reply)
         }
-        try reply.json(200, ["results": .array(results)])
+        try reply.write("]}\n")
+        try reply.finish()
     }
 
     /// CouchDB answers 415 to JSON endpoints given another content type.

@@ -66,6 +66,9 @@ struct DocumentRenderer {
     let options: RenderOptions
     /// Reads attachment bytes for inline `data`; nil when none are needed.
     let loadAttachment: ((AttachmentInfo) throws -> [UInt8])?
+    /// When set, inline `data` is a placeholder that this streams into the response (preferred over
+    /// `loadAttachment`, which holds every attachment in memory).
+    var inline: InlineAttachments?
 
     /// The document as an ordered JSON object.
     func render(_ revision: StoredRevision) throws -> JSONObject {
@@ -123,6 +126,8 @@ struct DocumentRenderer {
         } else if options.follows {
             entry["length"] = .number(JSONNumber(att.length))
             entry["follows"] = true
+        } else if let inline {
+            entry["data"] = .string(inline.placeholder(for: att))
         } else if let loadAttachment {
             var encoded: [UInt8] = []
             Base64.encode(try loadAttachment(att), into: &encoded)

@@ -19,4 +19,10 @@ extension Limits {
     /// Largest body carrying attachment bytes (multipart document or standalone attachment PUT),
     /// in bytes: several GiB of video stream through, never held in memory.
     static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
+    /// Largest decoded size of an attachment uploaded `Content-Encoding: gzip`, in bytes: the same as an
+    /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
+    /// the work a small upload can make every later reader do, not memory.
+    static let gzipIdentityBytes = attachmentRequestBytes
+    /// Most decoded bytes of a gzip attachment that the non-streaming inline loader will hold, in bytes.
+    static let inlineLoadBytes = 64 * 1024 * 1024
 }

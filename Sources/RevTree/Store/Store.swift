@@ -61,6 +61,12 @@ public final class Store: Sendable {
         }
     }
 
+    /// Whether a database of this name exists now (open, or on disk).
+    public func exists(_ name: String) -> Bool {
+        let path = self.path(of: name)
+        return open.withLock { open in open[name] != nil || FileManager.default.fileExists(atPath: path) }
+    }
+
     /// Names of all databases, sorted.
     public func databaseNames() -> [String] {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
