@@ -13,6 +13,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
+        try App.checkBulkCount(docs.count)
         let newEdits = body["new_edits"]?.boolValue ?? true
 
         // Parse every document first; a bad one becomes its own error item.
@@ -69,6 +70,7 @@ extension App {
         try require(request, "POST")
         try requireJSONContent(request)
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        try App.checkBulkCount(body.count)
         var query: [(id: String, revs: [RevID])] = []
         for (id, value) in body {
             guard let array = value.arrayValue else {
@@ -106,6 +108,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }
+        try App.checkBulkCount(docs.count)
         var options = try RenderOptions(request.query)
         let latest = try request.query.bool("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
