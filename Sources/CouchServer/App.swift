@@ -14,6 +14,8 @@ final class App: Sendable {
     let log: Logger
     let options: Options
     let access: AccessControl
+    /// `options.allowedHosts`, parsed once.
+    let allowedHosts: HostAllowList
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -25,12 +27,18 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        allowedHosts = HostAllowList(options.allowedHosts)
     }
 
     /// The engine's entry point for every request.
     func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
+        guard allowedHosts.allows(head.headers["Host"]) else {
+            // Before CORS and authentication: a rebound name gets nothing from this server.
+            log.info("host refused", ["client": head.remoteAddress ?? "-", "host": head.headers["Host"] ?? "-"])
+            return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
+        }
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
         do {

@@ -55,7 +55,8 @@ private func heapInUse() -> Int {
     func test_json_many_tiny_values_blowup(item: String) throws {
         // 16 MiB: past the 8 MiB where the budget allows small-container documents their 30×.
         let input = JSONMemoryTests.array(of: item, bytes: 16 * 1024 * 1024)
-        #expect(try JSONMemoryTests.heldUnderBudget(input) == nil, "a \(input.count)-byte \(item) flood was not refused")
+        #expect(
+            try JSONMemoryTests.heldUnderBudget(input) == nil, "a \(input.count)-byte \(item) flood was not refused")
     }
 
     @Test(arguments: [

@@ -131,7 +131,9 @@ extension App {
             }
             if position > 0 { try reply.write(",") }
             guard let id, !id.isEmpty else {
-                let result: JSON = ["id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")]]
+                let result: JSON = [
+                    "id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")],
+                ]
                 try reply.write(result.serialized())
                 continue
             }

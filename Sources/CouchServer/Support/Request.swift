@@ -43,7 +43,7 @@ struct Request {
         }
         do {
             return try JSON.parse(bytes, memoryBudget: JSON.memoryBudget(forInput: bytes.count))
-        } catch where error.kind == .tooLarge {
+        } catch let error where error.kind == .tooLarge {
             throw .tooLarge("The JSON body has too many small values to hold in memory")
         } catch {
             throw .invalidJSON

@@ -126,7 +126,8 @@ struct JSONParser {
                     values.append(.object(JSONObject(parsedMembers: members)))
                 } else if !frame.isObject && byte == UInt8(ascii: "]") {
                     i += 1
-                    try charge(JSONParser.containerBytes &+ (values.count - frame.valueStart) &* JSONParser.elementBytes)
+                    try charge(
+                        JSONParser.containerBytes &+ (values.count - frame.valueStart) &* JSONParser.elementBytes)
                     let elements = takeValues(from: frame.valueStart)
                     values.append(.array(elements))
                 } else {
