@@ -28,10 +28,16 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     private var perAddress: [String: Int] = [:]
     private var lastSweep = HTTPDeadline(nanoseconds: 0)
 
-    init(maxConnections: Int, maxPerAddress: Int = 0, crowdedIdle: Duration = .seconds(5)) {
+    /// Whether loopback clients count towards `maxPerAddress` (tests only).
+    private let countsLoopback: Bool
+
+    init(
+        maxConnections: Int, maxPerAddress: Int = 0, crowdedIdle: Duration = .seconds(5), countsLoopback: Bool = false
+    ) {
         self.maxConnections = maxConnections
         self.maxPerAddress = maxPerAddress
         self.crowdedIdle = crowdedIdle
+        self.countsLoopback = countsLoopback
     }
 
     /// Whether more than three quarters of the slots are taken (idle connections then yield quickly).
@@ -66,7 +72,9 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
             guard lifecycle == .running else { return nil }
             if crowded { closeLongIdle() }
             guard entries.count < maxConnections else { return nil }
-            let counted = maxPerAddress > 0 ? address.flatMap { HTTPConnectionRegistry.isLoopback($0) ? nil : $0 } : nil
+            let counted =
+                maxPerAddress > 0
+                ? address.flatMap { !countsLoopback && HTTPConnectionRegistry.isLoopback($0) ? nil : $0 } : nil
             if let counted {
                 let open = perAddress[counted, default: 0]
                 guard open < maxPerAddress else { return nil }
@@ -78,16 +86,25 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
         }
     }
 
-    /// With the lock held, when crowded: shuts down connections idle longer than `crowdedIdle` (their
-    /// threads see the end of the stream and close). At most once a second.
+    /// With the lock held, when crowded: shuts down connections idle longer than `crowdedIdle` and frees
+    /// their slots at once (their threads see the end of the stream and close; `removeAndClose` then finds
+    /// them gone), so the connection being accepted can have one. At most once every 100 ms.
     private func closeLongIdle() {
         let now = HTTPDeadline.now()
-        guard now.nanoseconds >= lastSweep.nanoseconds &+ 1_000_000_000 else { return }
+        guard now.nanoseconds >= lastSweep.nanoseconds &+ 100_000_000 else { return }
         lastSweep = now
         let cutoff = now.nanoseconds &- min(now.nanoseconds, crowdedIdle.clampedNanoseconds)
-        for entry in entries.values where !entry.busy && entry.idleSince.nanoseconds <= cutoff {
+        for (id, entry) in entries where !entry.busy && entry.idleSince.nanoseconds <= cutoff {
             entry.socket.shutdown()
+            release(id)
         }
+    }
+
+    /// Forgets a connection's slot and its address's count (once, whoever calls first).
+    private func release(_ id: Int) {
+        guard let address = entries.removeValue(forKey: id)?.address else { return }
+        let left = perAddress[address, default: 1] - 1
+        perAddress[address] = left > 0 ? left : nil
     }
 
     /// 127.0.0.0/8, ::1 and their IPv4-mapped forms.
@@ -115,10 +132,7 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     /// `shutdown` never touches a reused descriptor number.
     func removeAndClose(_ id: Int, socket: HTTPSocket) {
         locked {
-            if let address = entries.removeValue(forKey: id)?.address {
-                let left = perAddress[address, default: 1] - 1
-                perAddress[address] = left > 0 ? left : nil
-            }
+            release(id)
             close(socket.descriptor)
             condition.broadcast()
             markStoppedIfDone()

@@ -49,7 +49,8 @@ public final class HTTPServer: Sendable {
         registry = HTTPConnectionRegistry(
             maxConnections: max(1, configuration.maxConnections),
             maxPerAddress: max(0, configuration.maxConnectionsPerAddress),
-            crowdedIdle: configuration.crowdedIdleTimeout)
+            crowdedIdle: configuration.crowdedIdleTimeout,
+            countsLoopback: configuration.perAddressLimitCountsLoopback)
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }

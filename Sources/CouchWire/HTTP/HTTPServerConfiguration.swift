@@ -13,6 +13,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// every slot. Loopback clients are not counted (they could exhaust the machine anyway, and benchmarks
     /// open thousands of feeds from there). Beyond it a connection is answered 503 and closed.
     public var maxConnectionsPerAddress: Int = 256
+    /// Whether loopback clients count towards `maxConnectionsPerAddress` too (for tests).
+    public var perAddressLimitCountsLoopback = false
     /// How long a kept-alive connection may wait for the first byte of its next request.
     public var idleTimeout: Duration = .seconds(300)
     /// The idle wait once more than three quarters of `maxConnections` are open: idle keep-alive
