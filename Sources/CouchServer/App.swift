@@ -41,6 +41,7 @@ final class App: Sendable {
         }
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
+        let target = databaseName(of: head).map { (name: $0, deletions: store.deletions(of: $0)) }
         do {
             let request = try Request(head: head, body: body)
             if try admit(request, reply) { try route(request, reply) }
@@ -48,7 +49,7 @@ final class App: Sendable {
             // The client went away or sent a bad body mid-request; answer if we still can.
             reply.error(CouchError(error))
         } catch {
-            let couchError = clientError(for: error, head)
+            let couchError = clientError(for: error, head, target)
             reply.error(couchError, headers: errorHeaders(couchError, head))
         }
         // Formatting the line costs more than serving a small document: skip it unless it is logged.
@@ -67,11 +68,15 @@ final class App: Sendable {
     /// What the client is told about a failure. Details that name files or SQLite internals are logged,
     /// never sent; a request that raced `DELETE /db` (its database is gone now) is the 404 it would have
     /// got a moment later, not a 500.
-    private func clientError(for error: any Error, _ head: HTTPRequestHead) -> CouchError {
+    private func clientError(
+        for error: any Error, _ head: HTTPRequestHead, _ target: (name: String, deletions: Int)?
+    ) -> CouchError {
         let mapped = CouchError(unexpected: error)
         switch mapped {
         case .internalError(let detail), .unknownError(let detail):
-            if let name = databaseName(of: head), !store.exists(name) { return .dbNotFound }
+            if let target, !store.exists(target.name) || store.deletions(of: target.name) != target.deletions {
+                return .dbNotFound
+            }
             log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
         case .insufficientStorage:
             log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
