@@ -125,24 +125,4 @@ extension App {
         Base64.encode(bytes, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
-
-    /// Reads an attachment's bytes, decoded, for inline `data`, holding them whole. Prefer
-    /// `InlineAttachments`, which streams; a gzip attachment that inflates past
-    /// `Limits.inlineLoadBytes` is refused here (413) rather than inflated in memory.
-    func attachmentLoader(_ database: Database) -> (AttachmentInfo) throws -> [UInt8] {
-        { [self] att in
-            guard att.encoding == nil || att.length <= Limits.inlineLoadBytes else {
-                throw CouchError.tooLarge("Attachment \(att.name) is too large to inline; use multipart")
-            }
-            var bytes: [UInt8] = []
-            do {
-                try streamIdentityBytes(database, att, limit: min(att.length, Limits.inlineLoadBytes)) {
-                    bytes.append(contentsOf: $0)
-                }
-            } catch GzipError.limitExceeded {
-                throw CouchError.tooLarge("Attachment \(att.name) is too large to inline; use multipart")
-            }
-            return bytes
-        }
-    }
 }

@@ -271,8 +271,7 @@ struct ChangesFeed {
     private func renderWinner(_ change: ChangeRow) throws -> JSONObject? {
         guard let revision = try database.revision(change.id, rev: nil) else { return nil }
         let info = query.render.conflicts ? try database.document(change.id) : nil
-        var renderer = DocumentRenderer(id: change.id, info: info, options: query.render, loadAttachment: nil)
-        renderer.inline = inline
+        let renderer = DocumentRenderer(id: change.id, info: info, options: query.render, inline: inline)
         return try renderer.render(revision)
     }
 

@@ -53,9 +53,8 @@ extension App {
             return try sendMultipartRelated(
                 database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
         }
-        var renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
         let inline = InlineAttachments(self, database)
-        renderer.inline = inline
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
         try replyJSON(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag], reply)
     }
 
@@ -98,9 +97,8 @@ extension App {
             return try sendOpenRevsMultipart(
                 database, docID, info: info, results: results, options: options, reply: reply)
         }
-        var renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
         let inline = InlineAttachments(self, database)
-        renderer.inline = inline
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
         var array: [JSON] = []
         for (rev, revision) in results {
             if let revision {

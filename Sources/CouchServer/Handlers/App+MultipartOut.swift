@@ -39,7 +39,7 @@ extension App {
         _ database: Database, _ docID: String, info: DocumentInfo?, revision: StoredRevision, options: RenderOptions,
         reply: Reply, etag: String
     ) throws {
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         let json = JSON.object(try renderer.render(revision)).serialized()
         let atts = following(revision, options)
         var writer = MultipartWriter()
@@ -65,7 +65,7 @@ extension App {
         headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
         App.sandboxAttachmentHeaders(&headers)
         try reply.begin(200, headers: headers)
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         for (rev, revision) in results {
             guard let revision else {
                 try reply.write(

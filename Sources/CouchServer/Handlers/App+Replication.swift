@@ -157,8 +157,7 @@ extension App {
                 if info == nil || targets.isEmpty {
                     entries.append(failure(spec["rev"]?.stringValue ?? "undefined", "not_found", "missing"))
                 }
-                var renderer = DocumentRenderer(id: id, info: info, options: docOptions, loadAttachment: nil)
-                renderer.inline = inline
+                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, inline: inline)
                 for rev in targets where info != nil {
                     if let revision = try database.revision(id, rev: rev), revision.body != nil || revision.deleted {
                         entries.append(["ok": .object(try renderer.render(revision))])

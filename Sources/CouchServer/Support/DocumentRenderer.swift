@@ -64,11 +64,9 @@ struct DocumentRenderer {
     let id: String
     let info: DocumentInfo?
     let options: RenderOptions
-    /// Reads attachment bytes for inline `data`; nil when none are needed.
-    let loadAttachment: ((AttachmentInfo) throws -> [UInt8])?
-    /// When set, inline `data` is a placeholder that this streams into the response (preferred over
-    /// `loadAttachment`, which holds every attachment in memory).
-    var inline: InlineAttachments?
+    /// Streams inline `data` (`attachments=true`) into the response in place of the placeholder each
+    /// `data` member holds; nil when no data is inlined (stubs, `follows`).
+    let inline: InlineAttachments?
 
     /// The document as an ordered JSON object.
     func render(_ revision: StoredRevision) throws -> JSONObject {
@@ -128,10 +126,6 @@ struct DocumentRenderer {
             entry["follows"] = true
         } else if let inline {
             entry["data"] = .string(inline.placeholder(for: att))
-        } else if let loadAttachment {
-            var encoded: [UInt8] = []
-            Base64.encode(try loadAttachment(att), into: &encoded)
-            entry["data"] = .string(String(decoding: encoded, as: UTF8.self))
         }
         if options.attEncodingInfo || options.follows, let encoding = att.encoding,
             let encodedLength = att.encodedLength

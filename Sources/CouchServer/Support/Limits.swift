@@ -30,6 +30,4 @@ extension Limits {
     /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
     /// the work a small upload can make every later reader do, not memory.
     static let gzipIdentityBytes = attachmentRequestBytes
-    /// Most decoded bytes of a gzip attachment that the non-streaming inline loader will hold, in bytes.
-    static let inlineLoadBytes = 64 * 1024 * 1024
 }
