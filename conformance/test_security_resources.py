@@ -49,7 +49,8 @@ def test_stored_xss_attachment_html_and_svg_served_sandboxed(couch, db, is_couch
         assert r.content in (HTML, SVG)
         assert_sandboxed(r, is_couchlite)
     # Other ways the same bytes come back from a browsable URL: a range, HEAD, a design document's attachment.
-    r = couch.get(f"/{db}/page/evil.html", headers={"Range": "bytes=0-9"})
+    # (CouchDB stores text/html gzip-compressed and ignores ranges on it; the untyped one is stored as sent.)
+    r = couch.get(f"/{db}/page/untyped", headers={"Range": "bytes=0-9"})
     assert r.status_code == 206
     assert_sandboxed(r, is_couchlite)
     r = couch.head(f"/{db}/page/evil.svg")

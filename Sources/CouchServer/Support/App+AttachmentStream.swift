@@ -47,7 +47,8 @@ extension App {
         var bytes = value.serialized()
         bytes.append(UInt8(ascii: "\n"))
         try reply.begin(200, headers: headers)
-        try inline.write(bytes, to: reply)
+        // HEAD sends no body: the attachments need not be read (nor inflated) at all.
+        if !reply.writer.isHEAD { try inline.write(bytes, to: reply) }
         try reply.finish()
     }
 }
