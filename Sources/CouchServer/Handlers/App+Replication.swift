@@ -110,7 +110,7 @@ extension App {
         }
         try App.checkBulkCount(docs.count)
         var options = try RenderOptions(request.query)
-        let latest = try request.query.bool("latest") || body["latest"]?.boolValue == true
+        let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
         // Streamed one result at a time, attachment data included, so `attachments=true` (what every
