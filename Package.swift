@@ -39,5 +39,8 @@ let package = Package(
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],
+            swiftSettings: swiftSettings),
     ]
 )
