@@ -16,6 +16,8 @@ final class App: Sendable {
     let access: AccessControl
     /// `options.allowedHosts`, parsed once.
     let allowedHosts: HostAllowList
+    /// The photo gallery's thumbnail cache (Gallery/).
+    let gallery: GalleryState
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -28,6 +30,7 @@ final class App: Sendable {
         self.options = options
         self.log = log
         allowedHosts = HostAllowList(options.allowedHosts)
+        self.gallery = GalleryState(dataDir: options.dataDir)
     }
 
     /// The engine's entry point for every request.
@@ -98,8 +101,10 @@ final class App: Sendable {
     private func route(_ request: Request, _ reply: Reply) throws {
         let segments = request.segments
         guard let first = segments.first else {
+            if App.prefersHTML(request) { return try galleryWelcome(request, reply) }
             return try serverRoot(request, reply)
         }
+        if first == "_photos" { return try gallery(request, reply) }
         if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {
