@@ -45,7 +45,8 @@ let package = Package(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
             swiftSettings: swiftSettings),
 
-        .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(

@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import RevTree
+import Synchronization
 
 /// The CouchDB application: routes each request to its handler and turns every failure into a
 /// CouchDB-style error. Shared by all connection threads; everything it holds is thread-safe.
@@ -14,6 +15,9 @@ final class App: Sendable {
     let log: Logger
     let options: Options
     let access: AccessControl
+    /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
+    /// its addresses and port.
+    private let allowedHosts: Mutex<HostAllowList>
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
 
@@ -27,6 +31,7 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         self.gallery = GalleryState(dataDir: options.dataDir)
     }
 
@@ -34,25 +39,28 @@ final class App: Sendable {
     func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
+        guard allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
+            // Before CORS and authentication: a rebound name gets nothing from this server.
+            log.info("host refused", ["client": head.remoteAddress ?? "-", "host": head.headers["Host"] ?? "-"])
+            return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
+        }
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
+        let target = databaseName(of: head).map { (name: $0, deletions: store.deletions(of: $0)) }
         var temporaryRequest: TemporaryAccounts.Request?
         do {
-            try checkHost(head)
             let request = try Request(head: head, body: body)
             if try admit(request, reply) {
                 temporaryRequest = access.authenticator.temporary.begin(
                     UserContext.current, method: request.method, segments: request.segments)
                 try route(request, reply)
             }
-        } catch let error as CouchError {
-            reply.error(error, headers: errorHeaders(error, head))
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.
             reply.error(CouchError(error))
         } catch {
-            log.error("request failed", ["error": String(describing: error), "path": head.path])
-            reply.error(.unknownError(String(describing: error)))
+            let couchError = clientError(for: error, head, target)
+            reply.error(couchError, headers: errorHeaders(couchError, head))
         }
         temporaryRequest?.end(status: reply.status)
         // Formatting the line costs more than serving a small document: skip it unless it is logged.
@@ -66,6 +74,35 @@ final class App: Sendable {
                 "status": String(reply.status),
                 "bytes": String(reply.bytesSent), "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
             ])
+    }
+
+    /// What the client is told about a failure. Details that name files or SQLite internals are logged,
+    /// never sent; a request that raced `DELETE /db` (its database is gone now) is the 404 it would have
+    /// got a moment later, not a 500.
+    private func clientError(
+        for error: any Error, _ head: HTTPRequestHead, _ target: (name: String, deletions: Int)?
+    ) -> CouchError {
+        let mapped = CouchError(unexpected: error)
+        switch mapped {
+        case .internalError(let detail), .unknownError(let detail):
+            if let target, !store.exists(target.name) || store.deletions(of: target.name) != target.deletions {
+                return .dbNotFound
+            }
+            log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
+        case .insufficientStorage:
+            log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
+        default:
+            break
+        }
+        return mapped
+    }
+
+    /// The database a request addresses, if any (its first path segment, unless a server endpoint).
+    private func databaseName(of head: HTTPRequestHead) -> String? {
+        guard let raw = head.path.split(separator: "/").first, let name = PercentEncoding.decode(raw),
+            !name.hasPrefix("_") || App.systemDatabases.contains(name)
+        else { return nil }
+        return name
     }
 
     /// Dispatches on the decoded path segments.
@@ -142,13 +179,11 @@ final class App: Sendable {
         }
     }
 
-    /// DNS-rebinding defence: once `access.hosts` lists the names this server answers to, a request whose
-    /// `Host` names another (a page of `evil.example` that made its name resolve to this machine) is refused
-    /// before anything else, as its browser would otherwise treat this server as `evil.example`'s own.
-    private func checkHost(_ head: HTTPRequestHead) throws(CouchError) {
-        guard access.hosts.allows(head.headers["Host"]) else {
-            throw .badRequest("The Host header does not name this server.")
-        }
+    /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
+    /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
+    func answerOnly(hosts: [String]) {
+        let list = HostAllowList(options.allowedHosts + hosts)
+        allowedHosts.withLock { $0 = list }
     }
 
     /// Databases whose names may start with an underscore, as in CouchDB.

@@ -19,6 +19,7 @@ extension App {
             reply.extraHeaders.add("Set-Cookie", SessionCookie.header(cookie, now: Authenticator.now))
         }
         try authorize(request, outcome.user)
+        try limitBody(request, outcome.user)
         return true
     }
 

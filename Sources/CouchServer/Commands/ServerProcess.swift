@@ -36,6 +36,10 @@ final class ServerProcess: Sendable {
         configuration.port = options.port
         configuration.extraHosts = extraHosts
         configuration.maxConnections = options.maxConnections
+        configuration.maxConnectionsPerAddress = options.maxConnectionsPerAddress
+        configuration.idleTimeout = .seconds(options.idleTimeoutSeconds)
+        configuration.crowdedIdleTimeout = .seconds(min(5, options.idleTimeoutSeconds))
+        configuration.bodyTimeout = .seconds(options.bodyTimeoutSeconds)
         configuration.serverHeader = "couchlite/\(App.version)"
         let handlerApp = app
         server = HTTPServer(configuration: configuration) { head, body, writer in

@@ -32,6 +32,7 @@ extension App {
         let info = try database.info()
 
         var rows: [JSON] = []
+        let inline = InlineAttachments(self, database)
         func row(_ doc: DocumentInfo) throws -> JSON {
             var value = JSONObject()
             value["rev"] = .string(doc.winner.description)
@@ -44,8 +45,7 @@ extension App {
                 if doc.deleted {
                     out["doc"] = .null
                 } else if let revision = try database.revision(doc.id, rev: nil) {
-                    let renderer = DocumentRenderer(
-                        id: doc.id, info: doc, options: options, loadAttachment: attachmentLoader(database))
+                    let renderer = DocumentRenderer(id: doc.id, info: doc, options: options, inline: inline)
                     out["doc"] = .object(try renderer.render(revision))
                 }
             }
@@ -86,6 +86,6 @@ extension App {
         out["offset"] = offset
         if wantUpdateSeq { out["update_seq"] = Seq.json(info.updateSeq) }
         out["rows"] = .array(rows)
-        try reply.json(200, .object(out))
+        try replyJSON(.object(out), inline: inline, reply)
     }
 }

@@ -133,9 +133,12 @@ struct ChangesFeed {
     private var emitted = 0
     /// Whether a scan stopped at the limit with rows left unread; only then is `pending` non-zero.
     private var stoppedAtLimit = false
+    /// Streams `attachments=true` data into the rows instead of holding it.
+    private let inline: InlineAttachments
 
     init(app: App, database: Database, query: ChangesQuery, reply: Reply) {
         self.app = app
+        self.inline = InlineAttachments(app, database)
         self.database = database
         self.query = query
         self.reply = reply
@@ -268,8 +271,7 @@ struct ChangesFeed {
     private func renderWinner(_ change: ChangeRow) throws -> JSONObject? {
         guard let revision = try database.revision(change.id, rev: nil) else { return nil }
         let info = query.render.conflicts ? try database.document(change.id) : nil
-        let renderer = DocumentRenderer(
-            id: change.id, info: info, options: query.render, loadAttachment: app.attachmentLoader(database))
+        let renderer = DocumentRenderer(id: change.id, info: info, options: query.render, inline: inline)
         return try renderer.render(revision)
     }
 
@@ -290,7 +292,7 @@ struct ChangesFeed {
             bytes += Array("\nid: \(seq)\n\n".utf8)
         }
         emitted += 1
-        try reply.write(bytes)
+        try inline.write(bytes, to: reply)
     }
 
     // MARK: Waiting

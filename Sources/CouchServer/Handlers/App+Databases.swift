@@ -13,12 +13,12 @@ extension App {
             try App.validateShardParameters(request.query)
             try App.validateDatabaseName(name)
             do {
-                _ = try store.create(name)
+                // Blobs a crashed earlier incarnation of this name left behind are not ours; they go
+                // before the database is visible, so no request can store a blob that is then removed.
+                _ = try store.create(name) { try? blobRegistry.destroy(name) }
             } catch {
                 throw CouchError(error)
             }
-            // Blobs a crashed earlier incarnation of this name left behind are not ours.
-            try blobRegistry.destroy(name)
             var headers = HTTPHeaders()
             headers.set("Location", "/" + PercentEncoding.encodeSegment(name))
             try reply.json(201, ["ok": true], headers: headers)

@@ -13,6 +13,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
+        try App.checkBulkCount(docs.count)
         let newEdits = body["new_edits"]?.boolValue ?? true
 
         // Parse every document first; a bad one becomes its own error item.
@@ -69,6 +70,7 @@ extension App {
         try require(request, "POST")
         try requireJSONContent(request)
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        try App.checkBulkCount(body.count)
         var query: [(id: String, revs: [RevID])] = []
         for (id, value) in body {
             guard let array = value.arrayValue else {
@@ -106,14 +108,17 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }
+        try App.checkBulkCount(docs.count)
         var options = try RenderOptions(request.query)
         let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
-        let loader = attachmentLoader(database)
-        var results: [JSON] = []
-        results.reserveCapacity(docs.count)
-        for spec in docs {
+        // Streamed one result at a time, attachment data included, so `attachments=true` (what every
+        // PouchDB pull sends) costs one document's JSON however large the attachments.
+        let inline = InlineAttachments(self, database)
+        try reply.begin(200)
+        try reply.write("{\"results\":[")
+        for (position, spec) in docs.enumerated() {
             let id = spec["id"]?.stringValue
             var entries: [JSON] = []
             func failure(_ rev: String?, _ error: String, _ reason: String) -> JSON {
@@ -124,8 +129,12 @@ extension App {
                 err["reason"] = .string(reason)
                 return ["error": .object(err)]
             }
+            if position > 0 { try reply.write(",") }
             guard let id, !id.isEmpty else {
-                results.append(["id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")]])
+                let result: JSON = [
+                    "id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")],
+                ]
+                try reply.write(result.serialized())
                 continue
             }
             var docOptions = options
@@ -148,7 +157,7 @@ extension App {
                 if info == nil || targets.isEmpty {
                     entries.append(failure(spec["rev"]?.stringValue ?? "undefined", "not_found", "missing"))
                 }
-                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, loadAttachment: loader)
+                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, inline: inline)
                 for rev in targets where info != nil {
                     if let revision = try database.revision(id, rev: rev), revision.body != nil || revision.deleted {
                         entries.append(["ok": .object(try renderer.render(revision))])
@@ -159,9 +168,11 @@ extension App {
             } catch let error as CouchError {
                 entries.append(failure(spec["rev"]?.stringValue, error.error, error.reason))
             }
-            results.append(["id": .string(id), "docs": .array(entries)])
+            let result: JSON = ["id": .string(id), "docs": .array(entries)]
+            try inline.write(result.serialized(), to: reply)
         }
-        try reply.json(200, ["results": .array(results)])
+        try reply.write("]}\n")
+        try reply.finish()
     }
 
     /// CouchDB answers 415 to JSON endpoints given another content type.

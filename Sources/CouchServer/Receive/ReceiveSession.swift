@@ -49,8 +49,10 @@ final class ReceiveSession: Sendable {
         do {
             process = try ServerProcess(options: serverOptions, log: log, extraHosts: extraHosts)
             let app = process.app
-            app.access.hosts.set(
-                ([serverOptions.bind] + extraHosts).flatMap { ReceiveSession.hostNames(bind: $0, port: process.port) })
+            app.answerOnly(
+                hosts: ([serverOptions.bind] + extraHosts).flatMap {
+                    ReceiveSession.hostNames(bind: $0, port: process.port)
+                })
             database = try ReceiveSession.openOrCreate(options.database, app)
             let folder = try PhotoFolder(path: options.out)
             exporter = PhotoExporter(

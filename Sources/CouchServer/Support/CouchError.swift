@@ -29,7 +29,13 @@ enum CouchError: Error, Equatable {
     case notImplemented(String)
     case rangeNotSatisfiable
     case queryParseError(String)
+    /// A 500 whose reason is a fixed, safe text written for the client.
     case unknownError(String)
+    /// A 500 caused by something the client must not see (file paths, SQLite messages): the detail is
+    /// logged by `App.handle`, the client gets a generic reason.
+    case internalError(String)
+    /// The disk is full (ENOSPC, SQLite's "database or disk is full"): 507, as CouchDB answers it.
+    case insufficientStorage
 
     var status: Int {
         switch self {
@@ -45,8 +51,9 @@ enum CouchError: Error, Equatable {
         case .tooLarge, .documentTooLarge: 413
         case .badContentType: 415
         case .rangeNotSatisfiable: 416
-        case .unknownError: 500
+        case .unknownError, .internalError: 500
         case .notImplemented: 501
+        case .insufficientStorage: 507
         }
     }
 
@@ -71,7 +78,8 @@ enum CouchError: Error, Equatable {
         case .badContentType: "bad_content_type"
         case .rangeNotSatisfiable: "requested_range_not_satisfiable"
         case .notImplemented: "not_implemented"
-        case .unknownError: "unknown_error"
+        case .unknownError, .internalError: "unknown_error"
+        case .insufficientStorage: "insufficient_storage"
         }
     }
 
@@ -93,6 +101,8 @@ enum CouchError: Error, Equatable {
         case .conflict: "Document update conflict."
         case .fileExists: "The database could not be created, the file already exists."
         case .rangeNotSatisfiable: "Requested range not satisfiable"
+        case .internalError: "An internal error occurred; the server log has the details."
+        case .insufficientStorage: "There is not enough free space on the server's disk."
         }
     }
 
@@ -114,7 +124,25 @@ extension CouchError {
         case .invalidDocID(let reason): self = .illegalDocID(reason)
         case .fileExists: self = .fileExists
         case .dbNotFound: self = .dbNotFound
-        default: self = .unknownError(String(describing: storeError))
+        case .documentTooLarge(let reason): self = .documentTooLarge(reason)
+        case .internalError(let detail):
+            self = StorageFailure.isDiskFull(storeError) ? .insufficientStorage : .internalError(detail)
+        }
+    }
+
+    /// Maps any other failure onto the wire without letting its text reach the client: store errors as
+    /// above, a full disk as 507, anything else as a logged 500 with a generic reason.
+    init(unexpected error: any Error) {
+        if let error = error as? CouchError {
+            self = error
+        } else if let error = error as? StoreError {
+            self = CouchError(error)
+        } else if let error = error as? HTTPError {
+            self = CouchError(error)
+        } else if StorageFailure.isDiskFull(error) {
+            self = .insufficientStorage
+        } else {
+            self = .internalError(String(describing: error))
         }
     }
 
