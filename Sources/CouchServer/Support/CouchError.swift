@@ -27,6 +27,8 @@ enum CouchError: Error, Equatable {
     case documentTooLarge(String)
     case badContentType(String)
     case notImplemented(String)
+    /// 410 `gone`: an endpoint CouchDB 3 removed (`_temp_view`).
+    case gone(String)
     case rangeNotSatisfiable
     case queryParseError(String)
     case unknownError(String)
@@ -41,6 +43,7 @@ enum CouchError: Error, Equatable {
         case .dbNotFound, .notFound: 404
         case .methodNotAllowed: 405
         case .conflict: 409
+        case .gone: 410
         case .fileExists, .missingStub, .preconditionFailed: 412
         case .tooLarge, .documentTooLarge: 413
         case .badContentType: 415
@@ -71,6 +74,7 @@ enum CouchError: Error, Equatable {
         case .badContentType: "bad_content_type"
         case .rangeNotSatisfiable: "requested_range_not_satisfiable"
         case .notImplemented: "not_implemented"
+        case .gone: "gone"
         case .unknownError: "unknown_error"
         }
     }
@@ -80,7 +84,7 @@ enum CouchError: Error, Equatable {
         case .badRequest(let reason), .docValidation(let reason), .illegalDocID(let reason), .unauthorized(let reason),
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
-            .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):
+            .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
         case .contentMD5Mismatch: "Possible message corruption."
