@@ -1,8 +1,8 @@
 """Update sequences in CouchDB 3's shape (issue 11 item 13): every sequence a server sends — `_changes` `seq`
 and `last_seq`, `update_seq` of `GET /db` and of `_all_docs?update_seq=true`, `purge_seq` — is a string
 `N-<opaque>` whose leading number clients read (PouchDB's tests, client libraries), and every form a client may
-hand back in `since` works: `N-…`, the same in JSON quotes, `now`, `0` (plain `N` and `"N"` are couchlite
-leniencies: CouchDB 3 cannot decode them and answers 400)."""
+hand back in `since` works: `N-…` as sent or in JSON quotes, `now`, `0`; a bare `N` (and `"N"`) is a couchlite
+leniency (CouchDB 3 cannot decode it and answers 400)."""
 
 import json
 import re
@@ -68,13 +68,14 @@ def test_since_takes_a_sequence_as_sent_or_json_quoted(couch, db, form):
         put(couch, db, f"d{i}", {})
     first = changes(couch, db)["results"][0]["seq"]
     since = first if form == "as sent" else json.dumps(first)
-    assert [row["id"] for row in changes(couch, db, since=since)["results"]] == ["d1", "d2"]
+    assert sorted(row["id"] for row in changes(couch, db, since=since)["results"]) == ["d1", "d2"]
 
 
 def test_since_zero_and_now(couch, db):
     put(couch, db, "a", {})
     assert [row["id"] for row in changes(couch, db, since=0)["results"]] == ["a"]
-    assert [row["id"] for row in changes(couch, db, since='"0"')["results"]] == ["a"]
+    if is_couchlite(couch):
+        assert [row["id"] for row in changes(couch, db, since='"0"')["results"]] == ["a"]
     now = changes(couch, db, since="now")
     assert now["results"] == [] and number(now["last_seq"]) == 1
 

@@ -40,10 +40,11 @@ struct AllDocsQuery {
         skip = try query.int("skip") ?? 0
         limit = try query.int("limit")
         updateSeq = try query.viewBool("update_seq")
-        // `couch_mrview_util:validate_args`: `keys` with a key range is refused, unless the one key is the range.
+        // `couch_mrview_util:validate_args`: `keys` with a key range is refused. One key stands for the range
+        // [key, key] (`couch_mrview_http:parse_param`), so bounds that repeat it are no conflict.
         if let keys, !keys.isEmpty, range.startKey != nil || range.endKey != nil {
             let single = keys.count == 1 ? keys[0].stringValue : nil
-            guard let single, range.startKey == single, range.endKey == single else {
+            guard let single, (range.startKey ?? single) == single, (range.endKey ?? single) == single else {
                 throw CouchError.queryParseError("`keys` is incompatible with `key`, `start_key` and `end_key`")
             }
         }
