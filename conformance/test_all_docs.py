@@ -104,3 +104,13 @@ def test_keys_rows_keep_request_order_with_errors_and_deletions(couch, db):
     assert rows[0]["id"] == "gone" and rows[0]["value"]["deleted"] is True and rows[0]["doc"] is None
     assert rows[1] == {"key": "nope", "error": "not_found"}
     assert rows[2]["doc"]["_id"] == "a"
+
+
+@pytest.mark.parametrize("name", ["limit", "skip"])
+def test_counts_are_non_negative_integers(couch, db, name):
+    r = couch.get(f"/{db}/_all_docs", params={name: "-1"})
+    assert r.status_code == 400
+    assert r.json() == {"error": "query_parse_error", "reason": 'Invalid value for positive integer: "-1"'}
+    r = couch.get(f"/{db}/_all_docs", params={name: "ten"})
+    assert r.status_code == 400
+    assert r.json() == {"error": "query_parse_error", "reason": 'Invalid value for integer: "ten"'}

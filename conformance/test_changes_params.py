@@ -91,11 +91,13 @@ def test_parameter_names_are_case_insensitive(couch, db):
 def carries(n_rows, interval, limit=None):
     """CouchDB's rule: a row carries its seq when the limit still to go is a multiple of the interval."""
     start = UNLIMITED if limit is None else limit
-    return [(start - k) % interval == 0 for k in range(min(n_rows, start))]
+    rows = n_rows if start < 0 else min(n_rows, start)  # a negative limit never runs out
+    # Erlang's `rem` truncates like C; Python's % floors, which agrees on whether the remainder is zero.
+    return [(start - k) % interval == 0 for k in range(rows)]
 
 
 @pytest.mark.parametrize("interval,limit", [(3, None), (2, None), (4, None), (7, None), (3, 6), (3, 5), (2, 7),
-                                            (1, None), (10, None)])
+                                            (1, None), (10, None), (3, -1), (4, -2)])
 def test_seq_interval_rows_follow_couchdbs_countdown(couch, db, interval, limit):
     fill(couch, db, 8)
     params = {"seq_interval": interval}
@@ -187,3 +189,23 @@ def test_doc_ids_that_are_not_strings(couch, db):
     r = couch.post(f"/{db}/_changes", params={"filter": "_doc_ids"}, json={"doc_ids": ["a", 1]})
     assert r.status_code == 400
     assert r.json() == {"error": "bad_request", "reason": "`doc_ids` filter parameter is not a list of doc ids."}
+
+
+def test_limit_zero_sends_no_rows_and_counts_them_pending(couch, db):
+    fill(couch, db, 3)
+    body = changes(couch, db, limit=0)
+    assert body["results"] == [] and body["pending"] == 3
+
+
+def test_a_negative_limit_is_no_limit(couch, db):
+    fill(couch, db, 3)
+    assert len(changes(couch, db, limit=-1)["results"]) == 3
+
+
+def test_heartbeat_must_be_a_positive_integer_or_true(couch, db):
+    for value, reason in [("false", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds)."),
+                          ("x", "Invalid heartbeat value. Expecting a positive integer value (in milliseconds)."),
+                          ("0", "The heartbeat value should be a positive integer (in milliseconds).")]:
+        r = couch.get(f"/{db}/_changes", params={"heartbeat": value})
+        assert r.status_code == 400
+        assert r.json() == {"error": "bad_request", "reason": reason}

@@ -74,6 +74,12 @@ def test_temp_view_is_gone(couch, db):
     assert r.json() == {"error": "gone", "reason": "Temporary views are not supported in CouchDB"}
 
 
+def test_design_info_of_a_missing_design_document(couch, db):
+    r = couch.get(f"/{db}/_design/nope/_info")
+    assert r.status_code == 404
+    assert r.json() == {"error": "not_found", "reason": "missing"}
+
+
 def test_design_info_is_answered_or_refused_clearly(couch, db):
     put(couch, db, "_design/app", {"views": {"all": {"map": "function(doc) { emit(doc._id, 1); }"}}})
     r = couch.get(f"/{db}/_design/app/_info")

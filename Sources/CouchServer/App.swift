@@ -102,6 +102,9 @@ final class App: Sendable {
             let docID = "_design/" + segments[2]
             if segments.count == 3 { return try document(database, docID, request, reply) }
             if segments[3] == "_info" {
+                guard let ddoc = try database.document(docID), !ddoc.deleted else {
+                    throw CouchError.notFound("missing")
+                }
                 throw CouchError.notImplemented("couchlite keeps no view indexes (_info).")
             }
             if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {

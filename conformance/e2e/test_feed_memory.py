@@ -81,12 +81,12 @@ def test_all_docs_and_changes_stream_in_flat_memory(feed_server):
     documents = FEED_DOCS * FEED_BODY_BYTES
     attachments_base64 = FEED_ATTACHMENTS * FEED_ATTACHMENT_BYTES * 4 // 3
     cases = [
-        ("/_all_docs", {"include_docs": "true"}, documents, b"]}"),
-        ("/_changes", {"include_docs": "true"}, documents, b"}\n"),
-        ("/_all_docs", {"include_docs": "true", "attachments": "true"}, documents + attachments_base64, b"]}"),
-        ("/_changes", {"include_docs": "true", "attachments": "true"}, documents + attachments_base64, b"}\n"),
+        ("/_all_docs", {"include_docs": "true"}, documents, b"]}\n"),
+        ("/_changes", {"include_docs": "true"}, documents, b"}\n\n"),
+        ("/_all_docs", {"include_docs": "true", "attachments": "true"}, documents + attachments_base64, b"]}\n"),
+        ("/_changes", {"include_docs": "true", "attachments": "true"}, documents + attachments_base64, b"}\n\n"),
         ("/_changes", {"include_docs": "true", "attachments": "true", "descending": "true"},
-         documents + attachments_base64, b"}\n"),
+         documents + attachments_base64, b"}\n\n"),
     ]
     report = []
     for path, params, least, ending in cases:

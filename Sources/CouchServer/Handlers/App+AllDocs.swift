@@ -37,8 +37,8 @@ struct AllDocsQuery {
         render.conflicts = try query.viewBool("conflicts")
         render.attachments = try query.viewBool("attachments")
         render.attEncodingInfo = try query.viewBool("att_encoding_info")
-        skip = try query.int("skip") ?? 0
-        limit = try query.int("limit")
+        skip = try AllDocsQuery.count(query, "skip") ?? 0
+        limit = try AllDocsQuery.count(query, "limit")
         updateSeq = try query.viewBool("update_seq")
         // `couch_mrview_util:validate_args`: `keys` with a key range is refused. One key stands for the range
         // [key, key] (`couch_mrview_http:parse_param`), so bounds that repeat it are no conflict.
@@ -48,6 +48,16 @@ struct AllDocsQuery {
                 throw CouchError.queryParseError("`keys` is incompatible with `key`, `start_key` and `end_key`")
             }
         }
+    }
+}
+
+extension AllDocsQuery {
+    /// `couch_mrview_http:parse_pos_int`: an integer, and not negative.
+    static func count(_ query: QueryParameters, _ name: String) throws(CouchError) -> Int? {
+        guard let value = query[name] else { return nil }
+        guard let n = Int(value) else { throw .queryParseError("Invalid value for integer: \"\(value)\"") }
+        guard n >= 0 else { throw .queryParseError("Invalid value for positive integer: \"\(value)\"") }
+        return n
     }
 }
 
@@ -119,7 +129,7 @@ extension App {
                 after = last.id
             }
         }
-        try out.append("\r\n]}")
+        try out.append("\r\n]}\n")  // the newline CouchDB ends every JSON response with
         try out.send()
         try reply.finish()
     }

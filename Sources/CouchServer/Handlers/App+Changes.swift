@@ -91,15 +91,16 @@ struct ChangesFeed {
         case .eventsource:
             break
         }
+        try out.append("\n")  // CouchDB ends every streamed JSON response with one more newline
         try out.send()
         try reply.finish()
     }
 
     /// Rows after `last_seq` in the snapshot the feed read. A scan that was not cut short by the
     /// limit read everything, so only a limited feed pays for counting (2,000 woken feeds must not
-    /// each run an extra query).
+    /// each run an extra query). `limit=0` reads nothing and counts everything, as CouchDB.
     private func pendingCount() throws -> Int {
-        guard !query.descending, stoppedAtLimit else { return 0 }
+        guard !query.descending, stoppedAtLimit || query.limit == 0 else { return 0 }
         return try database.changeCount(since: lastSeq)
     }
 
@@ -177,7 +178,7 @@ struct ChangesFeed {
     /// interval (`fabric_view_changes:handle_message`), so with no limit the first seq is not always row 1.
     private var carriesSeq: Bool {
         guard let interval = query.seqInterval else { return true }
-        let remaining = (query.limit ?? ChangesQuery.unlimited) - emitted
+        let remaining = query.seqCountdown - emitted
         return remaining % interval == 0
     }
 

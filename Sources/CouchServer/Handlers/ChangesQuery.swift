@@ -25,6 +25,8 @@ struct ChangesQuery {
     var heartbeat: Duration?
     var timeout: Duration
     var seqInterval: Int?
+    /// Where `seq_interval`'s countdown starts: the limit as given (negative too), else `unlimited`.
+    var seqCountdown = ChangesQuery.unlimited
     var filter = Filter.none
 
     /// Default wait of a live feed with no heartbeat (CouchDB's `changes_timeout`, 60 s).
@@ -45,7 +47,9 @@ struct ChangesQuery {
             case ("feed", _): feedText = value
             case ("descending", "true"): descending = true
             case ("since", _), ("last-event-id", _): sinceText = value
-            case ("limit", _): limit = try ChangesQuery.integer(value)
+            case ("limit", _):
+                limit = try ChangesQuery.limit(value)
+                seqCountdown = Int(value) ?? ChangesQuery.unlimited
             case ("style", _): styleText = value
             case ("heartbeat", _): heartbeat = try ChangesQuery.heartbeat(value)
             case ("timeout", _): timeout = .milliseconds(try ChangesQuery.integer(value))
@@ -92,9 +96,14 @@ struct ChangesQuery {
         return n
     }
 
+    /// A negative limit is no limit, as in CouchDB (its countdown never reaches zero).
+    private static func limit(_ value: String) throws(CouchError) -> Int? {
+        guard let n = Int(value) else { throw .queryParseError("Invalid value for integer: \"\(value)\"") }
+        return n < 0 ? nil : n
+    }
+
     private static func heartbeat(_ value: String) throws(CouchError) -> Duration? {
         if value == "true" { return .seconds(60) }
-        if value == "false" { return nil }
         guard let ms = Int(value) else {
             throw .badRequest("Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
         }
