@@ -2,6 +2,10 @@
 booleans in any case, other spellings 400 `query_parse_error`; `keys` together with a key range refused; the
 rows of a database bigger than one page of the store, whole and in order."""
 
+import base64
+import gzip
+import os
+
 import pytest
 
 from test_documents import put
@@ -114,3 +118,19 @@ def test_counts_are_non_negative_integers(couch, db, name):
     r = couch.get(f"/{db}/_all_docs", params={name: "ten"})
     assert r.status_code == 400
     assert r.json() == {"error": "query_parse_error", "reason": 'Invalid value for integer: "ten"'}
+
+
+def test_feeds_inline_gzip_stored_attachments_decoded(couch, db):
+    # Stored gzip-encoded; inline `data` is always the decoded bytes, streamed through the decoder in steps.
+    plain = (os.urandom(30000).hex() + "z" * 100000).encode()
+    packed = gzip.compress(plain)
+    r = couch.raw("PUT", f"/{db}/g/z.txt", body=packed,
+                  headers={"Content-Type": "text/plain", "Content-Encoding": "gzip"})
+    assert r.status_code == 201, r.text
+    params = {"include_docs": "true", "attachments": "true", "att_encoding_info": "true"}
+    row = couch.get(f"/{db}/_all_docs", params=params).json()["rows"][0]
+    changed = couch.get(f"/{db}/_changes", params=params).json()["results"][0]
+    for att in (row["doc"]["_attachments"]["z.txt"], changed["doc"]["_attachments"]["z.txt"]):
+        assert base64.b64decode(att["data"]) == plain
+        assert att["encoding"] == "gzip" and att["encoded_length"] == len(packed)
+        assert list(att)[:4] == ["content_type", "revpos", "digest", "data"]
