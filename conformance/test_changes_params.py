@@ -209,3 +209,10 @@ def test_heartbeat_must_be_a_positive_integer_or_true(couch, db):
         r = couch.get(f"/{db}/_changes", params={"heartbeat": value})
         assert r.status_code == 400
         assert r.json() == {"error": "bad_request", "reason": reason}
+
+
+def test_post_needs_a_json_body(couch, db):
+    r = couch.post(f"/{db}/_changes", params={"filter": "_doc_ids"}, data=b'{"doc_ids":["a"]}',
+                   headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415
+    assert r.json()["error"] == "bad_content_type"

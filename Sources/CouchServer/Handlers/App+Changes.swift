@@ -6,6 +6,7 @@ import RevTree
 extension App {
     func changes(_ database: Database, _ request: Request, _ reply: Reply) throws {
         try require(request, "GET", "HEAD", "POST")
+        if request.method == "POST" { try requireJSONContent(request) }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(app: self, database: database, query: query, reply: reply)
         try feed.run()
