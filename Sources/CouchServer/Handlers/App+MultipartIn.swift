@@ -8,14 +8,8 @@ extension App {
     static let streamChunk = 256 * 1024
 
     func readDocumentBody(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
-        switch request.contentType {
-        case nil, "application/json", "text/plain":
-            return (try DocumentInput(try request.jsonBody(limit: Limits.documentBytes)), nil)
-        case "multipart/related":
-            return try readMultipartDocument(request)
-        case let other?:
-            throw CouchError.badContentType("Content-Type must be multipart/related or application/json, not \(other)")
-        }
+        if request.contentType == "multipart/related" { return try readMultipartDocument(request) }
+        return (try DocumentInput(try request.documentJSONBody()), nil)
     }
 
     private func readMultipartDocument(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
