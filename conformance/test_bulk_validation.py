@@ -71,7 +71,7 @@ def test_a_stub_naming_no_stored_attachment_fails_the_request(couch, db, new_edi
         docs = [{**doc, "_rev": f"1-{H}"} for doc in docs]
     r = post(couch, db, {"docs": docs, "new_edits": new_edits})
     assert r.status_code == 412
-    assert r.json()["error"] == "missing_stub"
+    assert r.json() == {"error": "missing_stub", "reason": "Invalid attachment stub in stubby for a.txt"}
     assert_nothing_written(couch, db, before)
     assert not stored(couch, db, "stubby")
 

@@ -26,7 +26,7 @@ import Testing
         let stub = RevisionWrite(
             docID: "stub", path: replicatedWrites ? [r("1-a")] : [], body: body("{}"),
             attachments: [.stub(name: "a.bin", revpos: nil, digest: nil)])
-        #expect(throws: StoreError.missingStub("a.bin")) {
+        #expect(throws: BatchAborted(docID: "stub", error: .missingStub("a.bin"))) {
             replicatedWrites
                 ? try db.applyReplicated([good, stub], abortOnInvalid: true)
                 : try db.applyEdits([good, stub], abortOnInvalid: true)
@@ -60,7 +60,9 @@ import Testing
     @Test func anInvalidRevAbortsBeforeTheWriterRuns() throws {
         let bad = RevisionWrite(docID: "x", path: [r("2-b"), r("5-a")], body: body("{}"))
         let good = RevisionWrite(docID: "good", path: [r("1-a")], body: body("{}"))
-        #expect(throws: StoreError.self) { try db.applyReplicated([good, bad], abortOnInvalid: true) }
+        #expect(throws: BatchAborted(docID: "x", error: .invalidRev)) {
+            try db.applyReplicated([good, bad], abortOnInvalid: true)
+        }
         #expect(try db.document("good") == nil)
     }
 

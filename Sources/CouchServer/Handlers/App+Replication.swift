@@ -74,8 +74,8 @@ extension App {
                 newEdits
                 ? try database.applyEdits(writes, abortOnInvalid: true)
                 : try database.applyReplicated(writes, abortOnInvalid: true)
-        } catch let error as StoreError {
-            throw CouchError(error)
+        } catch let abort as BatchAborted {
+            throw CouchError(abort.error, docID: abort.docID)
         }
         for (offset, outcome) in outcomes.enumerated() where offset < writeIndex.count {
             let index = writeIndex[offset]
@@ -85,7 +85,7 @@ extension App {
                     results[index] = ["ok": true, "id": .string(outcome.docID), "rev": .string(rev.description)]
                 }
             case .failure(let storeError):
-                results[index] = App.bulkItem(outcome.docID, CouchError(storeError))
+                results[index] = App.bulkItem(outcome.docID, CouchError(storeError, docID: outcome.docID))
             }
         }
         for local in locals {

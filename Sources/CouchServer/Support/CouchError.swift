@@ -122,6 +122,16 @@ extension CouchError {
         }
     }
 
+    /// Maps a store failure of document `docID` onto the wire, in CouchDB's words where they name the document
+    /// (`couch_doc:merge_stubs`: "Invalid attachment stub in <doc> for <attachment>").
+    init(_ storeError: StoreError, docID: String) {
+        if case .missingStub(let name) = storeError {
+            self = .missingStub("Invalid attachment stub in \(docID) for \(name)")
+        } else {
+            self.init(storeError)
+        }
+    }
+
     /// Maps an HTTP body-reading failure onto the wire.
     init(_ httpError: HTTPError) {
         switch httpError.status {

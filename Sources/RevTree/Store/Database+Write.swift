@@ -5,9 +5,10 @@ extension Database {
     /// A revision already stored with its body is skipped, and a document whose tree does not change gets no new
     /// seq, so a resent batch changes nothing. Invalid writes fail alone (their result) and store nothing.
     /// - Parameter abortOnInvalid: any failure other than `.conflict` aborts the whole batch instead: nothing is
-    ///   written and the failure is thrown (CouchDB's `_bulk_docs` refuses the request, e.g. for a missing stub).
+    ///   written and `BatchAborted` names the document and its failure (CouchDB's `_bulk_docs` refuses the request,
+    ///   e.g. for a missing stub).
     /// - Returns: one result per write, in order; success carries the path's leaf.
-    /// - Throws: when the whole transaction fails (SQLite error, database closed), or with `abortOnInvalid`.
+    /// - Throws: when the whole transaction fails (SQLite error, database closed), or `BatchAborted`.
     public func applyReplicated(_ writes: [RevisionWrite], abortOnInvalid: Bool = false) throws -> [WriteResult] {
         try applyBatch(writes, abortOnInvalid: abortOnInvalid) { write in
             try RevID.validate(path: write.path)
@@ -51,7 +52,9 @@ extension Database {
                 return .invalidRev
             }
         }
-        if abortOnInvalid, let first = invalid.compactMap({ $0 }).first { throw first }
+        if abortOnInvalid, let index = invalid.firstIndex(where: { $0 != nil }), let error = invalid[index] {
+            throw BatchAborted(docID: writes[index].docID, error: error)
+        }
         return try writer.perform { connection in
             var meta = try Meta.load(connection)
             var results = [WriteResult]()
@@ -66,7 +69,7 @@ extension Database {
                     results.append(WriteResult(docID: write.docID, result: .success(rev)))
                 } catch let error as StoreError {
                     // Thrown out of the job, the error rolls back its savepoint: nothing of the batch is written.
-                    if abortOnInvalid, error != .conflict { throw error }
+                    if abortOnInvalid, error != .conflict { throw BatchAborted(docID: write.docID, error: error) }
                     results.append(WriteResult(docID: write.docID, result: .failure(error)))
                 }
             }
