@@ -47,7 +47,7 @@ def test_last_event_id_header_resumes_an_eventsource_feed(couch, db, quoted):
     # A browser sends back the `id:` line as it came: CouchDB's is the JSON-encoded seq.
     header = json.dumps(seq) if quoted else seq
     r = couch.get(f"/{db}/_changes", params={"feed": "eventsource", "since": 0, "timeout": 300},
-                  headers={"Last-Event-ID": header})
+                  headers={"Last-Event-ID": header, "Connection": "close"})
     assert r.status_code == 200
     data = [json.loads(line[len("data: "):]) for line in r.text.splitlines() if line.startswith("data: ")]
     assert sorted(row["id"] for row in data) == sorted(row["id"] for row in rows[1:])
@@ -121,7 +121,8 @@ def test_a_carried_seq_resumes_after_its_row(couch, db):
 
 def test_seq_interval_on_a_continuous_feed(couch, db):
     fill(couch, db, 5)
-    r = couch.get(f"/{db}/_changes", params={"feed": "continuous", "seq_interval": 2, "timeout": 200})
+    r = couch.get(f"/{db}/_changes", params={"feed": "continuous", "seq_interval": 2, "timeout": 200},
+                  headers={"Connection": "close"})
     lines = [json.loads(line) for line in r.content.split(b"\n") if line.strip()]
     assert [line["seq"] is not None for line in lines if "id" in line] == carries(5, 2)
     assert isinstance(lines[-1]["last_seq"], str)
