@@ -4,7 +4,6 @@ are per-document items, and they carry no `rev`; `all_or_nothing` is refused wit
 
 import pytest
 
-from conftest import unique_db_name
 from test_documents import put
 from test_sequences import number
 
@@ -12,14 +11,10 @@ H = "1" * 32
 
 
 @pytest.fixture
-def db(couch):
+def db(ordered_db):
     """A one-shard database (`q=1`): a CouchDB cluster checks a request per shard, and only within one shard is
     a refused request guaranteed to write none of its documents."""
-    name = unique_db_name("bulk")
-    r = couch.put(f"/{name}", params={"q": "1"})
-    assert r.status_code == 201, r.text
-    yield name
-    couch.delete(f"/{name}")
+    return ordered_db
 
 
 def post(couch, db, body):

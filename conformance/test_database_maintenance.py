@@ -5,7 +5,7 @@ bytes; endpoints CouchDB removed or couchlite does not run answer clearly, never
 import os
 import time
 
-from test_auth import is_couchlite
+from conftest import is_couchlite
 from test_documents import put
 
 COMPACTION_WAIT_S = 60
@@ -83,7 +83,7 @@ def test_design_info_of_a_missing_design_document(couch, db):
 def test_design_info_is_answered_or_refused_clearly(couch, db):
     put(couch, db, "_design/app", {"views": {"all": {"map": "function(doc) { emit(doc._id, 1); }"}}})
     r = couch.get(f"/{db}/_design/app/_info")
-    if is_couchlite(couch):
+    if is_couchlite(couch):  # couchlite keeps no view indexes
         assert r.status_code == 501
         assert r.json()["error"] == "not_implemented"
     else:
