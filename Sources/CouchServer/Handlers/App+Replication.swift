@@ -27,10 +27,10 @@ extension App {
         var inputs: [(docID: String, input: DocumentInput)] = []
         inputs.reserveCapacity(docs.count)
         for doc in docs {
-            let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasPrefix("_local/") == true)
+            let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
             let docID = input.id ?? Secrets.randomBytes(16).hexString
             try DocumentID.validate(docID)
-            if !newEdits, !docID.hasPrefix("_local/"), input.rev == nil, input.revisions == nil {
+            if !newEdits, !docID.hasBytePrefix("_local/"), input.rev == nil, input.revisions == nil {
                 throw CouchError.badRequest(
                     "When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
             }
@@ -54,7 +54,7 @@ extension App {
         var writeIndex: [Int] = []
         var locals: [(index: Int, docID: String, input: DocumentInput)] = []
         for (index, entry) in inputs.enumerated() {
-            if entry.docID.hasPrefix("_local/") {
+            if entry.docID.hasBytePrefix("_local/") {
                 locals.append((index, entry.docID, entry.input))
                 continue
             }

@@ -151,7 +151,7 @@ struct ChangesQuery {
             try requireFunction(database, design: parts[0], member: "views", name: parts[1])
             throw CouchError.notImplemented("couchlite does not execute views; filter=_view is not supported.")
         default:
-            if name.hasPrefix("_") { throw CouchError.badRequest("unknown builtin filter name") }
+            if name.hasBytePrefix("_") { throw CouchError.badRequest("unknown builtin filter name") }
             let parts = name.split(separator: "/")
             if parts.isEmpty { return .none }
             guard parts.count == 2 else {
