@@ -64,7 +64,9 @@ extension App {
                         database, docID: entry.docID, input: entry.input, base: entry.input.rev, newEdits: newEdits,
                         followed: nil))
                 writeIndex.append(index)
-            } catch let error as CouchError where error.status == 401 || error.status == 403 {
+            } catch let error as CouchError where [401, 403, 501].contains(error.status) {
+                // A refused write is the document's own item, as a validation function's verdict is in CouchDB:
+                // access (401/403) and the refusal of a `validate_doc_update` couchlite cannot run (501).
                 results[index] = App.bulkItem(entry.docID, error)
             }
         }
