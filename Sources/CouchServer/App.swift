@@ -18,6 +18,7 @@ final class App: Sendable {
     /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
     /// its addresses and port.
     private let allowedHosts: Mutex<HostAllowList>
+    let compactions = Compactions()
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
 
@@ -152,12 +153,19 @@ final class App: Sendable {
             guard segments.count >= 3 else { throw CouchError.notFound("missing") }
             let docID = "_design/" + segments[2]
             if segments.count == 3 { return try document(database, docID, request, reply) }
+            if segments[3] == "_info" {
+                guard let ddoc = try database.document(docID), !ddoc.deleted else {
+                    throw CouchError.notFound("missing")
+                }
+                throw CouchError.notImplemented("couchlite keeps no view indexes (_info).")
+            }
             if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
                 throw CouchError.notImplemented(
                     "couchlite does not execute design document functions (\(segments[3])).")
             }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
         case "_security": return try securityObject(database, request, reply)
+        case "_temp_view": throw CouchError.gone("Temporary views are not supported in CouchDB")
         case "_find", "_index", "_explain", "_design_docs", "_purge", "_view_cleanup":
             throw CouchError.notImplemented("\(second) is not supported by couchlite.")
         default:

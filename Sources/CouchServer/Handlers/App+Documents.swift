@@ -214,7 +214,7 @@ extension App {
         guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
         switch result.result {
         case .success(let rev): return rev
-        case .failure(let error): throw CouchError(error)
+        case .failure(let error): throw CouchError(error, docID: docID)
         }
     }
 

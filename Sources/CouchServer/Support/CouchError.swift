@@ -27,6 +27,8 @@ enum CouchError: Error, Equatable {
     case documentTooLarge(String)
     case badContentType(String)
     case notImplemented(String)
+    /// 410 `gone`: an endpoint CouchDB 3 removed (`_temp_view`).
+    case gone(String)
     case rangeNotSatisfiable
     case queryParseError(String)
     /// A 500 whose reason is a fixed, safe text written for the client.
@@ -47,6 +49,7 @@ enum CouchError: Error, Equatable {
         case .dbNotFound, .notFound: 404
         case .methodNotAllowed: 405
         case .conflict: 409
+        case .gone: 410
         case .fileExists, .missingStub, .preconditionFailed: 412
         case .tooLarge, .documentTooLarge: 413
         case .badContentType: 415
@@ -80,6 +83,7 @@ enum CouchError: Error, Equatable {
         case .notImplemented: "not_implemented"
         case .unknownError, .internalError: "unknown_error"
         case .insufficientStorage: "insufficient_storage"
+        case .gone: "gone"
         }
     }
 
@@ -88,7 +92,7 @@ enum CouchError: Error, Equatable {
         case .badRequest(let reason), .docValidation(let reason), .illegalDocID(let reason), .unauthorized(let reason),
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
-            .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):
+            .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
         case .contentMD5Mismatch: "Possible message corruption."
@@ -143,6 +147,16 @@ extension CouchError {
             self = .insufficientStorage
         } else {
             self = .internalError(String(describing: error))
+        }
+    }
+
+    /// Maps a store failure of document `docID` onto the wire, in CouchDB's words where they name the document
+    /// (`couch_doc:merge_stubs`: "Invalid attachment stub in <doc> for <attachment>").
+    init(_ storeError: StoreError, docID: String) {
+        if case .missingStub(let name) = storeError {
+            self = .missingStub("Invalid attachment stub in \(docID) for \(name)")
+        } else {
+            self.init(storeError)
         }
     }
 
