@@ -92,8 +92,13 @@ extension App {
             }
         }
         for local in locals {
-            let rev = try putLocal(database, local.docID, input: local.input)
-            results[local.index] = ["ok": true, "id": .string(local.docID), "rev": .string(rev)]
+            do {
+                let rev = try putLocal(database, local.docID, input: local.input)
+                results[local.index] = ["ok": true, "id": .string(local.docID), "rev": .string(rev)]
+            } catch let error as CouchError where [401, 403].contains(error.status) {
+                // Forbidden, as a refused document is: its own item, the rest of the batch still written.
+                results[local.index] = App.bulkItem(local.docID, error)
+            }
         }
         try reply.json(201, .array(results.compactMap { $0 }))
     }
