@@ -25,9 +25,11 @@ let package = Package(
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
+        // CouchDB's replication protocol between two endpoints, over our own HTTP client.
+        .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
-            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
+            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "Replicator"],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -37,6 +39,8 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
     ]
 )

@@ -14,6 +14,10 @@ final class App: Sendable {
     let log: Logger
     let options: Options
     let access: AccessControl
+    /// Serves this app to the replicator's local endpoints over in-process socket pairs.
+    let localServer: HTTPLocalServer
+    /// Replications started by `_replicate` and `_replicator` documents.
+    let replications = ReplicationJobs()
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -25,17 +29,28 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        // The local server's handler reaches the app through a box filled below: `self` is not
+        // usable until every stored property is set.
+        let box = AppBox()
+        localServer = HTTPLocalServer { head, body, writer in
+            box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
+        }
+        box.app = self
     }
 
     /// The engine's entry point for every request.
-    func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
+    /// - Parameter trusted: The user an in-process connection (`localServer`) speaks for; nil for the
+    ///   network, whose requests authenticate themselves.
+    func handle(
+        _ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter, trusted: UserContext? = nil
+    ) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
         do {
             let request = try Request(head: head, body: body)
-            if try admit(request, reply) { try route(request, reply) }
+            if try admit(request, reply, trusted: trusted) { try route(request, reply) }
         } catch let error as CouchError {
             reply.error(error, headers: errorHeaders(error, head))
         } catch let error as HTTPError {
@@ -65,12 +80,15 @@ final class App: Sendable {
             return try serverRoot(request, reply)
         }
         if first.hasPrefix("_") && !App.systemDatabases.contains(first) {
+            if first == "_scheduler" { return try scheduler(request, reply) }
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {
             case "_up": return try up(request, reply)
             case "_all_dbs": return try allDatabases(request, reply)
             case "_uuids": return try uuids(request, reply)
             case "_session": return try sessionEndpoint(request, reply)
+            case "_replicate": return try replicate(request, reply)
+            case "_active_tasks": return try activeTasks(request, reply)
             default: throw CouchError.notFound("missing")
             }
         }

@@ -50,6 +50,8 @@ final class ServerProcess: Sendable {
     func runUntilSignalled(log: Logger) {
         let sources = installSignalHandlers(server: server, log: log)
         server.waitUntilStopped()
+        app.replications.cancelAll()
+        app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         withExtendedLifetime(sources) {}
     }
