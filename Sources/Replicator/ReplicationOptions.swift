@@ -30,11 +30,11 @@ public struct ReplicationOptions: Sendable {
 
     public init() {}
 
-    /// The options that change which documents are replicated, in the replication id.
+    /// The options that change which documents are replicated, in the replication id. `continuous` and
+    /// `create_target` are not among them (as in CouchDB, they only suffix the job id), so a one-shot run
+    /// and a continuous one of the same pair share their checkpoints.
     var identityJSON: JSON {
         var fields: [(String, JSON)] = []
-        if continuous { fields.append(("continuous", true)) }
-        if createTarget { fields.append(("create_target", true)) }
         if let docIDs { fields.append(("doc_ids", .array(docIDs.sorted().map(JSON.string)))) }
         if let selector { fields.append(("selector", selector)) }
         return .object(JSONObject(fields))

@@ -17,6 +17,7 @@ extension Commands {
           --selector JSON           only documents matching this Mango selector
           --since SEQ               start at this update sequence instead of the checkpoint
           --batch-size N            _changes rows per batch (default 500)
+          --checkpoint-docs N       checkpoint after every N documents (default 5000; also every 30 s)
           --data-dir DIR            where local databases live [$COUCHLITE_DATA_DIR, default ./data]
           --help                    show this help
         """
@@ -56,6 +57,11 @@ extension Commands {
                         throw OptionsError("--batch-size needs a positive number")
                     }
                     options.batchSize = size
+                case "--checkpoint-docs":
+                    guard let count = Int(try value(argument)), count > 0 else {
+                        throw OptionsError("--checkpoint-docs needs a positive number")
+                    }
+                    options.checkpointDocs = count
                 case "--data-dir": dataDir = try value(argument)
                 default:
                     if argument.hasPrefix("-") { throw OptionsError("unknown option '\(argument)'") }
@@ -87,6 +93,9 @@ extension Commands {
             printError("\(error)")
             return error is ReplicationError ? 64 : 1
         }
+        printError(
+            "replicating \(replication.source.display) -> \(replication.target.display) "
+                + "(checkpoint _local/\(replication.replicationID))")
         let signals = cancelOnInterrupt(replication)
         defer { withExtendedLifetime(signals) {} }
         do {
