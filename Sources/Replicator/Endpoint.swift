@@ -17,13 +17,16 @@ public struct Endpoint: Sendable {
     let identity: String
 
     /// A remote database from a `http://[user:pass@]host[:port]/[prefix/]db` URL.
-    public static func remote(url text: String, headers: HTTPHeaders = HTTPHeaders()) throws(ReplicationError) -> Endpoint {
+    public static func remote(url text: String, headers: HTTPHeaders = HTTPHeaders()) throws(ReplicationError)
+        -> Endpoint
+    {
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased() else {
             throw .badRequest("Not a URL: \(text)")
         }
         guard scheme == "http" else {
             throw .badRequest(
-                scheme == "https" ? "https endpoints are not supported yet: \(text)" : "Unsupported URL scheme: \(text)")
+                scheme == "https" ? "https endpoints are not supported yet: \(text)" : "Unsupported URL scheme: \(text)"
+            )
         }
         guard let host = url.host, !host.isEmpty else { throw .badRequest("The URL has no host: \(text)") }
         var path = url.percentEncodedPath

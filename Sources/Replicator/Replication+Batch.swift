@@ -39,7 +39,8 @@ extension Replication {
             for (item, docs) in fetched {
                 for doc in docs {
                     if doc["_attachments"] != nil {
-                        refetch.append(Missing(id: item.id, revs: [doc["_rev"]?.stringValue ?? ""], ancestors: item.ancestors))
+                        refetch.append(
+                            Missing(id: item.id, revs: [doc["_rev"]?.stringValue ?? ""], ancestors: item.ancestors))
                     } else {
                         plain.append(doc)
                     }
@@ -133,7 +134,8 @@ extension Replication {
     /// `PUT /db/doc?new_edits=false` with a JSON body (design documents; stubs the target resolves).
     func putJSON(_ doc: JSON) throws(ReplicationError) {
         guard let id = doc["_id"]?.stringValue else { return }
-        let response = try call(target, target.request("PUT", "/" + PathEncoding.docID(id) + "?new_edits=false", json: doc))
+        let response = try call(
+            target, target.request("PUT", "/" + PathEncoding.docID(id) + "?new_edits=false", json: doc))
         try judgeWrite(response, id: id)
     }
 

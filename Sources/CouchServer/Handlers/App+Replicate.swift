@@ -8,7 +8,9 @@ extension App {
     func replicate(_ request: Request, _ reply: Reply) throws {
         try require(request, "POST")
         let body = try request.jsonObjectBody(limit: Limits.smallRequestBytes)
-        if body["cancel"]?.boolValue == true, let id = body["replication_id"]?.stringValue ?? body["_local_id"]?.stringValue {
+        if body["cancel"]?.boolValue == true,
+            let id = body["replication_id"]?.stringValue ?? body["_local_id"]?.stringValue
+        {
             return try cancelReplication(id, reply)
         }
         let parsed = try ReplicationRequest(body, app: self)

@@ -33,12 +33,24 @@ extension App {
                 ("pid", .null), ("source", .string(replication.source.display)),
                 ("target", .string(replication.target.display)), ("user", .null),
                 ("doc_id", job.docID.map(JSON.string) ?? .null),
-                ("info", ["docs_read": .int(stats.docsRead), "docs_written": .int(stats.docsWritten),
-                          "doc_write_failures": .int(stats.docWriteFailures),
-                          "changes_pending": stats.changesPending.map(JSON.int) ?? .null,
-                          "checkpointed_source_seq": stats.checkpointedSeq]),
-                ("history", [["timestamp": .string(ISO8601DateFormatter().string(from: replication.startedOn)),
-                              "type": "started"]]),
+                (
+                    "info",
+                    [
+                        "docs_read": .int(stats.docsRead), "docs_written": .int(stats.docsWritten),
+                        "doc_write_failures": .int(stats.docWriteFailures),
+                        "changes_pending": stats.changesPending.map(JSON.int) ?? .null,
+                        "checkpointed_source_seq": stats.checkpointedSeq,
+                    ]
+                ),
+                (
+                    "history",
+                    [
+                        [
+                            "timestamp": .string(ISO8601DateFormatter().string(from: replication.startedOn)),
+                            "type": "started",
+                        ]
+                    ]
+                ),
                 ("node", "couchlite@127.0.0.1"),
                 ("start_time", .string(ISO8601DateFormatter().string(from: replication.startedOn))),
             ]))

@@ -89,7 +89,8 @@ final class ClientConnection: @unchecked Sendable {
         if let window = pendingData {
             let count = min(out.count, window.count)
             buffer.withUnsafeBytes { raw in
-                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[window.lowerBound..<(window.lowerBound + count)]))
+                out.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: raw[window.lowerBound..<(window.lowerBound + count)]))
             }
             pendingData = count == window.count ? nil : (window.lowerBound + count)..<window.upperBound
             if pendingData == nil { start = window.upperBound }

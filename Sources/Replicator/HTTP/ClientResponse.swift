@@ -66,7 +66,9 @@ public final class ClientResponse: @unchecked Sendable {
         guard !finished, buffer.count > 0 else { return 0 }
         switch framing {
         case .length(let remaining):
-            let count = try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(remaining, buffer.count)]), timeout: timeout)
+            let count = try connection.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(remaining, buffer.count)]),
+                timeout: timeout)
             guard count > 0 else { throw .connectionReset(connection.socket.peer) }
             framing = .length(remaining - count)
             if remaining - count == 0 { complete() }
