@@ -8,7 +8,7 @@ public struct Endpoint: Sendable {
     /// The database's path on the peer, percent-encoded, without a trailing slash (`/photos`).
     public let basePath: String
     /// `Authorization` sent with every request (Basic, from the URL's user info), or nil.
-    let authorization: String?
+    public let authorization: String?
     /// Headers given with the endpoint (`_replicate`'s `{"url","headers"}`).
     let extraHeaders: HTTPHeaders
     /// The endpoint as shown to people: the URL without its password, or the local database name.
@@ -61,7 +61,7 @@ public struct Endpoint: Sendable {
     }
 
     /// A request for `path` under the database (`""`, `"/_changes?…"`), with the endpoint's headers.
-    func request(
+    public func request(
         _ method: String, _ path: String, json: JSON? = nil, accept: String = "application/json",
         timeout: Duration = .seconds(60)
     ) -> ClientRequest {

@@ -69,7 +69,6 @@ extension Replication {
         let template = MultipartWriter()
         let contentType = template.contentType(mediaType: "multipart/related")
         let json = doc.serialized()
-        let sent = Counter()
         let body: @Sendable (BodyWriter) throws -> Void = { [reader] out in
             var multipart = template
             try out.write(multipart.partHeader(headers: MultipartWriter.jsonPartHeaders))
@@ -82,7 +81,8 @@ extension Replication {
                 try out.write(multipart.partHeader(headers: kept))
                 while let chunk = try reader.readAttachment() {
                     try out.write(chunk)
-                    sent.add(chunk.count)
+                    // Counted as they go, so a progress display moves during a large video.
+                    self.update { $0.attachmentBytes += chunk.count }
                 }
             }
             try out.write(multipart.closing())
@@ -97,15 +97,8 @@ extension Replication {
             method: "PUT", target: target.basePath + "/" + PathEncoding.docID(id) + "?new_edits=false",
             headers: headers, body: .stream(body), timeout: .seconds(120))
         let response = try call(target, request)
-        update { $0.attachmentBytes += sent.value }
         try judgeWrite(response, id: id)
     }
-}
-
-/// A byte count shared with a body producer.
-final class Counter: @unchecked Sendable {
-    private(set) var value = 0
-    func add(_ count: Int) { value += count }
 }
 
 extension OpenRevsReader: @unchecked Sendable {}

@@ -217,7 +217,12 @@ public final class Replication: @unchecked Sendable {
             throw .databaseNotFound(endpoint.display)
         case 507: throw .insufficientStorage(endpoint.display)
         default:
-            if body["error"]?.stringValue == "insufficient_storage" { throw .insufficientStorage(endpoint.display) }
+            let lower = reason.lowercased()
+            if body["error"]?.stringValue == "insufficient_storage" || lower.contains("no space left")
+                || lower.contains("disk is full")
+            {
+                throw .insufficientStorage(endpoint.display)
+            }
             throw .httpStatus(response.status, "\(endpoint.display): \(reason)")
         }
     }

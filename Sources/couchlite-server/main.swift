@@ -7,6 +7,7 @@ import Foundation
 let usage = """
     usage: couchlite [serve] [options]     run the CouchDB-compatible server (see couchlite serve --help)
            couchlite replicate SOURCE TARGET [options]   replicate once or continuously (see --help)
+           couchlite push DIR URL [options]    send a folder of photos and videos to a peer (see --help)
 
     A CouchDB-compatible replication server.
     """
@@ -17,6 +18,7 @@ let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
 case "replicate": status = replicate(Array(arguments.dropFirst()), environment)
+case "push": status = push(Array(arguments.dropFirst()), environment)
 case "help": status = help()
 default: status = serve(arguments, environment)
 }
