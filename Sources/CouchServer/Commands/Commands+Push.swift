@@ -49,7 +49,9 @@ extension Commands {
                 case "--data-dir": dataDir = try value(argument)
                 case "--outbox": outboxName = try value(argument)
                 default:
-                    if argument.hasPrefix("-") && argument.count > 1 { throw OptionsError("unknown option '\(argument)'") }
+                    if argument.hasPrefix("-") && argument.count > 1 {
+                        throw OptionsError("unknown option '\(argument)'")
+                    }
                     positional.append(argument)
                 }
                 index += 1
@@ -93,7 +95,8 @@ extension Commands {
     }
 
     /// Replicates the outbox to the peer with a progress display; counts only what the peer lacks.
-    private static func send(_ outbox: Outbox, to target: Endpoint, app: App, display: ProgressDisplay) throws -> Int32 {
+    private static func send(_ outbox: Outbox, to target: Endpoint, app: App, display: ProgressDisplay) throws -> Int32
+    {
         let contents = try outbox.contents()
         let missing = try missingOnPeer(contents, target)
         let totalBytes = contents.filter { missing.contains($0.id) }.reduce(0) { $0 + $1.size }
@@ -116,7 +119,8 @@ extension Commands {
         while outcome.withLock({ $0 }) == nil {
             let stats = replication.stats
             display.show(
-                photos: min(stats.docsWritten, missing.count), of: missing.count, bytes: min(stats.attachmentBytes, totalBytes),
+                photos: min(stats.docsWritten, missing.count), of: missing.count,
+                bytes: min(stats.attachmentBytes, totalBytes),
                 of: totalBytes)
             Thread.sleep(forTimeInterval: 0.1)
         }
@@ -124,7 +128,8 @@ extension Commands {
         switch outcome.withLock({ $0 }) {
         case .success?:
             display.show(
-                photos: min(stats.docsWritten, missing.count), of: missing.count, bytes: min(stats.attachmentBytes, totalBytes),
+                photos: min(stats.docsWritten, missing.count), of: missing.count,
+                bytes: min(stats.attachmentBytes, totalBytes),
                 of: totalBytes, final: true)
             if stats.docWriteFailures > 0 {
                 display.message("couchlite push: the peer refused \(stats.docWriteFailures) photos")
@@ -133,7 +138,8 @@ extension Commands {
             display.message("push: all \(contents.count) photos are on \(target.display)")
             return 0
         case .failure(.cancelled)?:
-            display.message("push: interrupted after \(stats.docsWritten) photos; run the same command again to send the rest")
+            display.message(
+                "push: interrupted after \(stats.docsWritten) photos; run the same command again to send the rest")
             return 130
         case .failure(let error)?:
             display.message("couchlite push: \(error.description)")

@@ -45,7 +45,8 @@ struct PhotoScanner {
             if name.hasPrefix(".") { continue }
             let ext = (name as NSString).pathExtension.lowercased()
             guard let contentType = Self.contentTypes[ext] else { continue }
-            if !includes.isEmpty && !includes.contains(where: { Self.matches($0, relative) || Self.matches($0, name) }) {
+            if !includes.isEmpty && !includes.contains(where: { Self.matches($0, relative) || Self.matches($0, name) })
+            {
                 continue
             }
             if excludes.contains(where: { Self.matches($0, relative) || Self.matches($0, name) }) { continue }

@@ -19,7 +19,8 @@ final class ProgressDisplay: @unchecked Sendable {
         lastLine = now
         let elapsed = max(now.timeIntervalSince(started), 0.001)
         let rate = Double(bytes) / elapsed
-        let fraction = totalBytes > 0 ? Double(bytes) / Double(totalBytes) : (total > 0 ? Double(done) / Double(total) : 1)
+        let fraction =
+            totalBytes > 0 ? Double(bytes) / Double(totalBytes) : (total > 0 ? Double(done) / Double(total) : 1)
         var eta = "--:--"
         if rate > 0 && totalBytes > bytes { eta = Self.clock(Double(totalBytes - bytes) / rate) }
         if final { eta = Self.clock(elapsed) }
