@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import RevTree
+import Synchronization
 
 /// The CouchDB application: routes each request to its handler and turns every failure into a
 /// CouchDB-style error. Shared by all connection threads; everything it holds is thread-safe.
@@ -18,6 +19,8 @@ final class App: Sendable {
     let localServer: HTTPLocalServer
     /// Replications started by `_replicate` and `_replicator` documents.
     let replications = ReplicationJobs()
+    /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
+    let replicatorDatabase = Mutex<ReplicatorDatabase?>(nil)
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,

@@ -10,7 +10,12 @@ extension App {
     func readDocumentBody(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
         switch request.contentType {
         case nil, "application/json", "text/plain":
-            return (try DocumentInput(try request.jsonBody(limit: Limits.documentBytes)), nil)
+            // `_replicator` documents carry the replicator's `_replication_*` state fields.
+            let replicatorFields = request.segments.first == ReplicatorDatabase.name
+            return (
+                try DocumentInput(
+                    try request.jsonBody(limit: Limits.documentBytes), replicatorFields: replicatorFields), nil
+            )
         case "multipart/related":
             return try readMultipartDocument(request)
         case let other?:

@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import Replicator
+import Synchronization
 
 /// `GET /_scheduler/jobs` and `GET /_scheduler/docs`: the replication scheduler's view, in CouchDB's shape.
 extension App {
@@ -56,6 +57,32 @@ extension App {
             ]))
     }
 
-    /// Filled in with the `_replicator` database support.
-    func replicatorDocStates(docID: String?) throws -> [JSON] { [] }
+    /// `_scheduler/docs` rows: every `_replicator` document the server has seen, with its state.
+    func replicatorDocStates(docID: String?) throws -> [JSON] {
+        guard let database = replicatorDatabase.withLock({ $0 }) else { return [] }
+        let formatter = ISO8601DateFormatter()
+        return database.states.filter { docID == nil || $0.0 == docID }.map { id, state in
+            let stats = state.job?.replication.stats
+            var info: JSON = .null
+            if let stats {
+                info = [
+                    "docs_read": .int(stats.docsRead), "docs_written": .int(stats.docsWritten),
+                    "doc_write_failures": .int(stats.docWriteFailures),
+                    "changes_pending": stats.changesPending.map(JSON.int) ?? .null,
+                    "checkpointed_source_seq": stats.checkpointedSeq,
+                ]
+            } else if let error = state.error {
+                info = ["error": .string(error)]
+            }
+            return .object(
+                JSONObject([
+                    ("database", "_replicator"), ("doc_id", .string(id)), ("id", state.jobID.map(JSON.string) ?? .null),
+                    ("node", "couchlite@127.0.0.1"), ("source", state.source.map(JSON.string) ?? .null),
+                    ("target", state.target.map(JSON.string) ?? .null), ("state", .string(state.state)),
+                    ("info", info), ("error_count", .int(state.errorCount)),
+                    ("last_updated", .string(formatter.string(from: state.lastUpdated))),
+                    ("start_time", .string(formatter.string(from: state.startTime))),
+                ]))
+        }
+    }
 }

@@ -22,7 +22,9 @@ struct DocumentInput {
     /// - Throws: 400 for a non-object, a bad `_id`, `_rev` or `_revisions`, or an unknown `_` member.
     /// - Parameter local: a `_local` document, whose `_revisions` (the CouchDB replicator sends
     ///   `{"start":0,"ids":["N"]}`) only restates its `0-N` rev.
-    init(_ json: JSON, local: Bool = false) throws(CouchError) {
+    /// - Parameter replicatorFields: a `_replicator` document, which may carry the replicator's
+    ///   `_replication_*` state members (kept in the body, as CouchDB keeps them).
+    init(_ json: JSON, local: Bool = false, replicatorFields: Bool = false) throws(CouchError) {
         guard case .object(let object) = json else { throw .notAnObject }
         for (key, value) in object {
             guard key.hasPrefix("_") else {
@@ -53,6 +55,10 @@ struct DocumentInput {
                 attachments = atts
             default:
                 if DocumentInput.ignoredSpecials.contains(key) { continue }
+                if replicatorFields && key.hasPrefix("_replication_") {
+                    body[key] = value
+                    continue
+                }
                 throw .docValidation("Bad special document member: \(key)")
             }
         }
