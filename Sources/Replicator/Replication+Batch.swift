@@ -36,15 +36,22 @@ extension Replication {
         var plain: [JSON] = []
         var refetch: [Missing] = []
         if bulkGetEnabled, let fetched = try bulkGet(missing) {
+            var served = Set<String>()
             for (item, docs) in fetched {
                 for doc in docs {
+                    let rev = doc["_rev"]?.stringValue ?? ""
+                    served.insert(item.id + "\u{0}" + rev)
                     if doc["_attachments"] != nil {
-                        refetch.append(
-                            Missing(id: item.id, revs: [doc["_rev"]?.stringValue ?? ""], ancestors: item.ancestors))
+                        refetch.append(Missing(id: item.id, revs: [rev], ancestors: item.ancestors))
                     } else {
                         plain.append(doc)
                     }
                 }
+            }
+            // Revisions `_bulk_get` answered with an error are read one by one, as CouchDB's worker does.
+            for item in missing {
+                let unserved = item.revs.filter { !served.contains(item.id + "\u{0}" + $0) }
+                if !unserved.isEmpty { refetch.append(Missing(id: item.id, revs: unserved, ancestors: item.ancestors)) }
             }
             // Documents with attachments are read again below, and counted there.
             update { [count = plain.count] in $0.docsRead += count }
