@@ -66,7 +66,8 @@ final class ReplicatorDatabase: Sendable {
                 }
                 let sinceText = since.stringValue ?? since.serializedString
                 let feed = since == 0 ? "normal" : "longpoll"
-                let path = "/_changes?feed=\(feed)&include_docs=true&timeout=30000&since=\(PathEncoding.query(sinceText))"
+                let path =
+                    "/_changes?feed=\(feed)&include_docs=true&timeout=30000&since=\(PathEncoding.query(sinceText))"
                 let reply = try endpoint.client.send(endpoint.request("GET", path, timeout: .seconds(60))).json()
                 for row in reply["results"]?.arrayValue ?? [] {
                     guard let id = row["id"]?.stringValue, !id.hasPrefix("_design/") else { continue }
