@@ -1,4 +1,6 @@
 import CouchWire
+import Foundation
+import Synchronization
 
 /// One batch: `_revs_diff`, then fetching and writing what the target is missing.
 extension Replication {
@@ -59,14 +61,76 @@ extension Replication {
             refetch = missing
         }
         var singles: [JSON] = []
-        for item in refetch {
-            try transferOpenRevs(item, plainDocs: &plain, singleDocs: &singles)
+        try transferAll(refetch, plainDocs: &plain, singleDocs: &singles)
+        try write(plain: plain, singles: singles)
+    }
+
+    /// Writes what was fetched: `_bulk_docs` for plain documents, one `PUT` each for design documents
+    /// (validated one by one, as CouchDB's replicator sends them) and documents with stubs. A stub the
+    /// target cannot resolve (412) makes the document travel again with all its attachments.
+    private func write(plain: [JSON], singles: [JSON]) throws(ReplicationError) {
+        let isDesign: (JSON) -> Bool = { $0["_id"]?.stringValue?.hasPrefix("_design/") == true }
+        try bulkDocs(plain.filter { !isDesign($0) })
+        for doc in plain.filter(isDesign) + singles where try !putJSON(doc) {
+            guard let id = doc["_id"]?.stringValue, let rev = doc["_rev"]?.stringValue else { continue }
+            var again: [JSON] = []
+            var againSingles: [JSON] = []
+            try transferOpenRevs(
+                Missing(id: id, revs: [rev], ancestors: []), plainDocs: &again, singleDocs: &againSingles)
+            try bulkDocs(again.filter { !isDesign($0) })
+            for retry in again.filter(isDesign) + againSingles where try !putJSON(retry) {
+                recordWrites(written: 0, failed: 1)
+            }
         }
-        // Design documents go one by one, as CouchDB's replicator sends them (validation per document).
-        let design = plain.filter { $0["_id"]?.stringValue?.hasPrefix("_design/") == true }
-        plain.removeAll { $0["_id"]?.stringValue?.hasPrefix("_design/") == true }
-        try bulkDocs(plain)
-        for doc in design + singles { try putJSON(doc) }
+    }
+
+    /// Runs `transferOpenRevs` for every item on up to `options.connections` threads (documents with
+    /// attachments are independent; each worker uses its own pooled connections).
+    private func transferAll(_ items: [Missing], plainDocs: inout [JSON], singleDocs: inout [JSON])
+        throws(ReplicationError)
+    {
+        let workers = min(options.connections, items.count)
+        if workers <= 1 {
+            for item in items { try transferOpenRevs(item, plainDocs: &plainDocs, singleDocs: &singleDocs) }
+            return
+        }
+        let queue = Mutex<(next: Int, plain: [JSON], singles: [JSON], error: ReplicationError?)>(
+            (0, [], [], nil))
+        let group = DispatchGroup()
+        for _ in 0..<workers {
+            group.enter()
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                while true {
+                    let index: Int? = queue.withLock { state in
+                        guard state.error == nil, state.next < items.count else { return nil }
+                        state.next += 1
+                        return state.next - 1
+                    }
+                    guard let index else { return }
+                    var plain: [JSON] = []
+                    var singles: [JSON] = []
+                    let outcome = Result { () throws(ReplicationError) in
+                        try transferOpenRevs(items[index], plainDocs: &plain, singleDocs: &singles)
+                    }
+                    if case .failure(let error) = outcome {
+                        queue.withLock { if $0.error == nil { $0.error = error } }
+                        return
+                    }
+                    queue.withLock {
+                        $0.plain += plain
+                        $0.singles += singles
+                    }
+                }
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        group.wait()
+        let (_, plain, singles, error) = queue.withLock { $0 }
+        if let error { throw error }
+        plainDocs += plain
+        singleDocs += singles
     }
 
     /// `POST /_bulk_get?latest=true&revs=true&attachments=false`.
@@ -130,20 +194,27 @@ extension Replication {
     }
 
     func recordWrites(written: Int, failed: Int) {
-        docsSinceCheckpoint += written + failed
-        if written > 0 { wroteAnything = true }
-        update {
-            $0.docsWritten += written
-            $0.docWriteFailures += failed
+        shared.withLock {
+            $0.docsSinceCheckpoint += written + failed
+            if written > 0 { $0.wroteAnything = true }
+            $0.stats.docsWritten += written
+            $0.stats.docWriteFailures += failed
+            $0.updatedOn = Date()
         }
     }
 
     /// `PUT /db/doc?new_edits=false` with a JSON body (design documents; stubs the target resolves).
-    func putJSON(_ doc: JSON) throws(ReplicationError) {
-        guard let id = doc["_id"]?.stringValue else { return }
+    /// - Returns: false when the target answered 412 (a stub it cannot resolve: send the attachments).
+    func putJSON(_ doc: JSON) throws(ReplicationError) -> Bool {
+        guard let id = doc["_id"]?.stringValue else { return true }
         let response = try call(
             target, target.request("PUT", "/" + PathEncoding.docID(id) + "?new_edits=false", json: doc))
+        if response.status == 412 && doc["_attachments"] != nil {
+            response.discard()
+            return false
+        }
         try judgeWrite(response, id: id)
+        return true
     }
 
     /// A single document write's answer: 401/403/413/415 skip the document (a failure), anything else

@@ -1,5 +1,6 @@
 import CouchWire
 import Foundation
+import Synchronization
 
 /// Checkpoints: `_local/<replication id>` on both ends, in CouchDB's shape, and where to resume.
 extension Replication {
@@ -63,7 +64,10 @@ extension Replication {
         sourceLog = written
         targetLog = written
         lastCheckpoint = ContinuousClock.now
-        docsSinceCheckpoint = 0
+        shared.withLock {
+            $0.docsSinceCheckpoint = 0
+            $0.wroteAnything = false
+        }
     }
 
     /// Writes one checkpoint document; a 409 (someone else wrote it) is retried with the current rev.

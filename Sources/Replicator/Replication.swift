@@ -23,12 +23,15 @@ public final class Replication: @unchecked Sendable {
     public let replicationID: String
     public let sessionID: String
     public let startedOn = Date()
-    private let shared = Mutex<Shared>(Shared())
+    let shared = Mutex<Shared>(Shared())
 
     struct Shared {
         var stats = ReplicationStats()
         var updatedOn = Date()
         var cancelled = false
+        /// Documents written or refused since the last checkpoint (workers add to it).
+        var docsSinceCheckpoint = 0
+        var wroteAnything = false
     }
 
     // Everything below is touched only by the thread in `run()`.
@@ -38,10 +41,8 @@ public final class Replication: @unchecked Sendable {
     var targetLogRev: String?
     var startSeq: JSON = 0
     var lastCheckpoint = ContinuousClock.now
-    var docsSinceCheckpoint = 0
     var bulkGetEnabled: Bool
     var sessionStart = Date()
-    var wroteAnything = false
 
     public init(source: Endpoint, target: Endpoint, options: ReplicationOptions) {
         self.source = source
@@ -115,7 +116,7 @@ public final class Replication: @unchecked Sendable {
             if done {
                 caughtUp = true
                 if !options.continuous { break }
-                if wroteAnything || docsSinceCheckpoint > 0 { try checkpoint(seq) }
+                if shared.withLock({ $0.wroteAnything || $0.docsSinceCheckpoint > 0 }) { try checkpoint(seq) }
             } else if checkpointDue() {
                 try checkpoint(seq)
             }
@@ -132,7 +133,7 @@ public final class Replication: @unchecked Sendable {
     }
 
     private func checkpointDue() -> Bool {
-        docsSinceCheckpoint >= options.checkpointDocs
+        shared.withLock { $0.docsSinceCheckpoint } >= options.checkpointDocs
             || ContinuousClock.now - lastCheckpoint >= options.checkpointInterval
     }
 

@@ -22,6 +22,8 @@ public struct ReplicationOptions: Sendable {
     public var retries = 5
     /// The first pause before a retry; doubled each time (CouchDB: 250 ms).
     public var retryDelay: Duration = .milliseconds(250)
+    /// Documents with attachments moved at the same time (each on its own connections).
+    public var connections = 4
     /// Use `_bulk_get` until the source shows it has none.
     public var useBulkGet = true
     /// Identifies this replicator in the replication id (the server uuid), so two machines that replicate

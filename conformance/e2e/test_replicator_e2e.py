@@ -292,3 +292,33 @@ def test_open_revs_fallback_against_a_source_without_bulk_get(servers):
     tgt = Client(b.url, "photos")
     assert_identical(src, tgt, atts)
     assert tgt.get("edited", "revs=true").json()["_revisions"]["start"] == 3
+
+
+def test_a_stub_the_target_cannot_resolve_makes_the_attachment_travel(servers):
+    """The target has revision 1 of a document without the attachment the source's 1 has (a forged
+    history): the source sends 2 with a stub (revpos 1 is an ancestor), the target answers 412
+    missing_stub, and the replicator sends the document again with its attachment bytes."""
+    import base64
+    a = servers("a")
+    b = servers("b")
+    src, tgt = Client(a.url, "s"), Client(b.url, "t")
+    src.create()
+    tgt.create()
+    data = b"attachment bytes " * 1000
+    src.bulk([{"_id": "doc", "_rev": "1-aaaa", "_revisions": {"start": 1, "ids": ["aaaa"]},
+               "_attachments": {"a.bin": {"content_type": "application/octet-stream",
+                                          "data": base64.b64encode(data).decode()}}}], new_edits=False)
+    one = src.get("doc").json()
+    one["edited"] = True
+    src.put(one)
+    tgt.bulk([{"_id": "doc", "_rev": "1-aaaa", "_revisions": {"start": 1, "ids": ["aaaa"]}}], new_edits=False)
+    resp = replicate(a, {"source": "s", "target": plain_url(b, "t")})
+    assert resp.status_code == 200, resp.text
+    entry = resp.json()["history"][0]
+    assert entry["docs_written"] == 1 and entry["doc_write_failures"] == 0, entry
+    got = tgt.get("doc").json()
+    assert got["edited"] is True and got["_attachments"]["a.bin"]["length"] == len(data)
+    assert requests.get(f"{b.url}/t/doc/a.bin", timeout=10).content == data
+    with open(b.log_path, encoding="utf-8", errors="replace") as log:
+        puts = [line for line in log if "method=PUT path=/t/doc?new_edits=false" in line]
+    assert any("status=412" in line for line in puts) and "status=201" in puts[-1], puts
