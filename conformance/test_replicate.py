@@ -111,3 +111,25 @@ def test_replication_status_endpoints_need_a_server_admin(couch, path):
     assert couch.get(path).status_code == 200
     r = requests.get(couch.url(path), headers={"Accept": "application/json"}, timeout=30)
     assert r.status_code == 401, r.text
+
+
+def test_replicate_only_the_named_doc_ids(couch, db, db_factory):
+    target = db_factory("rd")
+    for doc_id in ("a", "b", "c/d", "é"):
+        assert couch.put(f"/{db}/{urllib.parse.quote(doc_id, safe='')}", json={"x": 1}).status_code == 201
+    r = couch.post("/_replicate", json={"source": db_url(couch, db), "target": db_url(couch, target),
+                                        "doc_ids": ["a", "c/d", "é"]}, timeout=120)
+    assert r.status_code == 200, r.text
+    ids = [row["id"] for row in couch.get(f"/{target}/_all_docs").json()["rows"]]
+    assert ids == ["a", "c/d", "é"], ids
+
+
+def test_replicate_with_a_selector(couch, db, db_factory):
+    target = db_factory("rs")
+    for i in range(6):
+        assert couch.put(f"/{db}/d{i}", json={"type": "photo" if i % 2 else "note", "i": i}).status_code == 201
+    r = couch.post("/_replicate", json={"source": db_url(couch, db), "target": db_url(couch, target),
+                                        "selector": {"type": "photo"}}, timeout=120)
+    assert r.status_code == 200, r.text
+    ids = [row["id"] for row in couch.get(f"/{target}/_all_docs").json()["rows"]]
+    assert ids == ["d1", "d3", "d5"], ids

@@ -46,6 +46,8 @@ struct ReplicationRequest {
             options.checkpointInterval = .milliseconds(interval)
         }
         if let retries = body["retries_per_request"]?.intValue, retries >= 0 { options.retries = retries }
+        // CouchDB's `worker_processes`: documents with attachments moved at the same time.
+        if let workers = body["worker_processes"]?.intValue, workers > 0 { options.connections = min(workers, 16) }
         if body["use_bulk_get"]?.boolValue == false { options.useBulkGet = false }
     }
 
