@@ -91,10 +91,14 @@ def seed_photos(s: requests.Session, url: str, count: int, size: int):
         assert r.status_code == 201, r.text
 
 
+BATCH = int(os.environ.get("BENCH_BATCH", "500"))
+
+
 def replicate(s: requests.Session, source: Server, db: str, target: Server) -> tuple[float, dict]:
     started = time.monotonic()
     r = s.post(f"{source.url}/_replicate", json={"source": db, "target": f"{target.url}/{db}",
-                                                 "create_target": True}, timeout=3600)
+                                                 "create_target": True, "worker_batch_size": BATCH},
+               timeout=3600)
     elapsed = time.monotonic() - started
     assert r.status_code == 200, r.text
     return elapsed, r.json()
