@@ -14,6 +14,8 @@ import subprocess
 import pytest
 import requests
 
+from conftest import unique_db_name
+
 ORIGIN = "http://app.example:8000"
 METHODS = "CONNECT, COPY, DELETE, GET, HEAD, OPTIONS, POST, PUT, TRACE"
 COUCH_EXPOSED = ["accept-ranges", "etag", "server", "x-couch-request-id", "x-couch-update-newrev",
@@ -59,11 +61,20 @@ def cors(couch, tmp_path_factory, request):
             proc.wait(timeout=20)
         return
     settings = [("chttpd", "enable_cors", "true"), ("cors", "origins", origins), ("cors", "credentials", "true")]
+    # A server may already be set up for browsers with its own method and header lists (PouchDB's
+    # add-cors-to-couchdb sets both); they are removed for the test so that chttpd_cors's defaults,
+    # which couchlite has, are what is asserted, and put back afterwards.
+    cleared = [("cors", "methods"), ("cors", "headers")]
     previous = []
     for section, key, value in settings:
         r = couch.put(f"/_node/_local/_config/{section}/{key}", json=value)
         assert r.status_code == 200, r.text
         previous.append((section, key, r.json()))
+    for section, key in cleared:
+        r = couch.delete(f"/_node/_local/_config/{section}/{key}")
+        assert r.status_code in (200, 404), r.text
+        if r.status_code == 200:
+            previous.append((section, key, r.json()))
     try:
         yield CorsServer(couch.base, auth)
     finally:
@@ -74,15 +85,18 @@ def cors(couch, tmp_path_factory, request):
                 couch.put(f"/_node/_local/_config/{section}/{key}", json=old)
 
 
-def _db(cors):
-    name = "ct-cors-db"
-    requests.put(cors.url(f"/{name}"), auth=cors.auth, timeout=10)
-    return name
+@pytest.fixture
+def admin_only_db(cors):
+    """A fresh database with the default (admin-only) security on the CORS server; deleted afterwards."""
+    name = unique_db_name("cors")
+    assert requests.put(cors.url(f"/{name}"), auth=cors.auth, timeout=10).status_code == 201
+    yield name
+    requests.delete(cors.url(f"/{name}"), auth=cors.auth, timeout=10)
 
 
-def test_preflight_is_answered_before_authentication(cors):
-    db = _db(cors)  # admin-only: an authenticated request would be needed to use it
-    r = requests.options(cors.url(f"/{db}/doc"), headers={
+def test_preflight_is_answered_before_authentication(cors, admin_only_db):
+    # admin-only: an authenticated request would be needed to use it
+    r = requests.options(cors.url(f"/{admin_only_db}/doc"), headers={
         "Origin": ORIGIN, "Access-Control-Request-Method": "PUT",
         "Access-Control-Request-Headers": "content-type, authorization"}, timeout=10)
     assert r.status_code == 204

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent environment setup for couchlite on Debian: C libraries for the server,
-# Python + pytest + requests for the conformance suite, wrk for benchmarks, and a Swift
-# toolchain check. Safe to run repeatedly; installs only what is missing.
+# Python + pytest + requests for the conformance suite, wrk for benchmarks, curl for the
+# README's examples (and their e2e test), and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
 # Source it (`. scripts/setup.sh`) to keep the PATH fix for /opt/swift in the caller.
 set -euo pipefail
 
@@ -19,6 +19,7 @@ missing=()
 for pkg in libsqlite3-dev libssl-dev zlib1g-dev wrk; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 # Any python3 on PATH will do (pyenv's, say); Debian's only when there is none.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi
@@ -28,20 +29,29 @@ if [ "${#missing[@]}" -gt 0 ]; then
     log "missing packages (${missing[*]}) and no apt-get; install them by hand"; exit 1
   fi
   log "installing: ${missing[*]}"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  # A new machine often runs its own apt (unattended upgrades) for a while: wait for the lock
+  # instead of failing at once.
+  apt_get=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 -q)
+  as_root "${apt_get[@]}" update
+  as_root "${apt_get[@]}" install -y "${missing[@]}"
 fi
 
 # --- Python modules ----------------------------------------------------------------------
 if ! python3 -c 'import pytest, requests' >/dev/null 2>&1; then
   log "installing pytest and requests with pip"
-  if ! python3 -m pip install -q pytest requests 2>/tmp/couchlite-pip.err; then
-    if grep -q "externally-managed-environment" /tmp/couchlite-pip.err; then
-      python3 -m pip install -q --break-system-packages pytest requests
+  # Quiet: no root warning (a throw-away test machine runs as root on purpose), no version nag.
+  export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
+  pip_err="$(mktemp -t couchlite-pip.XXXXXX)"
+  if ! python3 -m pip install -q pytest requests 2>"$pip_err"; then
+    # Debian's own Python refuses pip installs (PEP 668) unless told this is meant.
+    if grep -q "externally-managed-environment" "$pip_err"; then
+      python3 -m pip install -q --break-system-packages pytest requests 2>"$pip_err" || {
+        cat "$pip_err" >&2; rm -f "$pip_err"; exit 1; }
     else
-      cat /tmp/couchlite-pip.err >&2; exit 1
+      cat "$pip_err" >&2; rm -f "$pip_err"; exit 1
     fi
   fi
+  rm -f "$pip_err"
   python3 -c 'import pytest, requests' || { log "pytest/requests still not importable"; exit 1; }
 fi
 

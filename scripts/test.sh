@@ -17,8 +17,13 @@ step() { printf '\n=== %s\n' "$*"; }
 step "swift format lint (.swift-format: no force unwrap, no try!, 120 columns)"
 swift format lint --strict -r Sources Tests Package.swift
 
-step "swift build --build-tests"
-swift build --build-tests
+# Part of the lint: the one debug build treats compiler warnings as errors, so a warning fails the
+# run instead of scrolling past (no second build: `swift test` below reuses these products).
+step "swift build --build-tests -Xswiftc -warnings-as-errors"
+swift build --build-tests -Xswiftc -warnings-as-errors
+
+step "self-contained: nothing outside the clone is read (scripts/check-self-contained.sh)"
+bash scripts/check-self-contained.sh
 
 step "swift test"
 swift test --skip-build

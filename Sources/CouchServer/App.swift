@@ -115,7 +115,10 @@ final class App: Sendable {
         case "_revs_limit": return try revsLimit(database, request, reply)
         case "_compact": return try compact(database, request, reply)
         case "_local":
-            guard segments.count == 3 else { throw CouchError.notFound("missing") }
+            // couch_httpd_db: `/db/_local` with anything but exactly one more segment.
+            guard segments.count == 3 else {
+                throw CouchError.badRequest("_local documents do not accept attachments.")
+            }
             return try localDocument(database, "_local/" + segments[2], request, reply)
         case "_design":
             guard segments.count >= 3 else { throw CouchError.notFound("missing") }
@@ -132,6 +135,9 @@ final class App: Sendable {
         default:
             // `_local%2Fx` and `_design%2Fx` arrive as one segment.
             if second.hasPrefix("_local/") {
+                guard segments.count == 2 else {
+                    throw CouchError.badRequest("_local documents do not accept attachments.")
+                }
                 return try localDocument(database, second, request, reply)
             }
             if second.hasPrefix("_design/") && segments.count == 2 {

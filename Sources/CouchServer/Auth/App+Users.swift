@@ -45,22 +45,24 @@ extension App {
             return true
         }
         let doc = try userDocumentBody(request)
-        if let bodyID = doc["_id"]?.stringValue, bodyID != docID {
-            throw CouchError.badRequest("Document id must match the id in the URL")
-        }
+        // The URL names the document (a different body `_id` is ignored, as in CouchDB).
+        if let bodyID = doc["_id"]?.stringValue, bodyID != docID { try DocumentID.validate(bodyID) }
         if base == nil, let revText = doc["_rev"]?.stringValue { base = try DocumentInput.parseRev(revText) }
-        let newEdits = try request.query.bool("new_edits", default: true)
+        let newEdits = request.query.newEdits
         let rev = try writeUserDocument(database, docID: docID, doc, base: base, newEdits: newEdits)
         try sendUserWrite(docID, rev, status: 201, request, reply)
         return true
     }
 
     private func userDocumentBody(_ request: Request) throws -> JSONObject {
-        if let type = request.contentType, type != "application/json" {
+        if request.contentType?.hasPrefix("multipart/") == true {
             // A multipart body would reach the store without its password being hashed.
             throw CouchError.badContentType("Content-Type must be application/json")
         }
-        return try request.jsonObjectBody(limit: Limits.documentBytes)
+        guard case .object(let object) = try request.documentJSONBody() else {
+            throw CouchError.badRequest("Request body must be a JSON object")
+        }
+        return object
     }
 
     private func sendUserWrite(_ docID: String, _ rev: RevID, status: Int, _ request: Request, _ reply: Reply) throws {

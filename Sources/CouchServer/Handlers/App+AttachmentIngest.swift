@@ -48,7 +48,9 @@ extension App {
             }
             let contentType = entry["content_type"]?.stringValue ?? "application/octet-stream"
             let givenRevpos = entry["revpos"]?.intValue
-            let revpos = replicated ? (givenRevpos ?? newRevPos) : newRevPos
+            // A replicated revision keeps the revpos it was sent with, 0 when it names none
+            // (`couch_att:inline_from_json`/`follow_from_json`); an edit's new data gets the new generation.
+            let revpos = replicated ? (givenRevpos ?? 0) : newRevPos
             if entry["stub"]?.boolValue == true {
                 refs.append(.stub(name: name, revpos: givenRevpos, digest: entry["digest"]?.stringValue))
                 continue

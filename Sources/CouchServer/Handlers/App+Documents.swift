@@ -14,7 +14,8 @@ extension App {
         case "POST":
             // CouchDB answers form uploads on POST /db/doc (issue 5); plain POST is not a document write.
             try postAttachmentForm(database, docID, request, reply)
-        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+        case "COPY": try copyDocument(database, docID, request, reply)
+        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
         }
     }
 
@@ -27,15 +28,18 @@ extension App {
         }
         var options = try RenderOptions(query)
         let revision: StoredRevision
-        if let revText = query["rev"] {
-            let rev = try DocumentInput.parseRev(revText)
+        // `latest=true` opens the winner whatever `rev` names (chttpd_db: "couch_doc_open will open the winning
+        // rev despite of a rev passed"); the rev must still parse.
+        let rev = try query["rev"].map(DocumentInput.parseRev)
+        if let rev, !query.isExactlyTrue("latest") {
             guard let found = try database.revision(docID, rev: rev), found.body != nil || found.deleted else {
                 throw CouchError.notFound("missing")
             }
             revision = found
         } else {
             guard let winner = try database.revision(docID, rev: nil) else { throw CouchError.notFound("missing") }
-            guard !winner.deleted else { throw CouchError.notFound("deleted") }
+            // `deleted=true` reads a deleted winner (`{"_id","_rev","_deleted":true}`) instead of a 404.
+            guard !winner.deleted || query.isExactlyTrue("deleted") else { throw CouchError.notFound("deleted") }
             revision = winner
         }
         // The tree is read only when the answer needs it (a plain GET is one indexed lookup).
@@ -64,7 +68,7 @@ extension App {
         _ database: Database, _ docID: String, _ openRevs: String, _ request: Request, _ reply: Reply
     ) throws {
         var options = try RenderOptions(request.query)
-        let latest = try request.query.bool("latest")
+        let latest = request.query.isExactlyTrue("latest")
         let info = try database.document(docID)
         var results: [(rev: RevID, revision: StoredRevision?)] = []
         if openRevs == "all" {
@@ -122,18 +126,36 @@ extension App {
 
     private func putDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         if docID.hasPrefix("_local/") { return try localDocument(database, docID, request, reply) }
-        let newEdits = try request.query.bool("new_edits", default: true)
+        let newEdits = request.query.newEdits
         let (input, followed) = try readDocumentBody(request)
-        if let bodyID = input.id, bodyID != docID {
-            throw CouchError.badRequest("Document id must match the id in the URL")
-        }
+        // The URL names the document; a different `_id` in the body must be a valid id and is then ignored,
+        // as in CouchDB (`couch_doc_from_req`).
+        if let bodyID = input.id, bodyID != docID { try DocumentID.validate(bodyID) }
         var base = input.rev
         if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
         if let ifMatch = request.head.headers["If-Match"] {
             base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
         }
+        if request.isBatch {
+            return try writeBatched(docID: docID, reply: reply) {
+                _ = try writeOne(
+                    database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+            }
+        }
         let rev = try writeOne(database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
         try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
+    }
+
+    /// `batch=ok`: CouchDB answers 202 `{"ok":true,"id":…}` with no rev and writes later, so a conflict is only
+    /// logged. We write at once (nothing acknowledged is ever lost) and answer the same; a write refused for a
+    /// conflict is dropped as CouchDB drops it, every other error is still answered.
+    private func writeBatched(docID: String, reply: Reply, _ write: () throws -> Void) throws {
+        do {
+            try write()
+        } catch CouchError.conflict {
+            log.info("batch write conflict", ["id": docID])
+        }
+        try reply.json(202, ["ok": true, "id": .string(docID)])
     }
 
     private func deleteDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
@@ -162,20 +184,23 @@ extension App {
             let rev = try putLocal(database, docID, input: input)
             return try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         }
+        if request.isBatch {
+            return try writeBatched(docID: docID, reply: reply) {
+                _ = try writeOne(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+            }
+        }
         let rev = try writeOne(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
         try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
     }
 
-    private func sendWriteResult(docID: String, rev: RevID, status: Int, request: Request, reply: Reply) throws {
+    func sendWriteResult(docID: String, rev: RevID, status: Int, request: Request, reply: Reply) throws {
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
         if status == 201 {
             let db = request.segments.first ?? ""
             headers.set("Location", "/\(PercentEncoding.encodeSegment(db))/\(PercentEncoding.encodeSegment(docID))")
         }
-        let batch = request.query["batch"] == "ok"
-        try reply.json(
-            batch ? 202 : status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+        try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 
     /// Writes one document revision and returns its rev, or throws its error.

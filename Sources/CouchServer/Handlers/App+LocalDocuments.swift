@@ -17,8 +17,7 @@ extension App {
             }
             try reply.json(200, .object(doc))
         case "PUT":
-            try requireJSONContent(request)
-            let input = try DocumentInput(try request.jsonBody(limit: Limits.documentBytes), local: true)
+            let input = try DocumentInput(try request.documentJSONBody(), local: true)
             let rev = try putLocal(database, docID, input: input)
             try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         case "DELETE":

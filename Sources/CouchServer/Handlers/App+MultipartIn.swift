@@ -8,19 +8,8 @@ extension App {
     static let streamChunk = 256 * 1024
 
     func readDocumentBody(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
-        switch request.contentType {
-        case nil, "application/json", "text/plain":
-            // `_replicator` documents carry the replicator's `_replication_*` state fields.
-            let replicatorFields = request.segments.first == ReplicatorDatabase.name
-            return (
-                try DocumentInput(
-                    try request.jsonBody(limit: Limits.documentBytes), replicatorFields: replicatorFields), nil
-            )
-        case "multipart/related":
-            return try readMultipartDocument(request)
-        case let other?:
-            throw CouchError.badContentType("Content-Type must be multipart/related or application/json, not \(other)")
-        }
+        if request.contentType == "multipart/related" { return try readMultipartDocument(request) }
+        return (try DocumentInput(try request.documentJSONBody()), nil)
     }
 
     private func readMultipartDocument(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
@@ -64,7 +53,16 @@ private struct MultipartDocumentReader {
         case .partBegin(let partHeaders):
             partIndex += 1
             headers = partHeaders
-            if partIndex > 0 {
+            if partIndex == 0 {
+                // The document part must say it is JSON (couch_httpd_multipart:mp_parse_doc); parameters such as
+                // Couchbase Lite Java's `charset=utf-8` are fine.
+                let type = MultipartHeaders.value("Content-Type", in: partHeaders).map {
+                    MultipartHeaderValue(parsing: $0).value
+                }
+                guard type == "application/json" else {
+                    throw CouchError.badContentType("Content-Type must be application/json")
+                }
+            } else {
                 guard partIndex - 1 < expected.count else {
                     throw CouchError.badRequest("More multipart parts than attachments marked follows")
                 }

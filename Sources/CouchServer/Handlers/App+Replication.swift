@@ -107,7 +107,7 @@ extension App {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }
         var options = try RenderOptions(request.query)
-        let latest = try request.query.bool("latest") || body["latest"]?.boolValue == true
+        let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
         let loader = attachmentLoader(database)

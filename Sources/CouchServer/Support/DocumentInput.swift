@@ -18,13 +18,18 @@ struct DocumentInput {
         "_revs_info", "_conflicts", "_deleted_conflicts", "_local_seq",
     ]
 
+    /// Special members CouchDB keeps as ordinary body fields (`couch_doc:transfer_fields`): the replication
+    /// scheduler's state in `_replicator` documents, and `_access` for per-document access control.
+    private static let keptSpecials: Set<String> = [
+        "_replication_id", "_replication_state", "_replication_state_time", "_replication_state_reason",
+        "_replication_stats", "_access",
+    ]
+
     /// Splits a JSON document.
     /// - Throws: 400 for a non-object, a bad `_id`, `_rev` or `_revisions`, or an unknown `_` member.
     /// - Parameter local: a `_local` document, whose `_revisions` (the CouchDB replicator sends
     ///   `{"start":0,"ids":["N"]}`) only restates its `0-N` rev.
-    /// - Parameter replicatorFields: a `_replicator` document, which may carry the replicator's
-    ///   `_replication_*` state members (kept in the body, as CouchDB keeps them).
-    init(_ json: JSON, local: Bool = false, replicatorFields: Bool = false) throws(CouchError) {
+    init(_ json: JSON, local: Bool = false) throws(CouchError) {
         guard case .object(let object) = json else { throw .notAnObject }
         for (key, value) in object {
             guard key.hasPrefix("_") else {
@@ -33,7 +38,7 @@ struct DocumentInput {
             }
             switch key {
             case "_id":
-                guard let id = value.stringValue else { throw .badRequest("Document id must be a string") }
+                guard let id = value.stringValue else { throw .illegalDocID("Document id must be a string") }
                 self.id = id
             case "_rev":
                 guard let text = value.stringValue else { throw .invalidRev }
@@ -55,16 +60,16 @@ struct DocumentInput {
                 attachments = atts
             default:
                 if DocumentInput.ignoredSpecials.contains(key) { continue }
-                if replicatorFields && key.hasPrefix("_replication_") {
+                if DocumentInput.keptSpecials.contains(key) {
                     body[key] = value
                     continue
                 }
                 throw .docValidation("Bad special document member: \(key)")
             }
         }
-        if !local, let revisions, let first = revisions.first, let rev, first != rev {
-            throw .badRequest("_rev does not match _revisions")
-        }
+        // `_revisions` wins over a `_rev` that disagrees with it, wherever each stands in the object, as in
+        // CouchDB (PouchDB's replicator sends such documents).
+        if !local, let first = revisions?.first { rev = first }
     }
 
     static func parseRev(_ text: String) throws(CouchError) -> RevID {
@@ -91,6 +96,7 @@ struct DocumentInput {
         } catch {
             switch error {
             case .invalidRevFormat: throw .invalidRev
+            case .invalidHexRevID: throw .docValidation("RevId isn't a valid hexadecimal")
             case .invalidRevisions(let reason): throw .badRequest(reason)
             case .pathTooLong(let count):
                 throw .badRequest("_revisions has \(count) ids, more than \(RevTreeLimits.maxPathLength)")

@@ -20,21 +20,23 @@ struct RenderOptions {
 
     init() {}
 
-    /// Reads the document query parameters.
+    /// Reads the document query parameters as CouchDB's `chttpd_db:parse_doc_query` does: each option is on
+    /// when some value of it is exactly `true`; any other value (`True`, `1`, `yes`, `false`) is ignored, so
+    /// clients that pass their language's booleans through still work. `meta` means `revs_info`, `conflicts` and
+    /// `deleted_conflicts` (not `local_seq`).
     init(_ query: QueryParameters) throws(CouchError) {
-        revs = try query.bool("revs")
-        revsInfo = try query.bool("revs_info")
-        conflicts = try query.bool("conflicts")
-        deletedConflicts = try query.bool("deleted_conflicts")
-        localSeq = try query.bool("local_seq")
-        if try query.bool("meta") {
+        revs = query.isExactlyTrue("revs")
+        revsInfo = query.isExactlyTrue("revs_info")
+        conflicts = query.isExactlyTrue("conflicts")
+        deletedConflicts = query.isExactlyTrue("deleted_conflicts")
+        localSeq = query.isExactlyTrue("local_seq")
+        if query.isExactlyTrue("meta") {
             conflicts = true
             deletedConflicts = true
             revsInfo = true
-            localSeq = true
         }
-        attachments = try query.bool("attachments")
-        attEncodingInfo = try query.bool("att_encoding_info")
+        attachments = query.isExactlyTrue("attachments")
+        attEncodingInfo = query.isExactlyTrue("att_encoding_info")
         if let since = try query.json("atts_since") {
             attsSince = try RenderOptions.revList(since)
         }

@@ -44,7 +44,8 @@ final class HTTPConnection {
         while true {
             let next = readHead(idleDeadline: waitDeadline, headDeadline: isFirstRequest ? waitDeadline : nil)
             isFirstRequest = false
-            guard var (head, framing) = next else { return }
+            guard let (parsedHead, framing) = next else { return }
+            var head = parsedHead
             head.remoteAddress = remoteAddress
             registry.markBusy(id)
             let outcome = serve(head, framing)

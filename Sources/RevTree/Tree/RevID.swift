@@ -1,9 +1,12 @@
 /// A revision id `N-hash`: generation `pos` (1 for the first revision) and an opaque hash.
 ///
-/// CouchDB (`couch_doc:parse_rev`) splits at the first `-`, requires an integer before it and treats the rest as
-/// opaque bytes; we do the same, additionally requiring a non-empty hash of at most `RevTreeLimits.maxHashBytes`
-/// bytes without control characters. Ordering is by `pos`, then by the UTF-8 bytes of `hash` (CouchDB stores 32-hex
-/// hashes as 16 bytes, so byte order of lowercase hex equals its order); never by the `"N-hash"` string.
+/// CouchDB (`couch_doc:parse_rev`) splits at the first `-`, requires an integer before it and keeps the rest as a
+/// binary: a 32-character rest must be hexadecimal and becomes its 16 raw bytes, anything else stays as its text;
+/// on the way out a 16-byte binary is written as 32 lowercase hex digits (`couch_doc:revid_to_str`). We keep the
+/// text form of that binary, so parsing normalizes exactly as CouchDB's round trip does: 32 hex digits in any case
+/// become lowercase, a 16-byte text becomes the hex of its bytes, and 32 characters that are not hex are refused.
+/// We also require a non-empty hash of at most `RevTreeLimits.maxHashBytes` bytes without control characters.
+/// Ordering is by `pos`, then by that binary (see `hashPrecedes`), never by the `"N-hash"` string.
 public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Generation number.
     public var pos: Int
@@ -31,7 +34,55 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
         let hashBytes = bytes[(dash + 1)...]
         try RevID.validateHash(hashBytes)
         self.pos = pos
-        self.hash = String(decoding: hashBytes, as: UTF8.self)
+        self.hash = try RevID.normalizedHash(hashBytes)
+    }
+
+    /// The text CouchDB answers for a hash it was sent (see the type's comment): lowercase for 32 hex digits, the
+    /// hex of the bytes for a 16-byte hash, the hash itself otherwise.
+    /// - Throws: `.invalidRevFormat` for 32 bytes that are not all hex digits (CouchDB's `list_to_integer` fails).
+    static func normalizedHash<C: Collection>(_ bytes: C) throws(RevTreeError) -> String where C.Element == UInt8 {
+        switch bytes.count {
+        case 32:
+            var lower = [UInt8]()
+            lower.reserveCapacity(32)
+            for byte in bytes {
+                guard RevID.hexValue(byte) != nil else { throw .invalidRevFormat }
+                lower.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F") ? byte + 32 : byte)
+            }
+            return String(decoding: lower, as: UTF8.self)
+        case 16:
+            let digits = Array("0123456789abcdef".utf8)
+            var hex = [UInt8]()
+            hex.reserveCapacity(32)
+            for byte in bytes {
+                hex.append(digits[Int(byte >> 4)])
+                hex.append(digits[Int(byte & 0x0f)])
+            }
+            return String(decoding: hex, as: UTF8.self)
+        default:
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// `normalizedHash` of a string; returns it unchanged (no copy) in the common case of neither 16 nor 32 bytes
+    /// or 32 lowercase hex digits.
+    static func normalizedHash(_ hash: String) throws(RevTreeError) -> String {
+        let count = hash.utf8.count
+        guard count == 16 || count == 32 else { return hash }
+        let lowerHex = hash.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+        }
+        if count == 32, lowerHex == true { return hash }
+        return try normalizedHash(Array(hash.utf8))
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// Checks a hash taken from `_revisions.ids`.
@@ -60,13 +111,53 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     public static func < (lhs: RevID, rhs: RevID) -> Bool {
         if lhs.pos != rhs.pos { return lhs.pos < rhs.pos }
-        return lhs.hash.utf8.lexicographicallyPrecedes(rhs.hash.utf8)
+        return hashPrecedes(lhs.hash, rhs.hash)
+    }
+
+    /// CouchDB's order of two hashes of one generation: Erlang's order of the binaries `couch_doc:parse_revid`
+    /// makes, bytewise with a prefix first. A 32-hex-digit hash (of either case) is its 16 raw bytes, any other
+    /// hash its UTF-8 text, so a hex hash and a text one compare as those bytes against each other
+    /// (`ff…` = 0xff… sorts above `zz`, `61…` = "a…" below "b").
+    public static func hashPrecedes(_ lhs: String, _ rhs: String) -> Bool {
+        if let answer = lhs.utf8.withContiguousStorageIfAvailable({ left in
+            rhs.utf8.withContiguousStorageIfAvailable { right in keyPrecedes(left, right) }
+        }), let answer {
+            return answer
+        }
+        return keyPrecedes(Array(lhs.utf8), Array(rhs.utf8))
+    }
+
+    private static func keyPrecedes<L: RandomAccessCollection, R: RandomAccessCollection>(_ lhs: L, _ rhs: R) -> Bool
+    where L.Element == UInt8, R.Element == UInt8, L.Index == Int, R.Index == Int {
+        let lhsHex = isHex32(lhs)
+        let rhsHex = isHex32(rhs)
+        let lhsCount = lhsHex ? 16 : lhs.count
+        let rhsCount = rhsHex ? 16 : rhs.count
+        for offset in 0..<min(lhsCount, rhsCount) {
+            let left = lhsHex ? hexByte(lhs, offset) : lhs[lhs.startIndex + offset]
+            let right = rhsHex ? hexByte(rhs, offset) : rhs[rhs.startIndex + offset]
+            if left != right { return left < right }
+        }
+        return lhsCount < rhsCount
+    }
+
+    private static func isHex32<C: RandomAccessCollection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        bytes.count == 32 && bytes.allSatisfy { hexValue($0) != nil }
+    }
+
+    /// The `offset`th of the 16 bytes 32 hex digits spell.
+    private static func hexByte<C: RandomAccessCollection>(_ digits: C, _ offset: Int) -> UInt8
+    where C.Element == UInt8, C.Index == Int {
+        let high = hexValue(digits[digits.startIndex + 2 * offset]) ?? 0
+        let low = hexValue(digits[digits.startIndex + 2 * offset + 1]) ?? 0
+        return high << 4 | low
     }
 
     /// Builds the path of a replicated revision from `_revisions {start, ids}`: leaf first, then its consecutive
     /// ancestors (`start`, `start-1`, …).
     /// - Throws: `.invalidRevisions` when `ids` is empty, `start < ids.count` (generations would reach 0 or below),
-    ///   `.pathTooLong` above `RevTreeLimits.maxPathLength`, `.invalidRevFormat` for a bad hash.
+    ///   `.pathTooLong` above `RevTreeLimits.maxPathLength`, `.invalidRevFormat` for a bad hash, `.invalidHexRevID`
+    ///   for 32 characters that are not hex digits. Hashes are normalized as `init(parsing:)` does.
     public static func path(start: Int, ids: [String]) throws(RevTreeError) -> [RevID] {
         guard !ids.isEmpty else { throw .invalidRevisions("_revisions.ids is empty") }
         guard ids.count <= RevTreeLimits.maxPathLength else { throw .pathTooLong(ids.count) }
@@ -77,7 +168,13 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
         path.reserveCapacity(ids.count)
         for (offset, id) in ids.enumerated() {
             try validateHash(id)
-            path.append(RevID(pos: start - offset, hash: id))
+            let hash: String
+            do {
+                hash = try normalizedHash(id)
+            } catch {
+                throw .invalidHexRevID
+            }
+            path.append(RevID(pos: start - offset, hash: hash))
         }
         return path
     }

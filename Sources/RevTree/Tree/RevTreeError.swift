@@ -6,4 +6,7 @@ public enum RevTreeError: Error, Equatable, Sendable {
     case invalidRevisions(String)
     /// A `_revisions` path is longer than `RevTreeLimits.maxPathLength`.
     case pathTooLong(Int)
+    /// A `_revisions` id of 32 characters that are not all hex digits (CouchDB: 400 `doc_validation`
+    /// "RevId isn't a valid hexadecimal").
+    case invalidHexRevID
 }
