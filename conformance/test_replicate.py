@@ -13,6 +13,8 @@ import urllib.parse
 import pytest
 import requests
 
+from conftest import is_couchlite
+
 
 def db_url(couch, name: str) -> str:
     parts = urllib.parse.urlsplit(couch.base)
@@ -56,13 +58,20 @@ def test_replicate_creates_the_target_when_asked(couch, db):
 def test_replicate_a_missing_source_is_db_not_found(couch, db):
     r = couch.post("/_replicate", json={"source": db_url(couch, db + "-nosuch"), "target": db_url(couch, db)},
                    timeout=120)
-    assert r.status_code == 404, r.text
+    # CouchDB 3.4.3 answers 500 for this client error; couchlite answers 404 with the same body.
+    assert r.status_code == (404 if is_couchlite(couch) else 500), r.text
     assert r.json()["error"] == "db_not_found"
+    bare = urllib.parse.urlsplit(couch.base)
+    assert r.json()["reason"] == f"could not open {bare.scheme}://{bare.netloc}/{db}-nosuch/", r.text
 
 
-def test_replicate_without_a_target_is_bad_request(couch, db):
+def test_replicate_without_a_target_is_refused(couch, db):
     r = couch.post("/_replicate", json={"source": db_url(couch, db)})
-    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    if is_couchlite(couch):
+        # A clean 400 where CouchDB 3.4.3 answers 500 {"error":"error","reason":"Missing replicator database"}.
+        assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    else:
+        assert r.status_code == 500, r.text
 
 
 def test_replicate_needs_a_server_admin(couch, db):

@@ -13,6 +13,8 @@ public struct Endpoint: Sendable {
     let extraHeaders: HTTPHeaders
     /// The endpoint as shown to people: the URL without its password, or the local database name.
     public let display: String
+    /// The URL without any credentials (CouchDB's `could not open …` reason), or the local name.
+    public let redacted: String
     /// What the replication id is computed from (the URL without password; `local:` plus the name).
     let identity: String
 
@@ -42,7 +44,7 @@ public struct Endpoint: Sendable {
         let shown = "http://" + (url.user.map { "\($0)@" } ?? "") + "\(shownHost):\(port)\(path)/"
         return Endpoint(
             client: HTTPClient(peer: .tcp(host: host, port: port)), basePath: path, authorization: authorization,
-            extraHeaders: headers, display: shown, identity: shown)
+            extraHeaders: headers, display: shown, redacted: "http://\(shownHost):\(port)\(path)/", identity: shown)
     }
 
     /// A database of this process, reached through `connect` (an in-process server's socket pairs).
@@ -51,7 +53,8 @@ public struct Endpoint: Sendable {
     ) -> Endpoint {
         Endpoint(
             client: HTTPClient(peer: .local(name: name, connect: connect)), basePath: "/" + PathEncoding.segment(name),
-            authorization: nil, extraHeaders: HTTPHeaders(), display: name, identity: "local:\(identity)/\(name)")
+            authorization: nil, extraHeaders: HTTPHeaders(), display: name, redacted: name,
+            identity: "local:\(identity)/\(name)")
     }
 
     /// Whether `text` names a remote endpoint (a URL) rather than a local database.

@@ -143,7 +143,7 @@ public final class Replication: @unchecked Sendable {
         let response = try call(endpoint, endpoint.request("GET", "/"))
         if response.status == 404 {
             response.discard()
-            throw .databaseNotFound(endpoint.display)
+            throw .databaseNotFound(endpoint.redacted)
         }
         return try expect(response, endpoint, [200])
     }
@@ -159,7 +159,7 @@ public final class Replication: @unchecked Sendable {
             return
         }
         response.discard()
-        guard options.createTarget else { throw .databaseNotFound(target.display) }
+        guard options.createTarget else { throw .databaseNotFound(target.redacted) }
         let created = try call(target, target.request("PUT", ""))
         // 412: another replicator created it meanwhile.
         if created.status == 412 {
@@ -215,7 +215,7 @@ public final class Replication: @unchecked Sendable {
         case 403: throw .forbidden(endpoint.display)
         case 301, 302, 303, 307, 308: throw .redirected(response.headers["Location"] ?? "?")
         case 404 where body["reason"]?.stringValue == "Database does not exist.":
-            throw .databaseNotFound(endpoint.display)
+            throw .databaseNotFound(endpoint.redacted)
         case 507: throw .insufficientStorage(endpoint.display)
         default:
             let lower = reason.lowercased()

@@ -36,7 +36,9 @@ extension App {
             try reply.json(200, result)
         } catch let error as ReplicationError {
             let (status, name) = App.replicationErrorStatus(error)
-            try reply.json(status, ["error": .string(name), "reason": .string(error.description)])
+            var reason = error.description
+            if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
+            try reply.json(status, ["error": .string(name), "reason": .string(reason)])
         }
     }
 
