@@ -9,7 +9,7 @@ with the source a local database and the target a URL), then times:
 - no-op re-push of each (everything already on the target);
 
 and reports wall seconds, docs/s (MB/s for photos) and the source server's peak RSS growth.
-CouchDB -> CouchDB figures for the same jobs need a real CouchDB 3.4.3 (../shared/peers/couchdb.md)
+CouchDB -> CouchDB figures for the same jobs need a real CouchDB 3.4.3 (see BENCHMARKS.md)
 and are not measured here.
 
     python3 bench/replication.py --bin .build/release/couchlite
