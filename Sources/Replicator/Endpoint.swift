@@ -15,6 +15,13 @@ public struct Endpoint: Sendable {
     public let display: String
     /// The URL without any credentials (CouchDB's `could not open …` reason), or the local name.
     public let redacted: String
+    /// The cookie session used instead of Basic auth where the peer has `/_session`.
+    let session: Session?
+    /// The path before the database's (`/couch` for `http://host/couch/db`), where `/_session` is.
+    var rootPath: String {
+        guard let slash = basePath.lastIndex(of: "/") else { return "" }
+        return String(basePath[..<slash])
+    }
     /// What the replication id is computed from (the URL without password; `local:` plus the name).
     let identity: String
 
@@ -35,7 +42,9 @@ public struct Endpoint: Sendable {
         while path.hasSuffix("/") { path.removeLast() }
         guard !path.isEmpty else { throw .badRequest("The URL names no database: \(text)") }
         var authorization: String?
+        var session: Session?
         if let user = url.user {
+            session = Session(user: url.user ?? "", password: url.password ?? "")
             let credentials = user + ":" + (url.password ?? "")
             authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
         }
@@ -44,7 +53,8 @@ public struct Endpoint: Sendable {
         let shown = "http://" + (url.user.map { "\($0)@" } ?? "") + "\(shownHost):\(port)\(path)/"
         return Endpoint(
             client: HTTPClient(peer: .tcp(host: host, port: port)), basePath: path, authorization: authorization,
-            extraHeaders: headers, display: shown, redacted: "http://\(shownHost):\(port)\(path)/", identity: shown)
+            extraHeaders: headers, display: shown, redacted: "http://\(shownHost):\(port)\(path)/", session: session,
+            identity: shown)
     }
 
     /// A database of this process, reached through `connect` (an in-process server's socket pairs).
@@ -53,7 +63,7 @@ public struct Endpoint: Sendable {
     ) -> Endpoint {
         Endpoint(
             client: HTTPClient(peer: .local(name: name, connect: connect)), basePath: "/" + PathEncoding.segment(name),
-            authorization: nil, extraHeaders: HTTPHeaders(), display: name, redacted: name,
+            authorization: nil, extraHeaders: HTTPHeaders(), display: name, redacted: name, session: nil,
             identity: "local:\(identity)/\(name)")
     }
 

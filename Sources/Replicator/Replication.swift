@@ -172,14 +172,30 @@ public final class Replication: @unchecked Sendable {
 
     // MARK: - Requests
 
-    /// Sends a request, retrying network errors and 5xx/408/429 with a doubling pause.
-    func call(_ endpoint: Endpoint, _ request: ClientRequest) throws(ReplicationError) -> ClientResponse {
+    /// Sends a request, retrying network errors and 5xx/408/429 with a doubling pause. With credentials it
+    /// logs in first (`POST /_session`) and sends the cookie; a 401 on a cookie logs in again, once.
+    func call(_ endpoint: Endpoint, _ request: ClientRequest, authenticate: Bool = true) throws(ReplicationError)
+        -> ClientResponse
+    {
+        if authenticate { try startSession(endpoint) }
         var delay = options.retryDelay
         var attempt = 0
+        var renewed = false
         while true {
             if isCancelled { throw .cancelled }
             do {
-                let response = try endpoint.client.send(request)
+                let sent = authenticate ? authenticated(request, endpoint) : request
+                let response = try endpoint.client.send(sent)
+                if response.status == 401, authenticate, !renewed, request.isRepeatable,
+                    let session = endpoint.session, case .cookie = session.current
+                {
+                    // The cookie expired (or the peer restarted with a new secret): log in again.
+                    response.discard()
+                    renewed = true
+                    session.set(.notTried)
+                    try startSession(endpoint)
+                    continue
+                }
                 let retryable = response.status >= 500 || response.status == 408 || response.status == 429
                 if !retryable || attempt >= options.retries || !request.isRepeatable { return response }
                 response.discard()

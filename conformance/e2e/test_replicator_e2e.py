@@ -70,6 +70,12 @@ def test_push_and_pull_reference_mix_then_incremental(servers):
     assert_identical(src, tgt, atts)
     assert_expected_shape(tgt)
 
+    # With credentials the replicator logs in once and then sends the cookie, as CouchDB's does.
+    with open(b.log_path, encoding="utf-8", errors="replace") as log:
+        sessions = [line for line in log if "method=POST path=/_session" in line]
+    assert sessions and all("status=200" in line for line in sessions), sessions
+    assert len(sessions) == 3, sessions  # one per replication run so far
+
     # Pull: `b` (remote) into a new local database of `a`, run by `a`.
     resp = replicate(a, {"source": plain_url(b, "photos"), "target": "pulled", "create_target": True})
     assert resp.status_code == 200, resp.text
