@@ -42,5 +42,8 @@ let package = Package(
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],
+            swiftSettings: swiftSettings),
     ]
 )

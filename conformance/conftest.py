@@ -134,3 +134,71 @@ def db_factory(couch):
     yield make
     for name in made:
         couch.delete(f"/{name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers the suite starts itself (couchlite) or reconfigures and restores (CouchDB).
+
+
+def couchlite_binary():
+    import pathlib
+    env = os.environ.get("COUCHLITE_BIN")
+    if env:
+        return pathlib.Path(env)
+    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite"
+
+
+def start_couchlite(data_dir, *flags, admin=("admin", "pass")):
+    """Starts a couchlite on a free port; returns (process, base URL without credentials)."""
+    import re
+    import subprocess
+    binary = couchlite_binary()
+    if not binary.exists():
+        pytest.skip(f"{binary} not built")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUCHLITE_")}
+    proc = subprocess.Popen(
+        [str(binary), "--port", "0", "--data-dir", str(data_dir), "--admin", f"{admin[0]}:{admin[1]}",
+         "--pbkdf2-iterations", "1000", "--log-level", "error", *flags],
+        stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    match = re.search(r"http://\S+/", line)
+    if not match:
+        proc.kill()
+        pytest.fail(f"couchlite did not start: {line!r}")
+    return proc, match.group(0).rstrip("/")
+
+
+OPEN_USERS_SECURITY = {"admins": {"names": [], "roles": ["_admin"]}, "members": {"names": [], "roles": []}}
+
+
+@pytest.fixture(scope="session")
+def open_users(couch, tmp_path_factory):
+    """A server whose `_users` an admin has opened for sign-up, as CouchDB 3 allows it:
+    `[couchdb] users_db_security_editable = true`, then `_users/_security` with no members.
+    Against couchlite a second server is started with --users-db-security-editable true;
+    against CouchDB the config and `_users/_security` are changed and restored afterwards."""
+    if is_couchlite(couch):
+        proc, base = start_couchlite(tmp_path_factory.mktemp("open-users") / "data",
+                                     "--users-db-security-editable", "true", admin=(couch.user, couch.password))
+        try:
+            server = Couch(base.replace("http://", f"http://{couch.user}:{couch.password}@"))
+            r = server.put("/_users/_security", json=OPEN_USERS_SECURITY)
+            assert r.status_code == 200, r.text
+            yield server
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+        return
+    r = couch.put("/_node/_local/_config/couchdb/users_db_security_editable", json="true")
+    assert r.status_code == 200, r.text
+    old_flag = r.json()
+    old_security = couch.get("/_users/_security").json()
+    assert couch.put("/_users/_security", json=OPEN_USERS_SECURITY).status_code == 200
+    try:
+        yield couch
+    finally:
+        couch.put("/_users/_security", json=old_security)
+        if old_flag == "":
+            couch.delete("/_node/_local/_config/couchdb/users_db_security_editable")
+        else:
+            couch.put("/_node/_local/_config/couchdb/users_db_security_editable", json=old_flag)

@@ -301,7 +301,31 @@ def test_security_object_validation(couch, db):
 # _users
 
 
-def test_signup_hashes_password(couch, users):
+def test_user_password_is_stored_hashed(couch, users):
+    name, pw = users()
+    doc = couch.get(f"/_users/{user_doc_id(name)}").json()
+    assert "password" not in doc and pw not in json.dumps(doc)
+    assert doc["password_scheme"] == "pbkdf2" and doc["pbkdf2_prf"] == "sha256"
+    assert re.fullmatch(r"[0-9a-f]{64}", doc["derived_key"]) and re.fullmatch(r"[0-9a-f]{32}", doc["salt"])
+    assert isinstance(doc["iterations"], int)
+    assert requests.get(couch.url("/_session"), auth=(name, pw), timeout=10).json()["userCtx"]["name"] == name
+    # _users is admin-only (CouchDB 3): not even its owner reads it, strangers are refused
+    r = requests.get(couch.url(f"/_users/{user_doc_id(name)}"), auth=(name, pw), timeout=10)
+    assert r.status_code == 403 and r.json() == NOT_MEMBER_NAMED
+    r = requests.get(couch.url(f"/_users/{user_doc_id(name)}"), timeout=10)
+    assert r.status_code == 401 and r.json() == NOT_MEMBER_ANON
+
+
+@pytest.fixture
+def open_users_accounts(open_users):
+    """Creates accounts (as the admin) on the server whose _users is open; deletes them afterwards."""
+    make, cleanup = _user_factory(open_users)
+    yield make
+    cleanup()
+
+
+def test_signup_hashes_password(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     name = f"s{uuid.uuid4().hex[:10]}"
     r = requests.put(couch.url(f"/_users/{user_doc_id(name)}"),
                      json={"name": name, "password": "s3cret", "roles": [], "type": "user"}, timeout=10)
@@ -335,7 +359,8 @@ def test_signup_hashes_password(couch, users):
         couch.delete(f"/_users/{user_doc_id(name)}", params={"rev": r.json()["_rev"]})
 
 
-def test_users_cannot_give_themselves_roles(couch, users):
+def test_users_cannot_give_themselves_roles(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     name = f"r{uuid.uuid4().hex[:10]}"
     r = requests.put(couch.url(f"/_users/{user_doc_id(name)}"),
                      json={"name": name, "password": "pw", "roles": ["boss"], "type": "user"}, timeout=10)
@@ -375,7 +400,8 @@ def test_users_security_object_is_not_editable(couch):
     assert r.json() == {"error": "forbidden", "reason": "You can't edit the security object of the user database."}
 
 
-def test_user_cannot_write_another_users_doc(couch, users):
+def test_user_cannot_write_another_users_doc(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     a, apw = users()
     b, _ = users()
     doc = couch.get(f"/_users/{user_doc_id(b)}").json()

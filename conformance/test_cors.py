@@ -51,7 +51,10 @@ def cors(couch, tmp_path_factory, request):
             pytest.skip(f"{binary} not built")
         proc = subprocess.Popen(
             [str(binary), "--port", "0", "--data-dir", str(tmp_path_factory.mktemp("cors") / "data"), "--admin", f"{auth[0]}:{auth[1]}",
-             "--cors-origins", origins, "--cors-credentials", "true", "--log-level", "error"],
+             # with `*`, credentials need the operator's explicit `any-origin` (CouchDB's
+             # `credentials = true` with `origins = *` means the same)
+             "--cors-origins", origins, "--cors-credentials", "any-origin" if origins == "*" else "true",
+             "--log-level", "error"],
             stdout=subprocess.PIPE, text=True)
         try:
             url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
@@ -166,3 +169,50 @@ def test_no_cors_headers_without_origin_or_for_other_origins(cors, request):
         r = requests.get(cors.url("/"), headers={"Origin": "http://evil.example"}, timeout=10)
         for h in CORS_HEADERS:
             assert h not in r.headers
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 18 item 10 (couchlite's defaults): credentials are off unless asked for, and `*` never
+# gets them unless the operator says `any-origin`. CouchDB's `[cors] credentials` defaults to
+# false too; its `credentials = true` covers `*`, which couchlite refuses to infer.
+
+
+def _cors_server(tmp_path, *flags):
+    from conftest import start_couchlite
+    return start_couchlite(tmp_path / "data", *flags)
+
+
+def test_cors_wildcard_does_not_hand_out_credentials(couch, tmp_path):
+    if couch.get("/").json().get("vendor", {}).get("name") != "couchlite":
+        pytest.skip("couchlite's flags")
+    evil = "http://evil.example"
+    proc, base = _cors_server(tmp_path, "--cors-origins", "*")
+    try:
+        for r in (requests.get(base + "/_session", headers={"Origin": evil}, timeout=10),
+                  requests.options(base + "/_session", headers={"Origin": evil, "Access-Control-Request-Method": "GET"},
+                                   timeout=10)):
+            assert r.headers.get("Access-Control-Allow-Origin") == evil
+            assert "Access-Control-Allow-Credentials" not in r.headers, r.headers
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    proc, base = _cors_server(tmp_path, "--cors-origins", f"{ORIGIN},*", "--cors-credentials", "true")
+    try:
+        r = requests.get(base + "/_session", headers={"Origin": ORIGIN}, timeout=10)
+        assert r.headers.get("Access-Control-Allow-Credentials") == "true"
+        r = requests.get(base + "/_session", headers={"Origin": evil}, timeout=10)
+        assert r.headers.get("Access-Control-Allow-Origin") == evil
+        assert "Access-Control-Allow-Credentials" not in r.headers
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_cors_credentials_with_only_a_wildcard_is_refused_at_start(couch, tmp_path):
+    if couch.get("/").json().get("vendor", {}).get("name") != "couchlite":
+        pytest.skip("couchlite's flags")
+    from conftest import couchlite_binary
+    r = subprocess.run([str(couchlite_binary()), "--port", "0", "--data-dir", str(tmp_path / "d"),
+                        "--cors-origins", "*", "--cors-credentials", "true"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 64 and "any-origin" in r.stderr

@@ -10,13 +10,15 @@ enum LocalApp {
         try DataDirectory.create(dataDir)
         let store = try Store(directory: dataDir + "/databases")
         let uuid = try DataDirectory.serverUUID(dataDir)
-        let access = AccessControl(
-            authenticator: Authenticator(
-                admins: ServerAdmins(hashes: [:]), secret: try Authenticator.loadSecret(dataDir: dataDir), store: store),
-            security: try SecurityStore(directory: dataDir + "/security"),
-            cors: CORSPolicy(origins: [], allowCredentials: false))
         var options = Options()
         options.dataDir = dataDir
+        // No admins, and nowhere they could be saved: nothing can log in to this app.
+        let access = AccessControl(
+            authenticator: Authenticator(
+                admins: ServerAdmins(hashes: [:], path: "/dev/null"),
+                secret: try Authenticator.loadSecret(dataDir: dataDir), store: store),
+            security: try SecurityStore(directory: dataDir + "/security"),
+            cors: CORSPolicy(origins: [], credentials: options.corsCredentials))
         return App(
             store: store, blobRegistry: BlobRegistry(root: dataDir + "/attachments"), serverUUID: uuid,
             options: options, access: access, log: log)

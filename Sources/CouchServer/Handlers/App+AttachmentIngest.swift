@@ -13,7 +13,8 @@ struct FollowedAttachments {
         let sha1: [UInt8]?
         let length: Int
     }
-    var parts: [String: Part] = [:]
+    /// Keyed by bytes: two names that merely look alike are two attachments, as in CouchDB.
+    var parts: [ExactName: Part] = [:]
 }
 
 /// Turning `_attachments` JSON into stored blobs and `AttachmentRef`s.
@@ -21,7 +22,7 @@ extension App {
     /// CouchDB refuses attachment names starting with `_` (chttpd_db 2307) and empty ones.
     static func validateAttachmentName(_ name: String) throws(CouchError) {
         guard !name.isEmpty else { throw .badRequest("Attachment name can't be empty") }
-        if name.hasPrefix("_") {
+        if name.hasBytePrefix("_") {
             throw .badRequest("Attachment name '\(name)' starts with prohibited character '_'")
         }
     }
@@ -71,7 +72,7 @@ extension App {
                 continue
             }
             if entry["follows"]?.boolValue == true {
-                guard let part = followed?.parts[name] else {
+                guard let part = followed?.parts[ExactName(name)] else {
                     throw CouchError.badRequest("Attachment \(name) follows but no part was sent for it")
                 }
                 let encoding = entry["encoding"]?.stringValue

@@ -99,7 +99,7 @@ private struct MultipartDocumentReader {
                     // What `App.followedDigest` answers when a stored copy's md5 differs from the announced one.
                     throw CouchError.contentMD5Mismatch
                 }
-                followed.parts[slot.name] = FollowedAttachments.Part(
+                followed.parts[ExactName(slot.name)] = FollowedAttachments.Part(
                     key: stored.key, md5: stored.md5, sha1: stored.sha1, length: stored.length)
                 self.writer = nil
             }
