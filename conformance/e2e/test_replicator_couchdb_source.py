@@ -57,6 +57,8 @@ def load():
 class FakeCouchDB:
     def __init__(self):
         self.info, self.changes, self.docs, self.open_revs = load()
+        rows = [json.loads(line) for line in open(TRANSCRIPT)]
+        self.cookie_header = next(r["resp_headers"]["Set-Cookie"] for r in rows if r["path"] == "/_session")
         self.log: list[tuple[str, str, dict, bytes]] = []
         fake = self
 
@@ -82,6 +84,16 @@ class FakeCouchDB:
                 fake.log.append((self.command, self.path, dict(self.headers), body))
                 path, _, query = self.path.partition("?")
                 params = urllib.parse.parse_qs(query)
+                if path == "/_session" and self.command == "POST":
+                    # What CouchDB answered the CouchDB replicator's login in the transcript.
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Set-Cookie", fake.cookie_header)
+                    payload = b'{"ok":true,"name":"admin","roles":["_admin"]}'
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 if path in ("/photos", "/photos/") and self.command == "GET":
                     return self.reply(200, fake.info)
                 if path.startswith("/photos/_local/"):
@@ -153,8 +165,15 @@ def test_couchlite_replicator_pulls_a_couchdb_source_like_couchdbs_replicator(se
     result = json.loads(out.stdout)
     assert result["source_last_seq"] == json.loads(fake.changes)["last_seq"], "the opaque seq was not kept as is"
 
-    # What was asked of the source: only what CouchDB's replicator asks.
-    for method, path, headers, body in fake.log:
+    # What was asked of the source: only what CouchDB's replicator asks. It logs in first (form-encoded,
+    # as CouchDB's replicator does) and then sends the session cookie instead of the password.
+    assert fake.log[0][0:2] == ("POST", "/_session"), fake.log[0]
+    assert fake.log[0][2]["Content-Type"] == "application/x-www-form-urlencoded"
+    assert fake.log[0][3] == b"name=admin&password=pass"
+    cookie = fake.cookie_header.split(";")[0]
+    for method, path, headers, body in fake.log[1:]:
+        assert headers.get("Cookie") == cookie and "Authorization" not in headers, (path, headers)
+    for method, path, headers, body in fake.log[1:]:
         bare, _, query = path.partition("?")
         params = urllib.parse.parse_qs(query)
         assert headers.get("Accept") in ("application/json", "multipart/mixed"), (path, headers)
