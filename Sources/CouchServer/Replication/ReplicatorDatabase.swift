@@ -198,6 +198,12 @@ final class ReplicatorDatabase: Sendable {
     /// Writes `_replication_state` and friends into the document (unless it changed meanwhile).
     private func writeOutcome(_ id: String, rev: String, state: String, reason: String?, stats: JSON?) {
         guard current(id)?.rev == rev || current(id) == nil || current(id)?.state == "failed" else { return }
+        // `_scheduler/docs` shows the outcome at once, not only when the feed brings back this write.
+        docs.withLock {
+            $0[id]?.state = state
+            $0[id]?.error = reason
+            $0[id]?.lastUpdated = Date()
+        }
         let path = "/" + PathEncoding.docID(id)
         guard let response = try? endpoint.client.send(endpoint.request("GET", path + "?rev=" + rev)),
             response.status == 200, case .object(var doc)? = try? response.json()
