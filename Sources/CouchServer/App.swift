@@ -21,6 +21,8 @@ final class App: Sendable {
     let replications = ReplicationJobs()
     /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
     let replicatorDatabase = Mutex<ReplicatorDatabase?>(nil)
+    /// The photo gallery's thumbnail cache (Gallery/).
+    let gallery: GalleryState
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -32,6 +34,7 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        self.gallery = GalleryState(dataDir: options.dataDir)
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
@@ -80,8 +83,10 @@ final class App: Sendable {
     private func route(_ request: Request, _ reply: Reply) throws {
         let segments = request.segments
         guard let first = segments.first else {
+            if App.prefersHTML(request) { return try galleryWelcome(request, reply) }
             return try serverRoot(request, reply)
         }
+        if first == "_photos" { return try gallery(request, reply) }
         if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             if first == "_scheduler" { return try scheduler(request, reply) }
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
