@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // QR codes for `couchlite receive`.
+        .systemLibrary(name: "CQRencode", path: "Sources/CQRencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
         // glibc's <malloc.h>, for arena tuning in the server.
@@ -36,7 +38,9 @@ let package = Package(
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
             name: "CouchServer",
-            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "Thumbnails", "Replicator"],
+            dependencies: [
+                "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails", "Replicator",
+            ],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -45,13 +49,14 @@ let package = Package(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
             swiftSettings: swiftSettings),
 
-        .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree", "CZlib"],
             swiftSettings: swiftSettings),
     ]
 )

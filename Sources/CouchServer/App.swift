@@ -21,6 +21,10 @@ final class App: Sendable {
     let replications = ReplicationJobs()
     /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
     let replicatorDatabase = Mutex<ReplicatorDatabase?>(nil)
+    /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
+    /// its addresses and port.
+    private let allowedHosts: Mutex<HostAllowList>
+    let compactions = Compactions()
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
 
@@ -34,6 +38,7 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         self.gallery = GalleryState(dataDir: options.dataDir)
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
@@ -52,20 +57,31 @@ final class App: Sendable {
     ) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
+        // In-process connections (`trusted`) name no host of ours; every network request must.
+        guard trusted != nil || allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
+            // Before CORS and authentication: a rebound name gets nothing from this server.
+            log.info("host refused", ["client": head.remoteAddress ?? "-", "host": head.headers["Host"] ?? "-"])
+            return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
+        }
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
+        let target = databaseName(of: head).map { (name: $0, deletions: store.deletions(of: $0)) }
+        var temporaryRequest: TemporaryAccounts.Request?
         do {
             let request = try Request(head: head, body: body)
-            if try admit(request, reply, trusted: trusted) { try route(request, reply) }
-        } catch let error as CouchError {
-            reply.error(error, headers: errorHeaders(error, head))
+            if try admit(request, reply, trusted: trusted) {
+                temporaryRequest = access.authenticator.temporary.begin(
+                    UserContext.current, method: request.method, segments: request.segments)
+                try route(request, reply)
+            }
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.
             reply.error(CouchError(error))
         } catch {
-            log.error("request failed", ["error": String(describing: error), "path": head.path])
-            reply.error(.unknownError(String(describing: error)))
+            let couchError = clientError(for: error, head, target)
+            reply.error(couchError, headers: errorHeaders(couchError, head))
         }
+        temporaryRequest?.end(status: reply.status)
         // Formatting the line costs more than serving a small document: skip it unless it is logged.
         guard log.level >= .info else { return }
         let elapsed = ContinuousClock.now - started
@@ -77,6 +93,35 @@ final class App: Sendable {
                 "status": String(reply.status),
                 "bytes": String(reply.bytesSent), "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
             ])
+    }
+
+    /// What the client is told about a failure. Details that name files or SQLite internals are logged,
+    /// never sent; a request that raced `DELETE /db` (its database is gone now) is the 404 it would have
+    /// got a moment later, not a 500.
+    private func clientError(
+        for error: any Error, _ head: HTTPRequestHead, _ target: (name: String, deletions: Int)?
+    ) -> CouchError {
+        let mapped = CouchError(unexpected: error)
+        switch mapped {
+        case .internalError(let detail), .unknownError(let detail):
+            if let target, !store.exists(target.name) || store.deletions(of: target.name) != target.deletions {
+                return .dbNotFound
+            }
+            log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
+        case .insufficientStorage:
+            log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
+        default:
+            break
+        }
+        return mapped
+    }
+
+    /// The database a request addresses, if any (its first path segment, unless a server endpoint).
+    private func databaseName(of head: HTTPRequestHead) -> String? {
+        guard let raw = head.path.split(separator: "/").first, let name = PercentEncoding.decode(raw),
+            !name.hasPrefix("_") || App.systemDatabases.contains(name)
+        else { return nil }
+        return name
     }
 
     /// Dispatches on the decoded path segments.
@@ -129,12 +174,19 @@ final class App: Sendable {
             guard segments.count >= 3 else { throw CouchError.notFound("missing") }
             let docID = "_design/" + segments[2]
             if segments.count == 3 { return try document(database, docID, request, reply) }
+            if segments[3] == "_info" {
+                guard let ddoc = try database.document(docID), !ddoc.deleted else {
+                    throw CouchError.notFound("missing")
+                }
+                throw CouchError.notImplemented("couchlite keeps no view indexes (_info).")
+            }
             if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
                 throw CouchError.notImplemented(
                     "couchlite does not execute design document functions (\(segments[3])).")
             }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
         case "_security": return try securityObject(database, request, reply)
+        case "_temp_view": throw CouchError.gone("Temporary views are not supported in CouchDB")
         case "_find", "_index", "_explain", "_design_docs", "_purge", "_view_cleanup":
             throw CouchError.notImplemented("\(second) is not supported by couchlite.")
         default:
@@ -154,6 +206,13 @@ final class App: Sendable {
             if segments.count == 2 { return try document(database, second, request, reply) }
             return try attachment(database, second, segments[2...].joined(separator: "/"), request, reply)
         }
+    }
+
+    /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
+    /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
+    func answerOnly(hosts: [String]) {
+        let list = HostAllowList(options.allowedHosts + hosts)
+        allowedHosts.withLock { $0 = list }
     }
 
     /// Databases whose names may start with an underscore, as in CouchDB.

@@ -19,7 +19,7 @@ import Testing
         tree.stem(limit: Int.random(in: 2...10, using: &rng))
         let bodies = tree.nodes.indices.map { index -> BodyRef? in
             Bool.random(using: &rng)
-                ? BodyRef(seq: index + 1 + Int.random(in: 0...1 << 40, using: &rng), length: index * 37) : nil
+                ? BodyRef(seq: index + 1 + Int.random(in: 0...1 << 40, using: &rng), externalSize: index * 37) : nil
         }
         return StoredTree(tree: tree, bodies: bodies)
     }

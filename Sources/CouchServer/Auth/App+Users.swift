@@ -81,6 +81,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
+        try App.checkBulkCount(docs.count)
         let newEdits = body["new_edits"]?.boolValue ?? true
         var results: [JSON] = []
         for item in docs {

@@ -19,7 +19,8 @@ final class ServerProcess: Sendable {
     let generatedAdmin: ServerAdmins.Generated?
 
     /// Opens the data dir and starts listening.
-    init(options: Options, log: Logger) throws {
+    /// - Parameter extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
+    init(options: Options, log: Logger, extraHosts: [String] = []) throws {
         // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
         // and their temporary files, security objects) is owner-only from its creation (issue 18).
         umask(0o077)
@@ -34,7 +35,12 @@ final class ServerProcess: Sendable {
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.port = options.port
+        configuration.extraHosts = extraHosts
         configuration.maxConnections = options.maxConnections
+        configuration.maxConnectionsPerAddress = options.maxConnectionsPerAddress
+        configuration.idleTimeout = .seconds(options.idleTimeoutSeconds)
+        configuration.crowdedIdleTimeout = .seconds(min(5, options.idleTimeoutSeconds))
+        configuration.bodyTimeout = .seconds(options.bodyTimeoutSeconds)
         configuration.serverHeader = "couchlite/\(App.version)"
         let handlerApp = app
         server = HTTPServer(configuration: configuration) { head, body, writer in

@@ -128,17 +128,4 @@ extension App {
         Base64.encode(bytes, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
-
-    /// Reads an attachment's bytes, decoded, for inline `data`.
-    func attachmentLoader(_ database: Database) -> (AttachmentInfo) throws -> [UInt8] {
-        { [self] att in
-            let reader = try blobs(for: database).openReader(att.blobKey)
-            defer { reader.close() }
-            let stored = try reader.read(at: 0, upTo: reader.length)
-            if att.encoding == "gzip" {
-                return try Gzip.decompress(stored, limit: max(att.length, 0) + 1)
-            }
-            return stored
-        }
-    }
 }

@@ -13,12 +13,12 @@ extension App {
             try App.validateShardParameters(request.query)
             try App.validateDatabaseName(name)
             do {
-                _ = try store.create(name)
+                // Blobs a crashed earlier incarnation of this name left behind are not ours; they go
+                // before the database is visible, so no request can store a blob that is then removed.
+                _ = try store.create(name) { try? blobRegistry.destroy(name) }
             } catch {
                 throw CouchError(error)
             }
-            // Blobs a crashed earlier incarnation of this name left behind are not ours.
-            try blobRegistry.destroy(name)
             var headers = HTTPHeaders()
             headers.set("Location", "/" + PercentEncoding.encodeSegment(name))
             try reply.json(201, ["ok": true], headers: headers)
@@ -54,7 +54,7 @@ extension App {
             "doc_del_count": .number(JSONNumber(info.docDelCount)),
             "doc_count": .number(JSONNumber(info.docCount)),
             "disk_format_version": 8,
-            "compact_running": false,
+            "compact_running": .bool(compactions.isRunning(info.name)),
             "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
         ]
     }
@@ -103,15 +103,26 @@ extension App {
         }
     }
 
-    /// `POST /db/_compact`: runs compaction in the background and answers 202 at once.
+    /// `POST /db/_compact`: runs compaction in the background and answers 202 at once; `compact_running` is
+    /// true until its effects (ancestor bodies dropped, unreferenced blobs swept) are complete.
+    /// `POST /db/_compact/ddoc` compacts a design document's view indexes, of which couchlite keeps none: 202 when
+    /// the design document exists, else 404 as CouchDB.
     func compact(_ database: Database, _ request: Request, _ reply: Reply) throws {
         try require(request, "POST")
         if let type = request.contentType, type != "application/json" {
             throw CouchError.badContentType("Content-Type must be application/json")
         }
+        if request.segments.count > 2 {
+            let ddocID = "_design/" + request.segments[2]
+            guard let ddoc = try database.document(ddocID), !ddoc.deleted else { throw CouchError.notFound("missing") }
+            return try reply.json(202, ["ok": true])
+        }
         let log = self.log
         let app = self
+        let name = database.name
+        compactions.begin(name)
         Thread.detachNewThread {
+            defer { app.compactions.end(name) }
             do {
                 try app.compactWithBlobs(database)
             } catch {
@@ -122,18 +133,7 @@ extension App {
     }
 }
 
-/// Update sequences on the wire. CouchDB 3 sends opaque strings; we send the decimal sequence as a
-/// string (`"12"`), and accept numbers, such strings, `"12-anything"` (a CouchDB-style token) and
-/// `now` back.
+/// Update sequences on the wire, in CouchDB 3's `N-<opaque>` shape (`UpdateSeq`).
 enum Seq {
-    static func json(_ seq: Int) -> JSON { .string(String(seq)) }
-
-    /// Parses a `since`/`last_seq` value; nil when it is not a sequence.
-    static func parse(_ text: String) -> Int? {
-        let digits = text.prefix { $0.isASCII && $0.isNumber }
-        guard !digits.isEmpty, digits.count == text.count || text.dropFirst(digits.count).first == "-" else {
-            return nil
-        }
-        return Int(digits)
-    }
+    static func json(_ seq: Int) -> JSON { .string(UpdateSeq.format(seq)) }
 }

@@ -57,9 +57,9 @@ extension App {
             return try sendMultipartRelated(
                 database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
         }
-        let renderer = DocumentRenderer(
-            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
-        try reply.json(200, .object(try renderer.render(revision)), headers: ["ETag": etag])
+        let inline = InlineAttachments(self, database)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
+        try replyJSON(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag], reply)
     }
 
     /// `open_revs=all` or `open_revs=["1-a",…]`, as a JSON array of `{"ok":doc}`/`{"missing":rev}`,
@@ -101,8 +101,8 @@ extension App {
             return try sendOpenRevsMultipart(
                 database, docID, info: info, results: results, options: options, reply: reply)
         }
-        let renderer = DocumentRenderer(
-            id: docID, info: info, options: options, loadAttachment: attachmentLoader(database))
+        let inline = InlineAttachments(self, database)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
         var array: [JSON] = []
         for (rev, revision) in results {
             if let revision {
@@ -111,7 +111,7 @@ extension App {
                 array.append(["missing": .string(rev.description)])
             }
         }
-        try reply.json(200, .array(array))
+        try replyJSON(.array(array), inline: inline, reply)
     }
 
     /// Whether the `Accept` header asks for the given multipart type.
@@ -214,7 +214,7 @@ extension App {
         guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
         switch result.result {
         case .success(let rev): return rev
-        case .failure(let error): throw CouchError(error)
+        case .failure(let error): throw CouchError(error, docID: docID)
         }
     }
 

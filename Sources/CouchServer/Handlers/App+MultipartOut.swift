@@ -39,7 +39,7 @@ extension App {
         _ database: Database, _ docID: String, info: DocumentInfo?, revision: StoredRevision, options: RenderOptions,
         reply: Reply, etag: String
     ) throws {
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         let json = JSON.object(try renderer.render(revision)).serialized()
         let atts = following(revision, options)
         var writer = MultipartWriter()
@@ -47,6 +47,7 @@ extension App {
         var headers = HTTPHeaders()
         headers.set("Content-Type", writer.contentType(mediaType: "multipart/related"))
         headers.set("ETag", etag)
+        App.sandboxAttachmentHeaders(&headers)
         try reply.begin(200, headers: headers, contentLength: length)
         try writeRelatedBody(database, writer: &writer, json: json, atts: atts, reply: reply)
         try reply.finish()
@@ -62,8 +63,9 @@ extension App {
         var outer = MultipartWriter()
         var headers = HTTPHeaders()
         headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
+        App.sandboxAttachmentHeaders(&headers)
         try reply.begin(200, headers: headers)
-        let renderer = DocumentRenderer(id: docID, info: info, options: options, loadAttachment: nil)
+        let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         for (rev, revision) in results {
             guard let revision else {
                 try reply.write(

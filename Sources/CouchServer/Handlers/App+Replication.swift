@@ -4,8 +4,11 @@ import RevTree
 
 /// The endpoints replicators drive: `_bulk_docs`, `_revs_diff`, `_missing_revs`, `_bulk_get`.
 extension App {
-    /// `POST /db/_bulk_docs`. Always 201; per-document failures are array items
-    /// (`{"id","rev"?,"error","reason"}`), never a failure of the whole request.
+    /// `POST /db/_bulk_docs`, checked as CouchDB checks it: every document is validated before any is written, and
+    /// a bad one (an illegal id, a malformed `_rev`, a replicated document without a rev, a stub that names no
+    /// stored attachment, …) fails the whole request with its error, writing nothing (`chttpd_db` validates the
+    /// list, then `couch_db` aborts the update). Only conflicts and forbidden writes are per-document items
+    /// (`{"id","error","reason"}`, no `rev`); `all_or_nothing: true` is 417, as CouchDB 3 does not support it.
     func bulkDocs(_ database: Database, _ request: Request, _ reply: Reply) throws {
         try require(request, "POST")
         try requireJSONContent(request)
@@ -13,36 +16,70 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
-        let newEdits = body["new_edits"]?.boolValue ?? true
+        try App.checkBulkCount(docs.count)
+        let newEdits: Bool
+        switch body["new_edits"] {
+        case nil: newEdits = true
+        case .bool(let flag)?: newEdits = flag
+        default: throw CouchError.badRequest("`new_edits` parameter must be a boolean.")
+        }
 
-        // Parse every document first; a bad one becomes its own error item.
+        // Every document is checked before anything is stored.
+        var inputs: [(docID: String, input: DocumentInput)] = []
+        inputs.reserveCapacity(docs.count)
+        for doc in docs {
+            let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
+            let docID = input.id ?? Secrets.randomBytes(16).hexString
+            try DocumentID.validate(docID)
+            if !newEdits, !docID.hasBytePrefix("_local/"), input.rev == nil, input.revisions == nil {
+                throw CouchError.badRequest(
+                    "When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
+            }
+            for name in input.attachments?.keys ?? [] { try App.validateAttachmentName(name) }
+            inputs.append((docID, input))
+        }
+        if newEdits, body["all_or_nothing"]?.boolValue == true, !inputs.isEmpty {
+            // `fabric_doc_update:validate_atomic_update`: one `not_implemented` item per document, nothing written.
+            let items: [JSON] = inputs.map { entry in
+                let rev = entry.input.rev?.description ?? "0-"
+                return [
+                    "id": .string(entry.docID), "rev": .string(rev), "error": "not_implemented",
+                    "reason": "all_or_nothing is not supported",
+                ]
+            }
+            return try reply.json(417, .array(items))
+        }
+
         var results = [JSON?](repeating: nil, count: docs.count)
         var writes: [RevisionWrite] = []
         var writeIndex: [Int] = []
-        for (index, doc) in docs.enumerated() {
+        var locals: [(index: Int, docID: String, input: DocumentInput)] = []
+        for (index, entry) in inputs.enumerated() {
+            if entry.docID.hasBytePrefix("_local/") {
+                locals.append((index, entry.docID, entry.input))
+                continue
+            }
             do {
-                let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
-                let docID = input.id ?? Secrets.randomBytes(16).hexString
-                try DocumentID.validate(docID)
-                if docID.hasBytePrefix("_local/") {
-                    let rev = try putLocal(database, docID, input: input)
-                    results[index] = ["ok": true, "id": .string(docID), "rev": .string(rev)]
-                    continue
-                }
                 writes.append(
                     try makeWrite(
-                        database, docID: docID, input: input, base: input.rev, newEdits: newEdits, followed: nil))
+                        database, docID: entry.docID, input: entry.input, base: entry.input.rev, newEdits: newEdits,
+                        followed: nil))
                 writeIndex.append(index)
-            } catch let error as CouchError {
-                var item = JSONObject()
-                if let id = doc["_id"]?.stringValue { item["id"] = .string(id) }
-                if let rev = doc["_rev"]?.stringValue { item["rev"] = .string(rev) }
-                item["error"] = .string(error.error)
-                item["reason"] = .string(error.reason)
-                results[index] = .object(item)
+            } catch let error as CouchError where [401, 403, 501].contains(error.status) {
+                // A refused write is the document's own item, as a validation function's verdict is in CouchDB:
+                // access (401/403) and the refusal of a `validate_doc_update` couchlite cannot run (501).
+                results[index] = App.bulkItem(entry.docID, error)
             }
         }
-        let outcomes = newEdits ? try database.applyEdits(writes) : try database.applyReplicated(writes)
+        let outcomes: [WriteResult]
+        do {
+            outcomes =
+                newEdits
+                ? try database.applyEdits(writes, abortOnInvalid: true)
+                : try database.applyReplicated(writes, abortOnInvalid: true)
+        } catch let abort as BatchAborted {
+            throw CouchError(abort.error, docID: abort.docID)
+        }
         for (offset, outcome) in outcomes.enumerated() where offset < writeIndex.count {
             let index = writeIndex[offset]
             switch outcome.result {
@@ -51,16 +88,19 @@ extension App {
                     results[index] = ["ok": true, "id": .string(outcome.docID), "rev": .string(rev.description)]
                 }
             case .failure(let storeError):
-                let error = CouchError(storeError)
-                var item = JSONObject()
-                item["id"] = .string(outcome.docID)
-                if let rev = docs[index]["_rev"]?.stringValue { item["rev"] = .string(rev) }
-                item["error"] = .string(error.error)
-                item["reason"] = .string(error.reason)
-                results[index] = .object(item)
+                results[index] = App.bulkItem(outcome.docID, CouchError(storeError, docID: outcome.docID))
             }
         }
+        for local in locals {
+            let rev = try putLocal(database, local.docID, input: local.input)
+            results[local.index] = ["ok": true, "id": .string(local.docID), "rev": .string(rev)]
+        }
         try reply.json(201, .array(results.compactMap { $0 }))
+    }
+
+    /// A per-document `_bulk_docs` failure: `{"id","error","reason"}` (`chttpd_db:update_doc_result_to_json`).
+    static func bulkItem(_ docID: String, _ error: CouchError) -> JSON {
+        ["id": .string(docID), "error": .string(error.error), "reason": .string(error.reason)]
     }
 
     /// `POST /db/_revs_diff` (`{"id":{"missing":[…],"possible_ancestors":[…]}}`, fully present ids
@@ -69,6 +109,7 @@ extension App {
         try require(request, "POST")
         try requireJSONContent(request)
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        try App.checkBulkCount(body.count)
         var query: [(id: String, revs: [RevID])] = []
         for (id, value) in body {
             guard let array = value.arrayValue else {
@@ -106,14 +147,17 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }
+        try App.checkBulkCount(docs.count)
         var options = try RenderOptions(request.query)
         let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
-        let loader = attachmentLoader(database)
-        var results: [JSON] = []
-        results.reserveCapacity(docs.count)
-        for spec in docs {
+        // Streamed one result at a time, attachment data included, so `attachments=true` (what every
+        // PouchDB pull sends) costs one document's JSON however large the attachments.
+        let inline = InlineAttachments(self, database)
+        try reply.begin(200)
+        try reply.write("{\"results\":[")
+        for (position, spec) in docs.enumerated() {
             let id = spec["id"]?.stringValue
             var entries: [JSON] = []
             func failure(_ rev: String?, _ error: String, _ reason: String) -> JSON {
@@ -124,8 +168,12 @@ extension App {
                 err["reason"] = .string(reason)
                 return ["error": .object(err)]
             }
+            if position > 0 { try reply.write(",") }
             guard let id, !id.isEmpty else {
-                results.append(["id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")]])
+                let result: JSON = [
+                    "id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")],
+                ]
+                try reply.write(result.serialized())
                 continue
             }
             var docOptions = options
@@ -148,7 +196,7 @@ extension App {
                 if info == nil || targets.isEmpty {
                     entries.append(failure(spec["rev"]?.stringValue ?? "undefined", "not_found", "missing"))
                 }
-                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, loadAttachment: loader)
+                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, inline: inline)
                 for rev in targets where info != nil {
                     if let revision = try database.revision(id, rev: rev), revision.body != nil || revision.deleted {
                         entries.append(["ok": .object(try renderer.render(revision))])
@@ -159,9 +207,11 @@ extension App {
             } catch let error as CouchError {
                 entries.append(failure(spec["rev"]?.stringValue, error.error, error.reason))
             }
-            results.append(["id": .string(id), "docs": .array(entries)])
+            let result: JSON = ["id": .string(id), "docs": .array(entries)]
+            try inline.write(result.serialized(), to: reply)
         }
-        try reply.json(200, ["results": .array(results)])
+        try reply.write("]}\n")
+        try reply.finish()
     }
 
     /// CouchDB answers 415 to JSON endpoints given another content type.

@@ -61,8 +61,8 @@ struct KeyRange {
     }
 
     init(_ query: QueryParameters) throws(CouchError) {
-        descending = try query.bool("descending")
-        inclusiveEnd = try query.bool("inclusive_end", default: true)
+        descending = try query.viewBool("descending")
+        inclusiveEnd = try query.viewBool("inclusive_end", default: true)
         startKey = try KeyRange.stringKey(query, "startkey", "start_key")
         endKey = try KeyRange.stringKey(query, "endkey", "end_key")
         if let key = try KeyRange.stringKey(query, "key") {

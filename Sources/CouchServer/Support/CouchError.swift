@@ -27,9 +27,17 @@ enum CouchError: Error, Equatable {
     case documentTooLarge(String)
     case badContentType(String)
     case notImplemented(String)
+    /// 410 `gone`: an endpoint CouchDB 3 removed (`_temp_view`).
+    case gone(String)
     case rangeNotSatisfiable
     case queryParseError(String)
+    /// A 500 whose reason is a fixed, safe text written for the client.
     case unknownError(String)
+    /// A 500 caused by something the client must not see (file paths, SQLite messages): the detail is
+    /// logged by `App.handle`, the client gets a generic reason.
+    case internalError(String)
+    /// The disk is full (ENOSPC, SQLite's "database or disk is full"): 507, as CouchDB answers it.
+    case insufficientStorage
 
     var status: Int {
         switch self {
@@ -41,12 +49,14 @@ enum CouchError: Error, Equatable {
         case .dbNotFound, .notFound: 404
         case .methodNotAllowed: 405
         case .conflict: 409
+        case .gone: 410
         case .fileExists, .missingStub, .preconditionFailed: 412
         case .tooLarge, .documentTooLarge: 413
         case .badContentType: 415
         case .rangeNotSatisfiable: 416
-        case .unknownError: 500
+        case .unknownError, .internalError: 500
         case .notImplemented: 501
+        case .insufficientStorage: 507
         }
     }
 
@@ -71,7 +81,9 @@ enum CouchError: Error, Equatable {
         case .badContentType: "bad_content_type"
         case .rangeNotSatisfiable: "requested_range_not_satisfiable"
         case .notImplemented: "not_implemented"
-        case .unknownError: "unknown_error"
+        case .unknownError, .internalError: "unknown_error"
+        case .insufficientStorage: "insufficient_storage"
+        case .gone: "gone"
         }
     }
 
@@ -80,7 +92,7 @@ enum CouchError: Error, Equatable {
         case .badRequest(let reason), .docValidation(let reason), .illegalDocID(let reason), .unauthorized(let reason),
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
-            .notImplemented(let reason), .queryParseError(let reason), .unknownError(let reason):
+            .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
         case .contentMD5Mismatch: "Possible message corruption."
@@ -93,6 +105,8 @@ enum CouchError: Error, Equatable {
         case .conflict: "Document update conflict."
         case .fileExists: "The database could not be created, the file already exists."
         case .rangeNotSatisfiable: "Requested range not satisfiable"
+        case .internalError: "An internal error occurred; the server log has the details."
+        case .insufficientStorage: "There is not enough free space on the server's disk."
         }
     }
 
@@ -114,7 +128,35 @@ extension CouchError {
         case .invalidDocID(let reason): self = .illegalDocID(reason)
         case .fileExists: self = .fileExists
         case .dbNotFound: self = .dbNotFound
-        default: self = .unknownError(String(describing: storeError))
+        case .documentTooLarge(let reason): self = .documentTooLarge(reason)
+        case .internalError(let detail):
+            self = StorageFailure.isDiskFull(storeError) ? .insufficientStorage : .internalError(detail)
+        }
+    }
+
+    /// Maps any other failure onto the wire without letting its text reach the client: store errors as
+    /// above, a full disk as 507, anything else as a logged 500 with a generic reason.
+    init(unexpected error: any Error) {
+        if let error = error as? CouchError {
+            self = error
+        } else if let error = error as? StoreError {
+            self = CouchError(error)
+        } else if let error = error as? HTTPError {
+            self = CouchError(error)
+        } else if StorageFailure.isDiskFull(error) {
+            self = .insufficientStorage
+        } else {
+            self = .internalError(String(describing: error))
+        }
+    }
+
+    /// Maps a store failure of document `docID` onto the wire, in CouchDB's words where they name the document
+    /// (`couch_doc:merge_stubs`: "Invalid attachment stub in <doc> for <attachment>").
+    init(_ storeError: StoreError, docID: String) {
+        if case .missingStub(let name) = storeError {
+            self = .missingStub("Invalid attachment stub in \(docID) for \(name)")
+        } else {
+            self.init(storeError)
         }
     }
 

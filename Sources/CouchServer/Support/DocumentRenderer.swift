@@ -66,8 +66,9 @@ struct DocumentRenderer {
     let id: String
     let info: DocumentInfo?
     let options: RenderOptions
-    /// Reads attachment bytes for inline `data`; nil when none are needed.
-    let loadAttachment: ((AttachmentInfo) throws -> [UInt8])?
+    /// Streams inline `data` (`attachments=true`) into the response in place of the placeholder each
+    /// `data` member holds; nil when no data is inlined (stubs, `follows`).
+    let inline: InlineAttachments?
 
     /// The document as an ordered JSON object.
     func render(_ revision: StoredRevision) throws -> JSONObject {
@@ -125,10 +126,8 @@ struct DocumentRenderer {
         } else if options.follows {
             entry["length"] = .number(JSONNumber(att.length))
             entry["follows"] = true
-        } else if let loadAttachment {
-            var encoded: [UInt8] = []
-            Base64.encode(try loadAttachment(att), into: &encoded)
-            entry["data"] = .string(String(decoding: encoded, as: UTF8.self))
+        } else if let inline {
+            entry["data"] = .string(inline.placeholder(for: att))
         }
         if options.attEncodingInfo || options.follows, let encoding = att.encoding,
             let encodedLength = att.encodedLength

@@ -9,6 +9,13 @@ enum Limits {
     static let bulkRequestBytes = 512 * 1024 * 1024
     /// Largest body of small control requests (`_local` docs, `_revs_limit`, `_session`), in bytes.
     static let smallRequestBytes = 1024 * 1024
+    /// Largest body an anonymous request (or a non-admin one to `_users`, which may only write its own
+    /// user document) may send, in bytes: refused with 413 from the head, before any of it is read.
+    static let anonymousRequestBytes = 1024 * 1024
+    /// Most documents (or ids) in one `_bulk_docs`, `_bulk_get` or `_revs_diff` request. Each costs about a
+    /// kilobyte of working memory whatever its size, so a body of 3-byte `{}` documents would otherwise
+    /// cost 300 times its length. PouchDB sends 100 per batch, CouchDB's replicator 500.
+    static let maxBulkDocs = 100_000
     /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
     static let maxUUIDCount = 1000
     /// Longest database name, in bytes (CouchDB's limit).
@@ -19,4 +26,8 @@ extension Limits {
     /// Largest body carrying attachment bytes (multipart document or standalone attachment PUT),
     /// in bytes: several GiB of video stream through, never held in memory.
     static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
+    /// Largest decoded size of an attachment uploaded `Content-Encoding: gzip`, in bytes: the same as an
+    /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
+    /// the work a small upload can make every later reader do, not memory.
+    static let gzipIdentityBytes = attachmentRequestBytes
 }

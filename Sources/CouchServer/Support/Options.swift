@@ -11,10 +11,19 @@ struct Options: Sendable {
     var admin: String?
     var logLevel = LogLevel.info
     var maxConnections = 4096
+    /// Open connections one non-loopback client address may hold (0 = no limit).
+    var maxConnectionsPerAddress = 256
+    /// Seconds a kept-alive connection may stay idle (5 once the server is three quarters full).
+    var idleTimeoutSeconds = 300
+    /// Seconds a request body may take, plus one per 4 KiB received.
+    var bodyTimeoutSeconds = 120
     /// Origins allowed cross-origin requests (`*` for any); empty turns CORS off.
     var corsOrigins: [String] = []
     /// Whether CORS answers allow credentials (cookies, Basic auth), as PouchDB sends them.
     var corsCredentials = CORSPolicy.Credentials.off
+    /// `Host` values the server answers to (see `HostAllowList`); empty allows any. `receive` sets its
+    /// own addresses here, against DNS rebinding.
+    var allowedHosts: [String] = []
     /// PBKDF2-SHA256 iterations of new password hashes (CouchDB 3.4's 600,000 unless lowered for tests).
     var pbkdf2Iterations = AuthLimits.pbkdf2Iterations
     /// CouchDB's `[couchdb] users_db_security_editable`: whether admins may change `_users/_security`
@@ -87,6 +96,29 @@ struct Options: Sendable {
             o.maxConnections = n
         },
         Spec(
+            flag: "--max-connections-per-address", environment: "COUCHLITE_MAX_CONNECTIONS_PER_ADDRESS",
+            valueName: "N", help: "cap on connections from one client address (loopback exempt), default 256; 0 = none"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), n >= 0 else {
+                throw OptionsError("--max-connections-per-address must be a non-negative integer")
+            }
+            o.maxConnectionsPerAddress = n
+        },
+        Spec(
+            flag: "--idle-timeout", environment: "COUCHLITE_IDLE_TIMEOUT", valueName: "SECONDS",
+            help: "keep-alive idle time, default 300 (5 while over 3/4 of the connections are open)"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), n > 0 else { throw OptionsError("--idle-timeout must be a positive integer") }
+            o.idleTimeoutSeconds = n
+        },
+        Spec(
+            flag: "--body-timeout", environment: "COUCHLITE_BODY_TIMEOUT", valueName: "SECONDS",
+            help: "time a request body may take, default 120, plus 1 s per 4 KiB received"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), n > 0 else { throw OptionsError("--body-timeout must be a positive integer") }
+            o.bodyTimeoutSeconds = n
+        },
+        Spec(
             flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none"
         ) { o, v throws(OptionsError) in
@@ -121,6 +153,16 @@ struct Options: Sendable {
         ) { o, v throws(OptionsError) in
             guard let flag = Bool(v) else { throw OptionsError("--users-db-security-editable must be true or false") }
             o.usersDBSecurityEditable = flag
+        },
+        Spec(
+            flag: "--allowed-hosts", environment: "COUCHLITE_ALLOWED_HOSTS", valueName: "LIST",
+            help: "comma-separated Host names (host or host:port) the server answers to; default any"
+        ) { o, v throws(OptionsError) in
+            let hosts = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard hosts.allSatisfy({ HostAllowList.split($0) != nil }) else {
+                throw OptionsError("--allowed-hosts takes names or addresses, like photos.local,192.168.1.20:5984")
+            }
+            o.allowedHosts = hosts
         },
     ]
 

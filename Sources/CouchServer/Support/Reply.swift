@@ -55,6 +55,12 @@ final class Reply {
         try writer.write(bytes)
     }
 
+    /// Writes lent bytes (copied into the engine's buffer, no intermediate array).
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HTTPError) {
+        bytesSent += bytes.count
+        try writer.write(bytes)
+    }
+
     func write(_ text: String) throws(HTTPError) {
         try write(Array(text.utf8))
     }

@@ -42,7 +42,9 @@ struct Request {
             throw CouchError(error)
         }
         do {
-            return try JSON.parse(bytes)
+            return try JSON.parse(bytes, memoryBudget: JSON.memoryBudget(forInput: bytes.count))
+        } catch let error where error.kind == .tooLarge {
+            throw .tooLarge("The JSON body has too many small values to hold in memory")
         } catch {
             throw .invalidJSON
         }

@@ -47,20 +47,44 @@ public final class GzipDecoder {
         stream.deallocate()
     }
 
-    /// Decodes the next compressed bytes.
+    /// Decodes the next compressed bytes into one array.
+    ///
+    /// Everything `input` decodes to is held at once, up to `limit`: use it only where `limit` is small
+    /// (JSON parts); attachments go through ``decode(_:sink:)``.
     /// - Parameter input: Any number of bytes, continuing the previous call.
     /// - Returns: The decoded bytes they yield (possibly none).
     /// - Throws: `.corrupt`, or `.limitExceeded`; the decoder then refuses further input.
     public func decode(_ input: UnsafeRawBufferPointer) throws(GzipError) -> [UInt8] {
-        if let failure { throw failure }
         var output: [UInt8] = []
         do {
-            try run(input) { output.append(contentsOf: $0) }
-        } catch {
-            failure = error
+            try decode(input) { output.append(contentsOf: $0) }
+        } catch let error as GzipError {
             throw error
+        } catch {
+            preconditionFailure("Invalid state: a non-throwing sink threw")
         }
         return output
+    }
+
+    /// Decodes the next compressed bytes, handing the output to `sink` in steps of at most 64 KiB
+    /// (`stepSize`) as it is produced, so memory stays bounded however far the input expands: a
+    /// 1 MB gzip bomb that inflates to 1 GiB costs one step buffer, never the gigabyte.
+    /// - Parameters:
+    ///   - input: Any number of bytes, continuing the previous call.
+    ///   - sink: Receives each decoded step; the buffer is lent for the call only. What it throws is
+    ///     rethrown, and the decoder then refuses further input.
+    /// - Throws: ``GzipError`` (`.corrupt`, `.limitExceeded`) or whatever `sink` throws.
+    public func decode(_ input: UnsafeRawBufferPointer, sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        if let failure { throw failure }
+        do {
+            try run(input, sink)
+        } catch let error as GzipError {
+            failure = error
+            throw error
+        } catch {
+            failure = .corrupt
+            throw error
+        }
     }
 
     /// Decodes the next compressed bytes.
@@ -79,7 +103,7 @@ public final class GzipDecoder {
         }
     }
 
-    private func run(_ input: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) -> Void) throws(GzipError) {
+    private func run(_ input: UnsafeRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         guard let base = input.baseAddress, input.count > 0 else { return }
         sawInput = true
         var offset = 0
@@ -98,28 +122,31 @@ public final class GzipDecoder {
     }
 
     /// Inflates until the current input is consumed and no output is pending.
-    private func drain(_ scratch: inout [UInt8], _ sink: (UnsafeRawBufferPointer) -> Void) throws(GzipError) {
+    private func drain(_ scratch: inout [UInt8], _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         while true {
             if atMemberEnd {
                 // More bytes after a complete member: the next member starts.
                 guard stream.pointee.avail_in > 0 else { return }
-                guard inflateReset(stream) == Z_OK else { throw .corrupt }
+                guard inflateReset(stream) == Z_OK else { throw GzipError.corrupt }
                 atMemberEnd = false
             }
-            let room = min(Self.stepSize, limit - totalOut + 1)
+            let room = min(Self.stepSize - 1, limit - totalOut) + 1  // no overflow for a limit of Int.max
             var produced = 0
             let code = scratch.withUnsafeMutableBytes { out -> Int32 in
                 stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
                 stream.pointee.avail_out = uInt(room)
                 let code = inflate(stream, Z_NO_FLUSH)
                 produced = room - Int(stream.pointee.avail_out)
-                if produced > 0 { sink(UnsafeRawBufferPointer(rebasing: out[0..<produced])) }
                 stream.pointee.next_out = nil
                 stream.pointee.avail_out = 0
                 return code
             }
             totalOut += produced
-            if totalOut > limit { throw .limitExceeded(limit: limit) }
+            // Checked before the sink sees the step, so no consumer ever gets a byte past the limit.
+            if totalOut > limit { throw GzipError.limitExceeded(limit: limit) }
+            if produced > 0 {
+                try scratch.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) }
+            }
             switch code {
             case Z_STREAM_END:
                 atMemberEnd = true
@@ -129,10 +156,10 @@ public final class GzipDecoder {
             case Z_BUF_ERROR:
                 // No progress possible: all input consumed (more must come) or none fits.
                 if stream.pointee.avail_in == 0 { return }
-                throw .corrupt
+                throw GzipError.corrupt
             default:
                 // Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR, Z_MEM_ERROR.
-                throw .corrupt
+                throw GzipError.corrupt
             }
         }
     }

@@ -15,6 +15,10 @@ final class HTTPConnection {
     var responseStarted = false
     /// While draining an unread body, no read may wait past this, however often bytes trickle in.
     var drainDeadline: HTTPDeadline?
+    /// The current request's body deadline before any bytes earned more time (`bodyTimeout` from its head),
+    /// and the body bytes taken from the socket since.
+    private var bodyDeadlineBase = HTTPDeadline(nanoseconds: 0)
+    private var bodyBytesReceived = 0
 
     /// The client's numeric address, copied into every request head.
     private let remoteAddress: String?
@@ -51,7 +55,9 @@ final class HTTPConnection {
             let outcome = serve(head, framing)
             let mayContinue = registry.markIdle(id)
             switch outcome {
-            case .keepAlive where mayContinue: waitDeadline = .after(configuration.idleTimeout)
+            case .keepAlive where mayContinue:
+                // A crowded server wants its slots back: idle keep-alive connections wait less.
+                waitDeadline = .after(registry.isCrowded ? configuration.crowdedIdleTimeout : configuration.idleTimeout)
             case .keepAlive, .close: return
             case .closeLingering:
                 linger()
@@ -124,6 +130,8 @@ final class HTTPConnection {
 
     private func serve(_ head: HTTPRequestHead, _ framing: HTTPBodyFraming) -> Outcome {
         responseStarted = false
+        bodyDeadlineBase = .after(configuration.bodyTimeout)
+        bodyBytesReceived = 0
         let body = HTTPRequestBody(connection: self, framing: framing, expectsContinue: head.expectsContinue)
         let writer = HTTPResponseWriter(connection: self, request: head, body: body)
         handler(head, body, writer)
@@ -163,6 +171,7 @@ final class HTTPConnection {
             if case .received(let count) = outcome { initialized = count } else { initialized = 0 }
         }
         try Self.check(outcome)
+        bodyBytesReceived += bytes.count
         return bytes
     }
 
@@ -180,7 +189,10 @@ final class HTTPConnection {
         }
         let outcome = socket.receive(into: buffer, deadline: bodyReadDeadline())
         try Self.check(outcome)
-        if case .received(let count) = outcome { return count }
+        if case .received(let count) = outcome {
+            bodyBytesReceived += count
+            return count
+        }
         return 0
     }
 
@@ -190,7 +202,10 @@ final class HTTPConnection {
         bufferEnd = 0
         let outcome = socket.receive(into: readBuffer, deadline: bodyReadDeadline())
         try Self.check(outcome)
-        if case .received(let count) = outcome { bufferEnd = count }
+        if case .received(let count) = outcome {
+            bufferEnd = count
+            bodyBytesReceived += count
+        }
     }
 
     enum ChunkOutcome {
@@ -218,9 +233,15 @@ final class HTTPConnection {
         }
     }
 
+    /// The soonest of: the stall timeout from now, the drain deadline, and the whole-body deadline
+    /// (`bodyTimeout` from the head plus a second per `minimumBodyRate` bytes received).
     private func bodyReadDeadline() -> HTTPDeadline {
         let stall = HTTPDeadline.after(configuration.bodyStallTimeout)
-        return drainDeadline.map { min($0, stall) } ?? stall
+        let rate = UInt64(max(1, configuration.minimumBodyRate))
+        let earned = UInt64(bodyBytesReceived) / rate &* 1_000_000_000
+        let total = HTTPDeadline(nanoseconds: bodyDeadlineBase.nanoseconds &+ earned)
+        let soonest = min(stall, total)
+        return drainDeadline.map { min($0, soonest) } ?? soonest
     }
 
     private static func check(_ outcome: HTTPSocket.ReceiveOutcome) throws(HTTPError) {

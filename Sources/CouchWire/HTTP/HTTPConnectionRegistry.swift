@@ -10,6 +10,10 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     private struct Entry {
         let socket: HTTPSocket
         var busy: Bool
+        /// The client's address when it counts towards `maxPerAddress` (nil for loopback or unknown).
+        let address: String?
+        /// When the connection last became idle (accepted, or finished a request).
+        var idleSince: HTTPDeadline
     }
 
     private let condition = NSCondition()
@@ -18,8 +22,28 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     private var nextID = 0
     private var acceptThreadRunning = false
     private let maxConnections: Int
+    private let maxPerAddress: Int
+    private let crowdedIdle: Duration
+    /// Open connections per counted client address.
+    private var perAddress: [String: Int] = [:]
+    private var lastSweep = HTTPDeadline(nanoseconds: 0)
 
-    init(maxConnections: Int) { self.maxConnections = maxConnections }
+    /// Whether loopback clients count towards `maxPerAddress` (tests only).
+    private let countsLoopback: Bool
+
+    init(
+        maxConnections: Int, maxPerAddress: Int = 0, crowdedIdle: Duration = .seconds(5), countsLoopback: Bool = false
+    ) {
+        self.maxConnections = maxConnections
+        self.maxPerAddress = maxPerAddress
+        self.crowdedIdle = crowdedIdle
+        self.countsLoopback = countsLoopback
+    }
+
+    /// Whether more than three quarters of the slots are taken (idle connections then yield quickly).
+    var isCrowded: Bool { locked { crowded } }
+
+    private var crowded: Bool { entries.count > maxConnections - maxConnections / 4 }
 
     private func locked<T>(_ body: () -> T) -> T {
         condition.lock()
@@ -41,14 +65,51 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
 
     var openConnections: Int { locked { entries.count } }
 
-    /// Registers a new connection; nil when over the cap or shutting down (the caller refuses it).
-    func register(_ socket: HTTPSocket) -> Int? {
+    /// Registers a new connection; nil when over the cap (total, or for its address) or shutting down
+    /// (the caller refuses it).
+    func register(_ socket: HTTPSocket, address: String? = nil) -> Int? {
         locked {
-            guard lifecycle == .running, entries.count < maxConnections else { return nil }
+            guard lifecycle == .running else { return nil }
+            if crowded { closeLongIdle() }
+            guard entries.count < maxConnections else { return nil }
+            let counted =
+                maxPerAddress > 0
+                ? address.flatMap { !countsLoopback && HTTPConnectionRegistry.isLoopback($0) ? nil : $0 } : nil
+            if let counted {
+                let open = perAddress[counted, default: 0]
+                guard open < maxPerAddress else { return nil }
+                perAddress[counted] = open + 1
+            }
             nextID += 1
-            entries[nextID] = Entry(socket: socket, busy: false)
+            entries[nextID] = Entry(socket: socket, busy: false, address: counted, idleSince: .now())
             return nextID
         }
+    }
+
+    /// With the lock held, when crowded: shuts down connections idle longer than `crowdedIdle` and frees
+    /// their slots at once (their threads see the end of the stream and close; `removeAndClose` then finds
+    /// them gone), so the connection being accepted can have one. At most once every 100 ms.
+    private func closeLongIdle() {
+        let now = HTTPDeadline.now()
+        guard now.nanoseconds >= lastSweep.nanoseconds &+ 100_000_000 else { return }
+        lastSweep = now
+        let cutoff = now.nanoseconds &- min(now.nanoseconds, crowdedIdle.clampedNanoseconds)
+        for (id, entry) in entries where !entry.busy && entry.idleSince.nanoseconds <= cutoff {
+            entry.socket.shutdown()
+            release(id)
+        }
+    }
+
+    /// Forgets a connection's slot and its address's count (once, whoever calls first).
+    private func release(_ id: Int) {
+        guard let address = entries.removeValue(forKey: id)?.address else { return }
+        let left = perAddress[address, default: 1] - 1
+        perAddress[address] = left > 0 ? left : nil
+    }
+
+    /// 127.0.0.0/8, ::1 and their IPv4-mapped forms.
+    static func isLoopback(_ address: String) -> Bool {
+        address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
     }
 
     /// Marks a connection as serving a request; shutdown waits for busy connections.
@@ -58,6 +119,7 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     func markIdle(_ id: Int) -> Bool {
         locked {
             entries[id]?.busy = false
+            entries[id]?.idleSince = .now()
             condition.broadcast()
             if lifecycle != .running {
                 return false
@@ -70,7 +132,7 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     /// `shutdown` never touches a reused descriptor number.
     func removeAndClose(_ id: Int, socket: HTTPSocket) {
         locked {
-            entries[id] = nil
+            release(id)
             close(socket.descriptor)
             condition.broadcast()
             markStoppedIfDone()

@@ -19,6 +19,9 @@ public final class HTTPRequestBody {
     private(set) var failure: HTTPError?
     /// The client sent `Expect: 100-continue` and we have neither answered 100 nor started the response.
     private var continuePending: Bool
+    /// Most body bytes any read may deliver in total (see ``limit(to:)``); `received` counts them.
+    public private(set) var byteLimit = Int.max
+    private var received = 0
 
     init(connection: HTTPConnection, framing: HTTPBodyFraming, expectsContinue: Bool) {
         self.connection = connection
@@ -40,6 +43,25 @@ public final class HTTPRequestBody {
         continuePending = expectsContinue && !isComplete
     }
 
+    /// Caps the whole body at `maxBytes` before the handler reads any of it, for requests whose sender may
+    /// not send more (anonymous or unprivileged ones): a declared Content-Length above it fails at once,
+    /// without reading a byte or sending `100 Continue`, and a chunked body fails as soon as it passes it.
+    /// Later reads then throw `.payloadTooLarge` (413), and the engine closes the connection.
+    /// - Throws: `.payloadTooLarge` when Content-Length already exceeds `maxBytes`.
+    public func limit(to maxBytes: Int) throws(HTTPError) {
+        byteLimit = min(byteLimit, maxBytes)
+        if let contentLength, contentLength > byteLimit {
+            failure = .payloadTooLarge
+            throw .payloadTooLarge
+        }
+    }
+
+    /// Counts delivered bytes against ``byteLimit``.
+    private func account(_ count: Int) throws(HTTPError) {
+        received += count
+        if received > byteLimit { throw .payloadTooLarge }
+    }
+
     /// Reads up to `maxCount` bytes of the body.
     /// - Returns: the next bytes, or an empty array at the end of the body.
     /// - Throws: `.clientGone` if the client disconnected, `.timeout` when it stalled longer than the body stall
@@ -49,7 +71,9 @@ public final class HTTPRequestBody {
         guard !isComplete, maxCount > 0 else { return [] }
         do {
             try sendContinueIfNeeded()
-            return isChunked ? try readChunked(maxCount) : try readLength(maxCount)
+            let bytes = isChunked ? try readChunked(maxCount) : try readLength(maxCount)
+            try account(bytes.count)
+            return bytes
         } catch {
             failure = error
             throw error
@@ -68,6 +92,7 @@ public final class HTTPRequestBody {
             if isChunked {
                 // Chunked bodies come through the connection's read buffer; one copy, as `read(upTo:)` makes.
                 let bytes = try readChunked(buffer.count)
+                try account(bytes.count)
                 bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
                 return bytes.count
             }
@@ -76,6 +101,7 @@ public final class HTTPRequestBody {
                     rebasing: buffer.prefix(min(buffer.count, remaining))))
             remaining -= count
             if remaining == 0 { isComplete = true }
+            try account(count)
             return count
         } catch {
             failure = error

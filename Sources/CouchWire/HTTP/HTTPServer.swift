@@ -23,9 +23,14 @@ public typealias HTTPHandler = @Sendable (HTTPRequestHead, HTTPRequestBody, HTTP
 ///   `idleTimeout` between requests, `headerTimeout` for a whole request head (from its first byte, or from
 ///   accept for the first request — a client trickling bytes cannot hold a thread), `bodyStallTimeout` per body
 ///   read, `sendStallTimeout` per response write. SIGPIPE is ignored and sends use `MSG_NOSIGNAL`.
-/// - **Connection cap** (`maxConnections`, default 4096): a connection over the cap is accepted, answered
+/// - **Connection cap** (`maxConnections`, default 4096, and `maxConnectionsPerAddress`, default 256 per
+///   non-loopback client address): a connection over a cap is accepted, answered
 ///   `503 {"error":"service_unavailable",…}` with `Connection: close`, and closed at once by the accept thread,
-///   so clients get a clear answer instead of hanging in the backlog, and no thread is spent on it.
+///   so clients get a clear answer instead of hanging in the backlog, and no thread is spent on it. Once more
+///   than three quarters of the slots are taken, idle keep-alive connections yield theirs after
+///   `crowdedIdleTimeout` instead of `idleTimeout`.
+/// - **Body deadline**: besides the per-read stall timeout, a whole body must arrive within `bodyTimeout`
+///   plus one second per `minimumBodyRate` bytes received, so a trickled body cannot hold a slot for long.
 /// - **Limits** (`HTTPLimits`) are checked while bytes arrive; violations answer 400/413/414/431 with a
 ///   CouchDB-style JSON body and `Connection: close`.
 /// - **Shutdown** stops accepting, wakes idle connections so they close, lets busy ones finish their current
@@ -41,7 +46,11 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, handler: @escaping HTTPHandler) {
         self.configuration = configuration
         self.handler = handler
-        registry = HTTPConnectionRegistry(maxConnections: max(1, configuration.maxConnections))
+        registry = HTTPConnectionRegistry(
+            maxConnections: max(1, configuration.maxConnections),
+            maxPerAddress: max(0, configuration.maxConnectionsPerAddress),
+            crowdedIdle: configuration.crowdedIdleTimeout,
+            countsLoopback: configuration.perAddressLimitCountsLoopback)
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -60,7 +69,8 @@ public final class HTTPServer: Sendable {
     public func start() throws -> Int {
         signal(SIGPIPE, SIG_IGN)
         guard wakePipe.read >= 0 else { throw HTTPServerError.cannotStartThread }
-        let (descriptors, port) = try HTTPListener.bind(host: configuration.host, port: configuration.port)
+        let (descriptors, port) = try HTTPListener.bind(
+            hosts: [configuration.host] + configuration.extraHosts, port: configuration.port)
         guard registry.markRunning() else {
             for descriptor in descriptors { close(descriptor) }
             throw HTTPServerError.notStartable
@@ -135,13 +145,15 @@ public final class HTTPServer: Sendable {
             }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             let socket = HTTPSocket(descriptor: client)
-            guard let id = registry.register(socket) else {
+            let address = HTTPServer.numericHost(&peer, peerLength)
+            guard let id = registry.register(socket, address: address) else {
                 refuseOverCapacity(socket)
-                return
+                // Over one address's share is no reason to stop accepting the others queued.
+                continue
             }
             let connection = HTTPConnection(
                 socket: socket, id: id, configuration: configuration, registry: registry, handler: handler,
-                remoteAddress: HTTPServer.numericHost(&peer, peerLength))
+                remoteAddress: address)
             if !HTTPThread.spawn({ connection.run() }) {
                 registry.removeAndClose(id, socket: socket)
             }

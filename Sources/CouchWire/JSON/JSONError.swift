@@ -22,6 +22,9 @@ public struct JSONError: Error, CustomStringConvertible, Equatable {
         case trailingData
         /// Arrays and objects nested deeper than the parser's `maxDepth`.
         case tooDeep
+        /// The parsed value would hold more memory than the caller's `memoryBudget` allows (many tiny
+        /// containers: each costs a heap allocation of 48 bytes or more for a few bytes of input).
+        case tooLarge
     }
 
     /// What was wrong.
@@ -48,6 +51,7 @@ public struct JSONError: Error, CustomStringConvertible, Equatable {
         case .byteOrderMark: what = "byte order mark"
         case .trailingData: what = "trailing data after JSON value"
         case .tooDeep: what = "nesting too deep"
+        case .tooLarge: what = "value too large to hold in memory"
         }
         return "JSON error: \(what) at byte \(offset)"
     }

@@ -15,6 +15,9 @@ struct JSONParser {
     private let bytes: UnsafeRawBufferPointer
     private let count: Int
     private let maxDepth: Int
+    /// Most heap bytes the value may hold (see `JSON.parse(_:maxDepth:memoryBudget:)`); `held` is the estimate.
+    private let memoryBudget: Int
+    private var held = 0
     private var i = 0
     private var values: [JSON] = []
     private var keys: [String] = []
@@ -22,10 +25,32 @@ struct JSONParser {
     /// Reused buffer for strings with escapes.
     private var scratch: [UInt8] = []
 
-    init(bytes: UnsafeRawBufferPointer, maxDepth: Int) {
+    init(bytes: UnsafeRawBufferPointer, maxDepth: Int, memoryBudget: Int = .max) {
         self.bytes = bytes
         self.count = bytes.count
         self.maxDepth = maxDepth
+        self.memoryBudget = memoryBudget
+    }
+
+    /// Heap bytes of one string allocation (header and malloc's rounding) beyond its UTF-8 bytes.
+    static let allocationBytes = 48
+    /// Heap bytes of one array or member buffer before its elements (measured: a one-element array holds
+    /// about 100 bytes), and what each element and member adds (`JSON` is 24 bytes, a key 16 more).
+    static let containerBytes = 80
+    static let elementBytes = 24
+    static let memberBytes = 40
+
+    /// Adds `bytes` to the estimate of what the value holds.
+    @inline(__always)
+    private mutating func charge(_ bytes: Int) throws(JSONError) {
+        held &+= bytes
+        if held > memoryBudget { throw JSONError(.tooLarge, at: i) }
+    }
+
+    /// Charges a string or number text of `length` UTF-8 bytes (Swift keeps up to 15 inline).
+    @inline(__always)
+    private mutating func chargeText(_ length: Int) throws(JSONError) {
+        if length > 15 { try charge(JSONParser.allocationBytes &+ length) }
     }
 
     /// Parses the whole buffer as one JSON text (whitespace allowed around the value).
@@ -93,10 +118,16 @@ struct JSONParser {
                 }
                 if frame.isObject && byte == UInt8(ascii: "}") {
                     i += 1
+                    let n = keys.count - frame.keyStart
+                    // Past 16 members an index of about 48 bytes per key is kept too.
+                    let perMember = JSONParser.memberBytes &+ (n > JSONObject.indexThreshold ? 48 : 0)
+                    try charge(JSONParser.containerBytes &+ n &* perMember)
                     let members = takeMembers(keyStart: frame.keyStart, valueStart: frame.valueStart)
                     values.append(.object(JSONObject(parsedMembers: members)))
                 } else if !frame.isObject && byte == UInt8(ascii: "]") {
                     i += 1
+                    try charge(
+                        JSONParser.containerBytes &+ (values.count - frame.valueStart) &* JSONParser.elementBytes)
                     let elements = takeValues(from: frame.valueStart)
                     values.append(.array(elements))
                 } else {
@@ -189,6 +220,7 @@ struct JSONParser {
     private mutating func parseNumber() throws(JSONError) -> JSONNumber {
         switch JSONNumber.grammarEnd(bytes, from: i) {
         case .success(let end):
+            try chargeText(end - i)
             let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[i..<end]), as: UTF8.self)
             i = end
             return JSONNumber(validatedText: text)
@@ -213,6 +245,7 @@ struct JSONParser {
                 throw JSONError(.invalidUTF8, at: start + bad)
             }
             i += 1
+            try chargeText(raw.count)
             return String(decoding: raw.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
         }
         if byte < 0x20 { throw JSONError(.controlCharacterInString, at: i) }
@@ -278,6 +311,7 @@ struct JSONParser {
             throw JSONError(.invalidUTF8, at: start + (UTF8Validation.firstInvalidOffset(raw) ?? 0))
         }
         i += 1
+        try chargeText(scratch.count)
         return String(decoding: scratch, as: UTF8.self)
     }
 

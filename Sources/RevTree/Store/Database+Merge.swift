@@ -74,6 +74,7 @@ extension Database {
         _ meta: inout Meta
     ) throws -> Bool {
         let seq = meta.updateSeq + 1
+        let written = BodyRef(seq: seq, body: write.body, attachments: attachments)
         let kept = min(path.count, max(1, meta.revsLimit))
         // Oldest kept ancestor first, each node's parent the one before it.
         var nodes = [RevTree.LinkedNode]()
@@ -86,7 +87,7 @@ extension Database {
                 RevTree.LinkedNode(
                     rev: path[offset], parent: nodes.isEmpty ? nil : nodes.count - 1, deleted: isLeaf && write.deleted,
                     hasBody: isLeaf))
-            bodies.append(isLeaf ? BodyRef(seq: seq, length: write.body.count) : nil)
+            bodies.append(isLeaf ? written : nil)
         }
         let insert = try connection.statement(.insertDocument)
         let tree = RowCodec.encodeTree(nodes, bodies: bodies)
@@ -111,7 +112,7 @@ extension Database {
         meta.lastWriteCreated = true
         meta.updateSeq = seq
         if write.deleted { meta.docDelCount += 1 } else { meta.docCount += 1 }
-        meta.externalSize += write.body.count
+        meta.externalSize += written.externalSize
         return true
     }
 
@@ -229,7 +230,7 @@ extension Database {
         meta.updateSeq += 1
         let seq = meta.updateSeq
         let before = existing.stored
-        let written = BodyRef(seq: seq, length: write.body.count)
+        let written = BodyRef(seq: seq, body: write.body, attachments: attachments)
         let stored = StoredTree(
             tree: after,
             bodies: after.nodes.map { node in node.rev == leaf && leafValueSet ? written : before.body(of: node.rev) })

@@ -108,12 +108,21 @@ extension Database {
     ///   - limit: most rows, nil for all.
     ///   - body: called per row on the caller's thread; return false to stop.
     public func changes(since: Int, limit: Int?, descending: Bool, _ body: (ChangeRow) throws -> Bool) throws {
+        try changeRows(descending ? .changesDescending : .changesAscending, bound: since, limit: limit, body)
+    }
+
+    /// `_changes?descending=true` a page at a time: rows with seq below `before`, highest first.
+    public func changes(before: Int, limit: Int?, _ body: (ChangeRow) throws -> Bool) throws {
+        try changeRows(.changesBefore, bound: before, limit: limit, body)
+    }
+
+    private func changeRows(_ query: Query, bound: Int, limit: Int?, _ body: (ChangeRow) throws -> Bool) throws {
         let limit = limit.flatMap { $0 < 0 ? nil : $0 }
         if limit == 0 { return }
         try readers.read { connection in
-            let rows = try connection.statement(descending ? .changesDescending : .changesAscending)
+            let rows = try connection.statement(query)
             defer { rows.rewind() }
-            try rows.bind(1, since)
+            try rows.bind(1, bound)
             var emitted = 0
             while try rows.step() {
                 let tree = try rows.withBlob(3) { try RowCodec.decodeTree($0).tree }
@@ -153,17 +162,19 @@ extension Database {
     /// `_all_docs`: live documents ordered by the UTF-8 bytes of their ids.
     /// - Parameters:
     ///   - startKey, endKey: bounds in iteration order (with `descending`, `startKey` is the higher one).
+    ///   - inclusiveStart: whether `startKey` itself is included (false to read the page after a row).
     ///   - inclusiveEnd: whether `endKey` itself is included.
     ///   - body: return false to stop.
     public func allDocs(
-        startKey: String?, endKey: String?, inclusiveEnd: Bool, descending: Bool, skip: Int, limit: Int?,
-        _ body: (DocumentInfo) throws -> Bool
+        startKey: String?, inclusiveStart: Bool = true, endKey: String?, inclusiveEnd: Bool, descending: Bool,
+        skip: Int, limit: Int?, _ body: (DocumentInfo) throws -> Bool
     ) throws {
         try readers.read { connection in
             var sql = "SELECT seq, doc_id, tree FROM documents WHERE deleted = 0"
             var bindings = [SQLiteValue]()
             if let startKey {
-                sql += descending ? " AND doc_id <= ?" : " AND doc_id >= ?"
+                let orEqual = inclusiveStart ? "=" : ""
+                sql += descending ? " AND doc_id <\(orEqual) ?" : " AND doc_id >\(orEqual) ?"
                 bindings.append(.text(startKey))
             }
             if let endKey {

@@ -4,10 +4,13 @@ extension Database {
     /// Each path is merged like `couch_key_tree:merge` and stemmed to `_revs_limit`; there is never a conflict.
     /// A revision already stored with its body is skipped, and a document whose tree does not change gets no new
     /// seq, so a resent batch changes nothing. Invalid writes fail alone (their result) and store nothing.
+    /// - Parameter abortOnInvalid: any failure other than `.conflict` aborts the whole batch instead: nothing is
+    ///   written and `BatchAborted` names the document and its failure (CouchDB's `_bulk_docs` refuses the request,
+    ///   e.g. for a missing stub).
     /// - Returns: one result per write, in order; success carries the path's leaf.
-    /// - Throws: only when the whole transaction fails (SQLite error, database closed).
-    public func applyReplicated(_ writes: [RevisionWrite]) throws -> [WriteResult] {
-        try applyBatch(writes) { write in
+    /// - Throws: when the whole transaction fails (SQLite error, database closed), or `BatchAborted`.
+    public func applyReplicated(_ writes: [RevisionWrite], abortOnInvalid: Bool = false) throws -> [WriteResult] {
+        try applyBatch(writes, abortOnInvalid: abortOnInvalid) { write in
             try RevID.validate(path: write.path)
         } apply: { write, connection, meta in
             try Database.replicate(write, connection, &meta)
@@ -21,9 +24,10 @@ extension Database {
     /// the document, or, if the document's winner is deleted and the write is not a deletion, extends that deleted
     /// winner (CouchDB's recreation); over a live document it is a conflict. New rev ids come from
     /// `RevisionHash.compute`. New attachment data gets `revpos` = the new generation.
+    /// - Parameter abortOnInvalid: as for `applyReplicated`; conflicts stay per-document results.
     /// - Returns: one result per write, in order; success carries the new rev.
-    public func applyEdits(_ writes: [RevisionWrite]) throws -> [WriteResult] {
-        try applyBatch(writes) { write in
+    public func applyEdits(_ writes: [RevisionWrite], abortOnInvalid: Bool = false) throws -> [WriteResult] {
+        try applyBatch(writes, abortOnInvalid: abortOnInvalid) { write in
             guard write.path.count <= 1 else { throw StoreError.invalidRev }
             if !write.path.isEmpty { try RevID.validate(path: write.path) }
         } apply: { write, connection, meta in
@@ -34,7 +38,7 @@ extension Database {
     /// Validates each write outside the writer, then applies the valid ones in order in one transaction; a
     /// document's failure is its own result, never the batch's.
     private func applyBatch(
-        _ writes: [RevisionWrite], validate: (RevisionWrite) throws -> Void,
+        _ writes: [RevisionWrite], abortOnInvalid: Bool, validate: (RevisionWrite) throws -> Void,
         apply: @escaping @Sendable (RevisionWrite, SQLiteConnection, inout Meta) throws -> RevID
     ) throws -> [WriteResult] {
         let invalid = writes.map { write -> StoreError? in
@@ -47,6 +51,9 @@ extension Database {
             } catch {
                 return .invalidRev
             }
+        }
+        if abortOnInvalid, let index = invalid.firstIndex(where: { $0 != nil }), let error = invalid[index] {
+            throw BatchAborted(docID: writes[index].docID, error: error)
         }
         return try writer.perform { connection in
             var meta = try Meta.load(connection)
@@ -61,6 +68,8 @@ extension Database {
                     let rev = try apply(write, connection, &meta)
                     results.append(WriteResult(docID: write.docID, result: .success(rev)))
                 } catch let error as StoreError {
+                    // Thrown out of the job, the error rolls back its savepoint: nothing of the batch is written.
+                    if abortOnInvalid, error != .conflict { throw BatchAborted(docID: write.docID, error: error) }
                     results.append(WriteResult(docID: write.docID, result: .failure(error)))
                 }
             }

@@ -5,7 +5,7 @@ enum Query: Int, CaseIterable {
     case loadMeta, saveMeta
     case documentByID, insertDocument, updateDocument
     case keepBody, deleteBody, body, bodyAttachments
-    case changesAscending, changesDescending
+    case changesAscending, changesDescending, changesBefore
     case localDocument
 
     /// `_changes` rows: each document after a seq, with its tree.
@@ -53,6 +53,7 @@ enum Query: Int, CaseIterable {
             """
         case .changesAscending: Query.changes + " ORDER BY seq ASC"
         case .changesDescending: Query.changes + " ORDER BY seq DESC"
+        case .changesBefore: "SELECT seq, doc_id, deleted, tree FROM documents WHERE seq < ? ORDER BY seq DESC"
         case .localDocument: "SELECT rev, body FROM local_docs WHERE doc_id = ?"
         }
     }

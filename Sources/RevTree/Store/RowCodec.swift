@@ -1,8 +1,19 @@
-/// Where a revision's body is stored: the `bodies` row written by update `seq` (the revision's `_local_seq`),
-/// `length` bytes long (kept here so `sizes.external` can follow leaves without reading bodies).
+/// Where a revision's body is stored: the `bodies` row written by update `seq` (the revision's `_local_seq`), and
+/// what the revision counts in `sizes.external` — its body's bytes plus its attachments' stored bytes, as CouchDB
+/// counts them — kept here so the size can follow leaves without reading bodies or attachment lists.
 struct BodyRef: Equatable, Sendable {
     var seq: Int
-    var length: Int
+    var externalSize: Int
+
+    init(seq: Int, externalSize: Int) {
+        self.seq = seq
+        self.externalSize = externalSize
+    }
+
+    /// The reference to a body written by update `seq` with these attachments.
+    init(seq: Int, body: [UInt8], attachments: [AttachmentInfo]) {
+        self.init(seq: seq, externalSize: body.count + attachments.reduce(0) { $0 + ($1.encodedLength ?? $1.length) })
+    }
 }
 
 /// A document's revision tree as stored in its `documents` row, with where each node's body lives.
@@ -13,10 +24,10 @@ struct StoredTree {
 
     func body(of rev: RevID) -> BodyRef? { tree.index(of: rev).flatMap { bodies[$0] } }
 
-    /// Total body length of the leaves: this document's share of `sizes.external`.
+    /// What the leaves count in `sizes.external`: this document's share of it.
     var leafBodyBytes: Int {
         tree.nodes.indices.reduce(0) { sum, index in
-            tree.nodes[index].isLeaf ? sum + (bodies[index]?.length ?? 0) : sum
+            tree.nodes[index].isLeaf ? sum + (bodies[index]?.externalSize ?? 0) : sum
         }
     }
 }
@@ -26,7 +37,7 @@ struct StoredTree {
 ///
 /// Tree, format 1: a format byte, then a varint node count and per node: varint generation, varint hash length and
 /// hash bytes, varint parent position + 1 (0 for a root), a flags byte (1 = deleted, 2 = has a body) and, with a
-/// body, varint body seq and varint body length. Attachments: a varint count, then per attachment name, content
+/// body, varint body seq and varint external size (body plus attachment bytes). Attachments: a varint count, then per attachment name, content
 /// type, digest (each a varint length and UTF-8 bytes), varint length, varint revpos, a flags byte (1 = encoding
 /// follows, 2 = encoded length follows), those optional fields, and the blob key. Varints are unsigned LEB128.
 /// Decoding checks every length against the bytes left, so a damaged row is an error, never a crash or a loop.
@@ -50,7 +61,7 @@ enum RowCodec {
             out.bytes.append((node.deleted ? deletedFlag : 0) | (body != nil ? bodyFlag : 0))
             if let body {
                 out.varint(body.seq)
-                out.varint(body.length)
+                out.varint(body.externalSize)
             }
         }
         return out.bytes
@@ -75,7 +86,7 @@ enum RowCodec {
             let hash = try input.string()
             let parent = try input.varint()
             let flags = try input.byte()
-            let body = flags & bodyFlag != 0 ? BodyRef(seq: try input.varint(), length: try input.varint()) : nil
+            let body = flags & bodyFlag != 0 ? BodyRef(seq: try input.varint(), externalSize: try input.varint()) : nil
             guard pos >= 1, parent >= 0, parent <= count else { throw damaged("revision tree node") }
             nodes.append(
                 RevTree.LinkedNode(

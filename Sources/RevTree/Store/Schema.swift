@@ -10,7 +10,7 @@
 /// `_revisions`, and reading its current body takes no second lookup.
 enum Schema {
     /// The version this code writes.
-    static let latest = 3
+    static let latest = 4
 
     /// A new file's tables, at `latest`.
     static let current = """
@@ -114,6 +114,8 @@ enum Schema {
                 """)
         case 2:
             try upgradeToOneRowPerDocument(connection)
+        case 3:
+            try recountExternalSizes(connection)
         default:
             throw StoreError.internalError("no upgrade from schema version \(version)")
         }
@@ -211,7 +213,7 @@ enum Schema {
                         while try insertBody.step() {}
                         insertBody.reset()
                     }
-                    ref = BodyRef(seq: seq, length: body.count)
+                    ref = BodyRef(seq: seq, body: body, attachments: infos)
                 }
                 nodes.append(
                     RevTree.LinkedNode(
@@ -233,5 +235,49 @@ enum Schema {
         }
         try connection.run("UPDATE db_meta SET external_size = ? WHERE id = 1", [.int(external)])
         try connection.execute("DROP TABLE rev_attachments; DROP TABLE revs; DROP TABLE docs;")
+    }
+
+    /// Version 4: each body reference's size (and `sizes.external`) also counts the attachment bytes of its
+    /// revision, as CouchDB's does; version 3 counted bodies only. The same numbers are recomputed from the stored
+    /// bodies and attachment lists, in seq-ordered chunks so memory stays bounded.
+    private static func recountExternalSizes(_ connection: SQLiteConnection) throws {
+        let chunk = 1000
+        let read = try connection.prepare("SELECT seq, tree FROM documents WHERE seq > ? ORDER BY seq LIMIT ?")
+        let body = try connection.prepare(
+            """
+            SELECT body, attachments FROM documents WHERE seq = ?1 AND body IS NOT NULL
+            UNION ALL SELECT body, attachments FROM bodies WHERE seq = ?1
+            """)
+        let rewrite = try connection.prepare("UPDATE documents SET tree = ? WHERE seq = ?")
+        var external = 0
+        var after = 0
+        while true {
+            var rows = [(seq: Int, stored: StoredTree)]()
+            do {
+                defer { read.reset() }
+                try read.bind([.int(after), .int(chunk)])
+                while try read.step() {
+                    rows.append((read.int(0), try read.withBlob(1) { try RowCodec.decodeTree($0) }))
+                }
+            }
+            guard let last = rows.last else { break }
+            after = last.seq
+            for var row in rows {
+                for index in row.stored.bodies.indices {
+                    guard let ref = row.stored.bodies[index] else { continue }
+                    try body.bind([.int(ref.seq)])
+                    defer { body.reset() }
+                    guard try body.step() else { continue }
+                    let bytes = body.blob(0) ?? []
+                    let attachments = body.isNull(1) ? [] : try body.withBlob(1) { try RowCodec.decodeAttachments($0) }
+                    row.stored.bodies[index] = BodyRef(seq: ref.seq, body: bytes, attachments: attachments)
+                }
+                external += row.stored.leafBodyBytes
+                try rewrite.bind([.blob(RowCodec.encodeTree(row.stored)), .int(row.seq)])
+                while try rewrite.step() {}
+                rewrite.reset()
+            }
+        }
+        try connection.run("UPDATE db_meta SET external_size = ? WHERE id = 1", [.int(external)])
     }
 }

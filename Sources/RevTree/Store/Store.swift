@@ -6,6 +6,9 @@ public final class Store: Sendable {
     /// The directory holding the database files.
     public let directory: String
     private let open = Mutex<[String: Database]>([:])
+    /// How many times each database name has been deleted, so a caller can tell that a failure came from
+    /// a database deleted while it worked (see ``deletions(of:)``).
+    private let deleted = Mutex<[String: Int]>([:])
 
     /// File suffix of a database.
     static let suffix = ".couch"
@@ -17,11 +20,15 @@ public final class Store: Sendable {
     }
 
     /// Creates a database.
+    /// - Parameter prepare: Runs once the name is known to be free and before the database exists, so
+    ///   that state a crashed earlier incarnation left (its attachment blobs) is cleared before any
+    ///   request can see the new one.
     /// - Throws: `.fileExists` if it exists, `.internalError` if SQLite fails.
-    public func create(_ name: String) throws(StoreError) -> Database {
+    public func create(_ name: String, prepare: () -> Void = {}) throws(StoreError) -> Database {
         let path = self.path(of: name)
         return try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
             guard open[name] == nil, !FileManager.default.fileExists(atPath: path) else { throw .fileExists }
+            prepare()
             do {
                 let database = try Database(name: name, path: path, create: true)
                 open[name] = database
@@ -56,9 +63,22 @@ public final class Store: Sendable {
         try open.withLock { (open: inout [String: Database]) throws(StoreError) in
             let database = open.removeValue(forKey: name)
             guard database != nil || FileManager.default.fileExists(atPath: path) else { throw .dbNotFound }
+            deleted.withLock { $0[name, default: 0] += 1 }
             database?.close()
             Store.removeFiles(path)
         }
+    }
+
+    /// How many times `name` has been deleted since the store opened: a request that sees this change
+    /// while it runs raced `DELETE /db`, whatever state the database is in now.
+    public func deletions(of name: String) -> Int {
+        deleted.withLock { $0[name] ?? 0 }
+    }
+
+    /// Whether a database of this name exists now (open, or on disk).
+    public func exists(_ name: String) -> Bool {
+        let path = self.path(of: name)
+        return open.withLock { open in open[name] != nil || FileManager.default.fileExists(atPath: path) }
     }
 
     /// Names of all databases, sorted.

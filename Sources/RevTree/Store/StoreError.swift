@@ -22,6 +22,18 @@ public enum StoreError: Error, Equatable, Sendable {
     case internalError(String)
 }
 
+/// A batch applied with `abortOnInvalid` that wrote nothing because of one document's failure.
+public struct BatchAborted: Error, Equatable, Sendable {
+    /// The document that failed.
+    public let docID: String
+    public let error: StoreError
+
+    public init(docID: String, error: StoreError) {
+        self.docID = docID
+        self.error = error
+    }
+}
+
 /// Limits of the store, checked before anything is written.
 public enum StoreLimits {
     /// Longest accepted document id, in UTF-8 bytes. CouchDB's `max_document_id_length` defaults to infinity;

@@ -1,0 +1,177 @@
+import CouchWire
+import RevTree
+
+/// The parameters of one `_changes` request, read as `chttpd_db:parse_changes_query` reads them: names in any
+/// case, in order, a later one overriding an earlier one; the flags (`descending`, `include_docs`, `conflicts`,
+/// `attachments`, `att_encoding_info`) turn on only for exactly `true` and ignore every other value; unknown
+/// names are ignored. `last-event-id` is another spelling of `since` (EventSource reconnects send it), and an
+/// `eventsource` feed's `Last-Event-ID` header overrides both.
+struct ChangesQuery {
+    enum Feed: String { case normal, longpoll, continuous, eventsource }
+    enum Filter {
+        case none
+        case docIDs(Set<String>)
+        case selector(Selector)
+        case design
+    }
+
+    var feed = Feed.normal
+    var since = 0
+    var limit: Int?
+    var descending = false
+    var allDocsStyle = false
+    var includeDocs = false
+    var render = RenderOptions()
+    var heartbeat: Duration?
+    var timeout: Duration
+    var seqInterval: Int?
+    /// Where `seq_interval`'s countdown starts: the limit as given (negative too), else `unlimited`.
+    var seqCountdown = ChangesQuery.unlimited
+    var filter = Filter.none
+
+    /// Default wait of a live feed with no heartbeat (CouchDB's `changes_timeout`, 60 s).
+    static let defaultTimeout = Duration.seconds(60)
+    /// How often a waiting feed checks that its client is still there.
+    static let livenessInterval = Duration.seconds(1)
+    /// CouchDB's `#changes_args.limit` when none is given; `seq_interval` counts down from it.
+    static let unlimited = 1_000_000_000_000_000
+
+    init(_ request: Request, database: Database) throws {
+        var feedText = "normal"
+        var sinceText: String?
+        var styleText = "main_only"
+        var filterName: String?
+        timeout = ChangesQuery.defaultTimeout
+        for (rawName, value) in request.query.pairs {
+            switch (rawName.lowercased(), value) {
+            case ("feed", _): feedText = value
+            case ("descending", "true"): descending = true
+            case ("since", _), ("last-event-id", _): sinceText = value
+            case ("limit", _):
+                limit = try ChangesQuery.limit(value)
+                seqCountdown = Int(value) ?? ChangesQuery.unlimited
+            case ("style", _): styleText = value
+            case ("heartbeat", _): heartbeat = try ChangesQuery.heartbeat(value)
+            case ("timeout", _): timeout = .milliseconds(try ChangesQuery.integer(value))
+            case ("include_docs", "true"): includeDocs = true
+            case ("conflicts", "true"): render.conflicts = true
+            case ("attachments", "true"): render.attachments = true
+            case ("att_encoding_info", "true"): render.attEncodingInfo = true
+            case ("filter", _): filterName = value
+            case ("seq_interval", _):
+                guard let interval = Int(value), interval > 0 else {
+                    throw CouchError.badRequest("invalid_seq_interval")
+                }
+                seqInterval = interval
+            default: continue
+            }
+        }
+        switch feedText {
+        case "normal": feed = .normal
+        case "longpoll": feed = .longpoll
+        case "continuous", "live": feed = .continuous
+        case "eventsource": feed = .eventsource
+        default: throw CouchError.badRequest("Supported `feed` types: normal, continuous, live, longpoll, eventsource")
+        }
+        if feed == .eventsource, let lastEventID = request.head.headers["Last-Event-ID"] { sinceText = lastEventID }
+        switch styleText {
+        case "main_only": allDocsStyle = false
+        case "all_docs": allDocsStyle = true
+        default: throw CouchError.badRequest("Supported `style` values: main_only, all_docs")
+        }
+        if let sinceText {
+            if sinceText == "now" {
+                since = database.updateSeq
+            } else if let seq = UpdateSeq.parse(sinceText) {
+                since = seq
+            } else {
+                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
+            }
+        }
+        filter = try ChangesQuery.filter(filterName, request, database)
+    }
+
+    private static func integer(_ value: String) throws(CouchError) -> Int {
+        guard let n = Int(value), n >= 0 else { throw .queryParseError("Invalid value for integer: \"\(value)\"") }
+        return n
+    }
+
+    /// A negative limit is no limit, as in CouchDB (its countdown never reaches zero).
+    private static func limit(_ value: String) throws(CouchError) -> Int? {
+        guard let n = Int(value) else { throw .queryParseError("Invalid value for integer: \"\(value)\"") }
+        return n < 0 ? nil : n
+    }
+
+    private static func heartbeat(_ value: String) throws(CouchError) -> Duration? {
+        if value == "true" { return .seconds(60) }
+        guard let ms = Int(value) else {
+            throw .badRequest("Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+        }
+        guard ms > 0 else { throw .badRequest("The heartbeat value should be a positive integer (in milliseconds).") }
+        return .milliseconds(ms)
+    }
+
+    /// `couch_changes:configure_filter`: the built-in filters, and for `ddoc/name` the same lookups CouchDB makes
+    /// (404 `missing` for no design document, 404 `missing json key: …` for no such function) before answering
+    /// 501, since couchlite runs no JavaScript.
+    private static func filter(_ name: String?, _ request: Request, _ database: Database) throws -> Filter {
+        let body: JSONObject? =
+            request.method == "POST" && request.body.hasBody
+            ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
+        guard let name, !name.isEmpty else { return .none }
+        switch name {
+        case "_doc_ids":
+            let ids = request.method == "POST" ? body?["doc_ids"] : try request.query.json("doc_ids")
+            guard let array = ids?.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
+                throw CouchError.badRequest("`doc_ids` filter parameter is not a list of doc ids.")
+            }
+            return .docIDs(Set(array.compactMap(\.stringValue)))
+        case "_selector":
+            guard request.method == "POST" else {
+                throw CouchError.badRequest("Selector must be specified in POST payload")
+            }
+            guard let selectorJSON = body?["selector"], case .object = selectorJSON else {
+                throw CouchError.badRequest("Selector error: expected a JSON object")
+            }
+            do {
+                return .selector(try Selector(selectorJSON))
+            } catch {
+                throw CouchError.badRequest(error.reason)
+            }
+        case "_design":
+            return .design
+        case "_view":
+            guard let view = request.query["view"], !view.isEmpty else {
+                throw CouchError.badRequest("`view` filter parameter is not provided.")
+            }
+            let parts = view.split(separator: "/")
+            guard parts.count == 2 else {
+                throw CouchError.badRequest("`view` must be of the form `designname/viewname`")
+            }
+            try requireFunction(database, design: parts[0], member: "views", name: parts[1])
+            throw CouchError.notImplemented("couchlite does not execute views; filter=_view is not supported.")
+        default:
+            if name.hasBytePrefix("_") { throw CouchError.badRequest("unknown builtin filter name") }
+            let parts = name.split(separator: "/")
+            if parts.isEmpty { return .none }
+            guard parts.count == 2 else {
+                throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
+            }
+            try requireFunction(database, design: parts[0], member: "filters", name: parts[1])
+            throw CouchError.notImplemented("couchlite does not execute filter functions (filter=\(name)).")
+        }
+    }
+
+    /// 404 unless `_design/<design>` exists with `<member>.<name>` (`couch_util:get_nested_json_value`).
+    private static func requireFunction(_ database: Database, design: Substring, member: String, name: Substring)
+        throws
+    {
+        let id = "_design/" + design
+        guard let info = try database.document(id), !info.deleted,
+            let revision = try database.revision(id, rev: nil), let body = revision.body
+        else { throw CouchError.notFound("missing") }
+        let fields = try? JSON.parse(body)
+        guard let functions = fields?[member] else { throw CouchError.notFound("missing json key: \(member)") }
+        guard functions[String(name)] != nil else { throw CouchError.notFound("missing json key: \(name)") }
+    }
+}

@@ -1,0 +1,134 @@
+import CouchCrypto
+import CouchWire
+import RevTree
+
+/// Attachment bytes as they leave the store, decoded when stored gzip-encoded, always in bounded
+/// pieces: an attachment uploaded as a 1 MB gzip bomb that inflates to 1 GiB is never inflated whole,
+/// whichever route sends it (plain GET, `attachments=true`, `_bulk_get`, `_changes`).
+extension App {
+    /// Hands the identity bytes of `att` to `sink` in pieces of at most `App.streamChunk` (stored bytes)
+    /// or 64 KiB (decoded gzip steps).
+    /// - Parameter limit: Most decoded bytes accepted; more is a corrupt attachment (its recorded
+    ///   `length` is what clients were promised). Defaults to the recorded length.
+    /// - Throws: 500 for a blob that is missing, short or not valid gzip (logged, reason generic), and
+    ///   whatever `sink` throws.
+    func streamIdentityBytes(
+        _ database: Database, _ att: AttachmentInfo, limit: Int? = nil,
+        _ sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let reader = try blobs(for: database).openReader(att.blobKey)
+        defer { reader.close() }
+        let decoder: GzipDecoder?
+        if att.encoding == "gzip" {
+            decoder = try GzipDecoder(limit: limit ?? max(att.length, 0))
+        } else {
+            decoder = nil
+        }
+        var offset = 0
+        while offset < reader.length {
+            let chunk = try reader.read(at: offset, upTo: App.streamChunk)
+            if chunk.isEmpty { throw CouchError.internalError("attachment \(att.blobKey) is shorter than recorded") }
+            offset += chunk.count
+            if let decoder {
+                try chunk.withUnsafeBytes { try decoder.decode($0, sink: sink) }
+            } else {
+                try chunk.withUnsafeBytes { try sink($0) }
+            }
+        }
+        try decoder?.finish()
+    }
+
+    /// Sends a 200 JSON document whose inline attachment data streams in (chunked), or as one body when
+    /// it has none.
+    func replyJSON(
+        _ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders(), _ reply: Reply
+    ) throws {
+        guard !inline.isEmpty else { return try reply.json(200, value, headers: headers) }
+        var bytes = value.serialized()
+        bytes.append(UInt8(ascii: "\n"))
+        try reply.begin(200, headers: headers)
+        // HEAD sends no body: the attachments need not be read (nor inflated) at all.
+        if !reply.writer.isHEAD { try inline.write(bytes, to: reply) }
+        try reply.finish()
+    }
+}
+
+/// Inline `data` of `attachments=true` documents, streamed into the response instead of built in memory.
+///
+/// The renderer puts a placeholder string in each `data` member (a per-response random nonce and an index,
+/// which no stored text can predict); ``write(_:to:)`` sends the serialized JSON up to each placeholder, then
+/// the attachment's bytes base64-encoded as they are read (and decoded), then the rest. Memory per document
+/// is its JSON plus one read buffer, whatever the attachments weigh.
+final class InlineAttachments {
+    private let app: App
+    private let database: Database
+    /// 32 hex digits, fresh per response.
+    private let nonce: [UInt8]
+    private var pending: [AttachmentInfo] = []
+
+    init(_ app: App, _ database: Database) {
+        self.app = app
+        self.database = database
+        nonce = Array(("inline-" + Secrets.randomBytes(16).hexString + "-").utf8)
+    }
+
+    /// The `data` value standing for `att` until ``write(_:to:)`` replaces it.
+    func placeholder(for att: AttachmentInfo) -> String {
+        pending.append(att)
+        return String(decoding: nonce, as: UTF8.self) + String(pending.count - 1)
+    }
+
+    /// Whether any placeholder was handed out since the last write.
+    var isEmpty: Bool { pending.isEmpty }
+
+    /// Sends `serialized`, streaming each placeholder's attachment in its place; then forgets them.
+    func write(_ serialized: [UInt8], to reply: Reply) throws {
+        defer { pending.removeAll() }
+        guard !pending.isEmpty else { return try reply.write(serialized) }
+        var start = 0
+        var searchFrom = 0
+        while let found = Self.find(nonce, in: serialized, from: searchFrom) {
+            var end = found + nonce.count
+            var index = 0
+            while end < serialized.count, serialized[end] &- UInt8(ascii: "0") < 10 {
+                index = index &* 10 &+ Int(serialized[end] &- UInt8(ascii: "0"))
+                end += 1
+            }
+            guard index < pending.count else {
+                searchFrom = end
+                continue
+            }
+            try reply.write(Array(serialized[start..<found]))
+            try streamBase64(pending[index], to: reply)
+            start = end
+            searchFrom = end
+        }
+        try reply.write(Array(serialized[start...]))
+    }
+
+    private func streamBase64(_ att: AttachmentInfo, to reply: Reply) throws {
+        var encoder = Base64Encoder()
+        var out: [UInt8] = []
+        out.reserveCapacity(App.streamChunk / 3 * 4 + 4)
+        try app.streamIdentityBytes(database, att) { piece in
+            encoder.update(piece, into: &out)
+            if out.count >= App.streamChunk {
+                try reply.write(out)
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        encoder.finish(into: &out)
+        try reply.write(out)
+    }
+
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard let first = needle.first, haystack.count >= needle.count else { return nil }
+        var i = start
+        let last = haystack.count - needle.count
+        while i <= last {
+            if haystack[i] == first, haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+}
