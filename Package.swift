@@ -29,6 +29,8 @@ let package = Package(
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
+        // CouchDB's replication protocol between two endpoints, over our own HTTP client.
+        .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // Decoding, downscaling and orienting photos in C (libjpeg and libpng report errors by longjmp).
         .target(name: "CThumbnail", dependencies: ["CJPEG", "CPNG"]),
         // Thumbnails of photos and their cache on disk. Knows nothing of HTTP.
@@ -36,7 +38,9 @@ let package = Package(
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
             name: "CouchServer",
-            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails"],
+            dependencies: [
+                "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails", "Replicator",
+            ],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -47,6 +51,8 @@ let package = Package(
 
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(

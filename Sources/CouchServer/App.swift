@@ -15,6 +15,12 @@ final class App: Sendable {
     let log: Logger
     let options: Options
     let access: AccessControl
+    /// Serves this app to the replicator's local endpoints over in-process socket pairs.
+    let localServer: HTTPLocalServer
+    /// Replications started by `_replicate` and `_replicator` documents.
+    let replications = ReplicationJobs()
+    /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
+    let replicatorDatabase = Mutex<ReplicatorDatabase?>(nil)
     /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
     /// its addresses and port.
     private let allowedHosts: Mutex<HostAllowList>
@@ -34,13 +40,25 @@ final class App: Sendable {
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         self.gallery = GalleryState(dataDir: options.dataDir)
+        // The local server's handler reaches the app through a box filled below: `self` is not
+        // usable until every stored property is set.
+        let box = AppBox()
+        localServer = HTTPLocalServer { head, body, writer in
+            box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
+        }
+        box.app = self
     }
 
     /// The engine's entry point for every request.
-    func handle(_ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter) {
+    /// - Parameter trusted: The user an in-process connection (`localServer`) speaks for; nil for the
+    ///   network, whose requests authenticate themselves.
+    func handle(
+        _ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter, trusted: UserContext? = nil
+    ) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
-        guard allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
+        // In-process connections (`trusted`) name no host of ours; every network request must.
+        guard trusted != nil || allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
             // Before CORS and authentication: a rebound name gets nothing from this server.
             log.info("host refused", ["client": head.remoteAddress ?? "-", "host": head.headers["Host"] ?? "-"])
             return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
@@ -51,7 +69,7 @@ final class App: Sendable {
         var temporaryRequest: TemporaryAccounts.Request?
         do {
             let request = try Request(head: head, body: body)
-            if try admit(request, reply) {
+            if try admit(request, reply, trusted: trusted) {
                 temporaryRequest = access.authenticator.temporary.begin(
                     UserContext.current, method: request.method, segments: request.segments)
                 try route(request, reply)
@@ -115,12 +133,15 @@ final class App: Sendable {
         }
         if first == "_photos" { return try gallery(request, reply) }
         if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
+            if first == "_scheduler" { return try scheduler(request, reply) }
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {
             case "_up": return try up(request, reply)
             case "_all_dbs": return try allDatabases(request, reply)
             case "_uuids": return try uuids(request, reply)
             case "_session": return try sessionEndpoint(request, reply)
+            case "_replicate": return try replicate(request, reply)
+            case "_active_tasks": return try activeTasks(request, reply)
             default: throw CouchError.notFound("missing")
             }
         }

@@ -5,8 +5,11 @@ import Foundation
 // `couchlite serve [options]`, as the server was run before it had subcommands.
 
 let usage = """
-    usage: couchlite [serve] [options]     run the CouchDB-compatible server (see couchlite serve --help)
-           couchlite receive [options]     receive photos into a folder (see couchlite receive --help)
+    usage: couchlite [serve] [options]               run the CouchDB-compatible server
+           couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
+           couchlite push DIR URL [options]          send a folder of photos and videos to a peer
+           couchlite replicate SOURCE TARGET [...]   replicate once or continuously
+           couchlite SUBCOMMAND --help               the options of each
 
     A CouchDB-compatible replication server.
     """
@@ -16,6 +19,8 @@ let environment = ProcessInfo.processInfo.environment
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
+case "replicate": status = replicate(Array(arguments.dropFirst()), environment)
+case "push": status = push(Array(arguments.dropFirst()), environment)
 case "receive": status = receive(Array(arguments.dropFirst()), environment)
 case "help": status = help()
 default: status = serve(arguments, environment)

@@ -4,6 +4,7 @@ import CouchWire
 import Dispatch
 import Foundation
 import RevTree
+import Synchronization
 
 /// A started couchlite server: the store, the endpoints and the listening HTTP engine.
 ///
@@ -46,6 +47,9 @@ final class ServerProcess: Sendable {
             handlerApp.handle(head, body, writer)
         }
         port = try server.start()
+        let replicator = ReplicatorDatabase(app: app)
+        app.replicatorDatabase.withLock { $0 = replicator }
+        replicator.start()
     }
 
     /// The `http://host:port/` base URL for the bound address.
@@ -59,6 +63,9 @@ final class ServerProcess: Sendable {
     func runUntilSignalled(log: Logger) {
         let sources = installSignalHandlers(server: server, log: log)
         server.waitUntilStopped()
+        app.replicatorDatabase.withLock { $0 }?.stop()
+        app.replications.cancelAll()
+        app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         withExtendedLifetime(sources) {}
     }

@@ -1,0 +1,33 @@
+import CouchWire
+import Foundation
+import RevTree
+
+/// The app over a data dir without a listening socket: what `couchlite replicate` and `couchlite push`
+/// use to reach local databases (in-process, through `App.localServer`). Nobody can log in to it, so no
+/// admin is set up and nothing is written to `admins.json`.
+enum LocalApp {
+    static func open(dataDir: String, log: Logger) throws -> App {
+        try DataDirectory.create(dataDir)
+        let store = try Store(directory: dataDir + "/databases")
+        let uuid = try DataDirectory.serverUUID(dataDir)
+        var options = Options()
+        options.dataDir = dataDir
+        // No admins, and nowhere they could be saved: nothing can log in to this app.
+        let access = AccessControl(
+            authenticator: Authenticator(
+                admins: ServerAdmins(hashes: [:], path: "/dev/null"),
+                secret: try Authenticator.loadSecret(dataDir: dataDir), store: store),
+            security: try SecurityStore(directory: dataDir + "/security"),
+            cors: CORSPolicy(origins: [], credentials: options.corsCredentials))
+        return App(
+            store: store, blobRegistry: BlobRegistry(root: dataDir + "/attachments"), serverUUID: uuid,
+            options: options, access: access, log: log)
+    }
+
+    /// Closes what `open` opened.
+    static func close(_ app: App) {
+        app.replications.cancelAll()
+        app.localServer.shutdown(timeout: .seconds(5))
+        app.store.close()
+    }
+}

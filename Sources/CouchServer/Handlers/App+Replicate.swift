@@ -1,0 +1,96 @@
+import CouchWire
+import Foundation
+import Replicator
+
+/// `POST /_replicate` and `GET /_active_tasks` (server admins only, as every `/_…` route not listed
+/// as public in App+Authorization.swift).
+extension App {
+    func replicate(_ request: Request, _ reply: Reply) throws {
+        try require(request, "POST")
+        let body = try request.jsonObjectBody(limit: Limits.smallRequestBytes)
+        if body["cancel"]?.boolValue == true,
+            let id = body["replication_id"]?.stringValue ?? body["_local_id"]?.stringValue
+        {
+            return try cancelReplication(id, reply)
+        }
+        let parsed = try ReplicationRequest(body, app: self)
+        let replication = Replication(source: parsed.source, target: parsed.target, options: parsed.options)
+        if parsed.cancel { return try cancelReplication(replication.fullID, reply) }
+        let job = ReplicationJobs.Job(replication, docID: nil)
+        if parsed.options.continuous {
+            if replications.add(job) {
+                replications.startInBackground(job) { [log] outcome in
+                    if case .failure(let error) = outcome, error != .cancelled {
+                        log.error("continuous replication stopped", ["error": error.description])
+                    }
+                }
+            }
+            return try reply.json(202, ["ok": true, "_local_id": .string(replication.fullID)])
+        }
+        guard replications.add(job) else {
+            throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
+        }
+        defer { replications.remove(job) }
+        do {
+            let result = try replication.run()
+            try reply.json(200, result)
+        } catch let error as ReplicationError {
+            let (status, name) = App.replicationErrorStatus(error)
+            var reason = error.description
+            if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
+            try reply.json(status, ["error": .string(name), "reason": .string(reason)])
+        }
+    }
+
+    /// CouchDB's answers for a failed one-shot replication.
+    static func replicationErrorStatus(_ error: ReplicationError) -> (Int, String) {
+        switch error {
+        case .databaseNotFound: (404, "db_not_found")
+        case .unauthorized: (401, "unauthorized")
+        case .forbidden: (403, "forbidden")
+        case .badRequest: (400, "bad_request")
+        case .cancelled: (500, "cancelled")
+        default: (500, "replication_failed")
+        }
+    }
+
+    private func cancelReplication(_ id: String, _ reply: Reply) throws {
+        guard let job = replications.job(id: id) else {
+            throw CouchError.notFound("Replication `\(id)` not found")
+        }
+        job.replication.cancel()
+        try reply.json(200, ["ok": true, "_local_id": .string(id)])
+    }
+
+    /// `GET /_active_tasks`: one entry per running replication, with CouchDB's fields.
+    func activeTasks(_ request: Request, _ reply: Reply) throws {
+        try require(request, "GET", "HEAD")
+        let tasks = replications.all.filter { !$0.isFinished }.map { App.taskJSON($0) }
+        try reply.json(200, .array(tasks))
+    }
+
+    static func taskJSON(_ job: ReplicationJobs.Job) -> JSON {
+        let replication = job.replication
+        let stats = replication.stats
+        return .object(
+            JSONObject([
+                ("type", "replication"), ("node", "couchlite@127.0.0.1"),
+                ("replication_id", .string(replication.fullID)),
+                ("doc_id", job.docID.map(JSON.string) ?? .null),
+                ("database", job.docID == nil ? .null : "_replicator"),
+                ("source", .string(replication.source.display)), ("target", .string(replication.target.display)),
+                ("continuous", .bool(replication.options.continuous)),
+                ("docs_read", .int(stats.docsRead)), ("docs_written", .int(stats.docsWritten)),
+                ("doc_write_failures", .int(stats.docWriteFailures)),
+                ("missing_revisions_found", .int(stats.missingFound)),
+                ("revisions_checked", .int(stats.missingChecked)),
+                ("changes_pending", stats.changesPending.map(JSON.int) ?? .null),
+                ("bulk_get_docs", .int(stats.bulkGetDocs)), ("bulk_get_attempts", .int(stats.bulkGetAttempts)),
+                ("checkpointed_source_seq", stats.checkpointedSeq), ("source_seq", stats.throughSeq),
+                ("through_seq", stats.throughSeq),
+                ("checkpoint_interval", .int(Int(replication.options.checkpointInterval.components.seconds * 1000))),
+                ("started_on", .int(Int(replication.startedOn.timeIntervalSince1970))),
+                ("updated_on", .int(Int(replication.updatedOn.timeIntervalSince1970))),
+            ]))
+    }
+}

@@ -1,0 +1,88 @@
+import CouchWire
+import Foundation
+import Replicator
+import Synchronization
+
+/// `GET /_scheduler/jobs` and `GET /_scheduler/docs`: the replication scheduler's view, in CouchDB's shape.
+extension App {
+    func scheduler(_ request: Request, _ reply: Reply) throws {
+        try require(request, "GET", "HEAD")
+        let segments = request.segments
+        guard segments.count >= 2 else { throw CouchError.notFound("missing") }
+        switch segments[1] {
+        case "jobs":
+            let jobs = replications.all.filter { !$0.isFinished }.map(App.schedulerJobJSON)
+            try reply.json(200, ["total_rows": .int(jobs.count), "offset": 0, "jobs": .array(jobs)])
+        case "docs":
+            let docs = try replicatorDocStates(docID: segments.count > 3 ? segments[3...].joined(separator: "/") : nil)
+            if segments.count > 3 {
+                guard let doc = docs.first else { throw CouchError.notFound("missing") }
+                return try reply.json(200, doc)
+            }
+            try reply.json(200, ["total_rows": .int(docs.count), "offset": 0, "docs": .array(docs)])
+        default:
+            throw CouchError.notFound("missing")
+        }
+    }
+
+    static func schedulerJobJSON(_ job: ReplicationJobs.Job) -> JSON {
+        let replication = job.replication
+        let stats = replication.stats
+        return .object(
+            JSONObject([
+                ("database", job.docID == nil ? .null : "_replicator"), ("id", .string(replication.fullID)),
+                ("pid", .null), ("source", .string(replication.source.display)),
+                ("target", .string(replication.target.display)), ("user", .null),
+                ("doc_id", job.docID.map(JSON.string) ?? .null),
+                (
+                    "info",
+                    [
+                        "docs_read": .int(stats.docsRead), "docs_written": .int(stats.docsWritten),
+                        "doc_write_failures": .int(stats.docWriteFailures),
+                        "changes_pending": stats.changesPending.map(JSON.int) ?? .null,
+                        "checkpointed_source_seq": stats.checkpointedSeq,
+                    ]
+                ),
+                (
+                    "history",
+                    [
+                        [
+                            "timestamp": .string(ISO8601DateFormatter().string(from: replication.startedOn)),
+                            "type": "started",
+                        ]
+                    ]
+                ),
+                ("node", "couchlite@127.0.0.1"),
+                ("start_time", .string(ISO8601DateFormatter().string(from: replication.startedOn))),
+            ]))
+    }
+
+    /// `_scheduler/docs` rows: every `_replicator` document the server has seen, with its state.
+    func replicatorDocStates(docID: String?) throws -> [JSON] {
+        guard let database = replicatorDatabase.withLock({ $0 }) else { return [] }
+        let formatter = ISO8601DateFormatter()
+        return database.states.filter { docID == nil || $0.0 == docID }.map { id, state in
+            let stats = state.job?.replication.stats
+            var info: JSON = .null
+            if let stats {
+                info = [
+                    "docs_read": .int(stats.docsRead), "docs_written": .int(stats.docsWritten),
+                    "doc_write_failures": .int(stats.docWriteFailures),
+                    "changes_pending": stats.changesPending.map(JSON.int) ?? .null,
+                    "checkpointed_source_seq": stats.checkpointedSeq,
+                ]
+            } else if let error = state.error {
+                info = ["error": .string(error)]
+            }
+            return .object(
+                JSONObject([
+                    ("database", "_replicator"), ("doc_id", .string(id)), ("id", state.jobID.map(JSON.string) ?? .null),
+                    ("node", "couchlite@127.0.0.1"), ("source", state.source.map(JSON.string) ?? .null),
+                    ("target", state.target.map(JSON.string) ?? .null), ("state", .string(state.state)),
+                    ("info", info), ("error_count", .int(state.errorCount)),
+                    ("last_updated", .string(formatter.string(from: state.lastUpdated))),
+                    ("start_time", .string(formatter.string(from: state.startTime))),
+                ]))
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import CouchWire
+import Foundation
+
+/// One end of a replication: a database reached over HTTP, either at a URL or in-process (a local
+/// database served over a socket pair, see `HTTPLocalServer`).
+public struct Endpoint: Sendable {
+    public let client: HTTPClient
+    /// The database's path on the peer, percent-encoded, without a trailing slash (`/photos`).
+    public let basePath: String
+    /// `Authorization` sent with every request (Basic, from the URL's user info), or nil.
+    public let authorization: String?
+    /// Headers given with the endpoint (`_replicate`'s `{"url","headers"}`).
+    let extraHeaders: HTTPHeaders
+    /// The endpoint as shown to people: the URL without its password, or the local database name.
+    public let display: String
+    /// The URL without any credentials (CouchDB's `could not open …` reason), or the local name.
+    public let redacted: String
+    /// The cookie session used instead of Basic auth where the peer has `/_session`.
+    let session: Session?
+    /// The path before the database's (`/couch` for `http://host/couch/db`), where `/_session` is.
+    var rootPath: String {
+        guard let slash = basePath.lastIndex(of: "/") else { return "" }
+        return String(basePath[..<slash])
+    }
+    /// What the replication id is computed from (the URL without password; `local:` plus the name).
+    let identity: String
+
+    /// A remote database from a `http://[user:pass@]host[:port]/[prefix/]db` URL.
+    public static func remote(url text: String, headers: HTTPHeaders = HTTPHeaders()) throws(ReplicationError)
+        -> Endpoint
+    {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased() else {
+            throw .badRequest("Not a URL: \(text)")
+        }
+        guard scheme == "http" else {
+            throw .badRequest(
+                scheme == "https" ? "https endpoints are not supported yet: \(text)" : "Unsupported URL scheme: \(text)"
+            )
+        }
+        guard let host = url.host, !host.isEmpty else { throw .badRequest("The URL has no host: \(text)") }
+        var path = url.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        guard !path.isEmpty else { throw .badRequest("The URL names no database: \(text)") }
+        var authorization: String?
+        var session: Session?
+        if let user = url.user {
+            session = Session(user: url.user ?? "", password: url.password ?? "")
+            let credentials = user + ":" + (url.password ?? "")
+            authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
+        }
+        let port = url.port ?? 80
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let shown = "http://" + (url.user.map { "\($0)@" } ?? "") + "\(shownHost):\(port)\(path)/"
+        return Endpoint(
+            client: HTTPClient(peer: .tcp(host: host, port: port)), basePath: path, authorization: authorization,
+            extraHeaders: headers, display: shown, redacted: "http://\(shownHost):\(port)\(path)/", session: session,
+            identity: shown)
+    }
+
+    /// A database of this process, reached through `connect` (an in-process server's socket pairs).
+    public static func local(
+        name: String, identity: String, connect: @escaping @Sendable () -> Int32?
+    ) -> Endpoint {
+        Endpoint(
+            client: HTTPClient(peer: .local(name: name, connect: connect)), basePath: "/" + PathEncoding.segment(name),
+            authorization: nil, extraHeaders: HTTPHeaders(), display: name, redacted: name, session: nil,
+            identity: "local:\(identity)/\(name)")
+    }
+
+    /// Whether `text` names a remote endpoint (a URL) rather than a local database.
+    public static func isURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// A request for `path` under the database (`""`, `"/_changes?…"`), with the endpoint's headers.
+    public func request(
+        _ method: String, _ path: String, json: JSON? = nil, accept: String = "application/json",
+        timeout: Duration = .seconds(60)
+    ) -> ClientRequest {
+        var headers = HTTPHeaders()
+        headers.add("Accept", accept)
+        headers.add("User-Agent", "couchlite-replicator/1")
+        if let authorization { headers.add("Authorization", authorization) }
+        for (name, value) in extraHeaders { headers.set(name, value) }
+        var body = ClientRequest.Body.none
+        if let json {
+            headers.add("Content-Type", "application/json")
+            body = .bytes(json.serialized())
+        }
+        return ClientRequest(method: method, target: basePath + path, headers: headers, body: body, timeout: timeout)
+    }
+}
+
+/// Percent-encoding of URL parts the replicator builds.
+public enum PathEncoding {
+    /// One path segment: everything but unreserved characters is escaped (`/` → `%2F`).
+    public static func segment(_ text: String) -> String {
+        encode(text, keep: { false })
+    }
+
+    /// A document id in a path: `_design/x` keeps its slash, as CouchDB's replicator sends it.
+    public static func docID(_ id: String) -> String {
+        if id.hasPrefix("_design/") { return "_design/" + segment(String(id.dropFirst(8))) }
+        if id.hasPrefix("_local/") { return "_local/" + segment(String(id.dropFirst(7))) }
+        return segment(id)
+    }
+
+    /// A query value.
+    public static func query(_ text: String) -> String { encode(text, keep: { false }) }
+
+    private static func encode(_ text: String, keep: () -> Bool) -> String {
+        var out = ""
+        let digits = Array("0123456789ABCDEF")
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out.append("%")
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0f)])
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,127 @@
+import CouchWire
+
+/// A socket plus the bytes read past the current response head: what a pooled keep-alive
+/// connection is.
+final class ClientConnection: @unchecked Sendable {
+    let socket: ClientSocket
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var closed = false
+
+    /// Where socket reads land before they are appended to `buffer`.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+    init(socket: ClientSocket) { self.socket = socket }
+
+    deinit { scratch.deallocate() }
+
+    var hasBufferedBytes: Bool { start < buffer.count }
+
+    /// Reads up to the end of a response head (the empty line) and parses it.
+    func readHead(timeout: Duration) throws(ReplicationError) -> ResponseHead {
+        while true {
+            if let end = headEnd() {
+                let head = buffer[start..<end]
+                start = end + 4
+                let parsed = try ResponseHead.parse(head)
+                if parsed.status >= 100 && parsed.status < 200 && parsed.status != 101 { continue }
+                return parsed
+            }
+            guard buffer.count - start < 256 * 1024 else { throw .protocolError("response head too large") }
+            let count = try socket.receive(into: scratch, timeout: timeout)
+            if count == 0 { throw .connectionReset(socket.peer) }
+            compact()
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+        }
+    }
+
+    private func headEnd() -> Int? {
+        guard buffer.count - start >= 4 else { return nil }
+        var index = start
+        while index + 3 < buffer.count {
+            if buffer[index] == 0x0D && buffer[index + 1] == 0x0A && buffer[index + 2] == 0x0D
+                && buffer[index + 3] == 0x0A
+            {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private func compact() {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start > 64 * 1024 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+    }
+
+    /// Raw body bytes: buffered ones first, then straight from the socket.
+    func read(into out: UnsafeMutableRawBufferPointer, timeout: Duration) throws(ReplicationError) -> Int {
+        guard out.count > 0 else { return 0 }
+        if start < buffer.count {
+            let count = min(out.count, buffer.count - start)
+            buffer.withUnsafeBytes { raw in
+                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[start..<(start + count)]))
+            }
+            start += count
+            compact()
+            return count
+        }
+        return try socket.receive(into: out, timeout: timeout)
+    }
+
+    /// Decoded chunked body bytes; 0 when the input held only framing (call again) or the body ended.
+    func readChunked(
+        _ decoder: inout HTTPChunkedDecoder, into out: UnsafeMutableRawBufferPointer, timeout: Duration
+    ) throws(ReplicationError) -> Int {
+        if start >= buffer.count {
+            let count = try socket.receive(into: scratch, timeout: timeout)
+            if count == 0 { throw .connectionReset(socket.peer) }
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+        }
+        // Body bytes in the buffer that the decoder has already passed over are kept as a window.
+        if let window = pendingData {
+            let count = min(out.count, window.count)
+            buffer.withUnsafeBytes { raw in
+                out.copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: raw[window.lowerBound..<(window.lowerBound + count)]))
+            }
+            pendingData = count == window.count ? nil : (window.lowerBound + count)..<window.upperBound
+            if pendingData == nil { start = window.upperBound }
+            return count
+        }
+        let step: HTTPChunkedDecoder.Step
+        do {
+            step = try buffer.withUnsafeBytes { raw throws(HTTPParseError) in
+                try decoder.decode(UnsafeRawBufferPointer(rebasing: raw[start..<buffer.count]))
+            }
+        } catch {
+            throw .protocolError("bad chunked response body")
+        }
+        switch step {
+        case .needMoreData:
+            start = buffer.count
+            return 0
+        case .data(let range):
+            pendingData = (start + range.lowerBound)..<(start + range.upperBound)
+            return try readChunked(&decoder, into: out, timeout: timeout)
+        case .end(let consumed):
+            start += consumed
+            return 0
+        }
+    }
+
+    private var pendingData: Range<Int>?
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        socket.close()
+    }
+}

@@ -1,0 +1,131 @@
+import CouchWire
+
+/// A response whose body is still on the wire: read it in pieces (`read(into:)`) or whole
+/// (`readAll(limit:)`). Once the body has been read to its end the connection goes back to its pool;
+/// a response dropped before that closes its connection, so the next request never reads stale bytes.
+public final class ClientResponse: @unchecked Sendable {
+    public let status: Int
+    public let headers: HTTPHeaders
+    private let connection: ClientConnection
+    private let client: HTTPClient
+    private let timeout: Duration
+    private var framing: Framing
+    private var chunked = HTTPChunkedDecoder()
+    private var finished = false
+    private let reusable: Bool
+
+    enum Framing {
+        case length(Int)
+        case chunked
+        case untilClose
+    }
+
+    init(head: ResponseHead, method: String, connection: ClientConnection, client: HTTPClient, timeout: Duration) {
+        status = head.status
+        headers = head.headers
+        self.connection = connection
+        self.client = client
+        self.timeout = timeout
+        let closes = head.headers.containsToken("close", in: "Connection") || head.http10
+        if method == "HEAD" || head.status == 204 || head.status == 304 {
+            framing = .length(0)
+        } else if head.headers.containsToken("chunked", in: "Transfer-Encoding") {
+            framing = .chunked
+        } else if let text = head.headers["Content-Length"], let length = Int(text), length >= 0 {
+            framing = .length(length)
+        } else {
+            framing = .untilClose
+        }
+        if case .untilClose = framing { reusable = false } else { reusable = !closes }
+        if case .length(0) = framing { complete() }
+    }
+
+    deinit {
+        if !finished {
+            connection.close()
+            client.closed(connection)
+        }
+    }
+
+    /// The media type without parameters, lowercased.
+    public var mediaType: String {
+        let value = headers["Content-Type"] ?? ""
+        return (value.split(separator: ";").first.map(String.init) ?? "").trimmingCharacters().lowercased()
+    }
+
+    /// The next body bytes as an array (at most `limit`); nil at the end of the body.
+    public func readChunk(limit: Int = 64 * 1024) throws(ReplicationError) -> [UInt8]? {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: limit, alignment: 16)
+        defer { chunk.deallocate() }
+        let count = try read(into: chunk)
+        return count == 0 ? nil : Array(UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
+    }
+
+    /// Reads the next body bytes; 0 at the end of the body.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(ReplicationError) -> Int {
+        guard !finished, buffer.count > 0 else { return 0 }
+        switch framing {
+        case .length(let remaining):
+            let count = try connection.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(remaining, buffer.count)]),
+                timeout: timeout)
+            guard count > 0 else { throw .connectionReset(connection.socket.peer) }
+            framing = .length(remaining - count)
+            if remaining - count == 0 { complete() }
+            return count
+        case .untilClose:
+            let count = try connection.read(into: buffer, timeout: timeout)
+            if count == 0 { complete() }
+            return count
+        case .chunked:
+            while true {
+                let count = try connection.readChunked(&chunked, into: buffer, timeout: timeout)
+                if count > 0 { return count }
+                if chunked.isFinished {
+                    complete()
+                    return 0
+                }
+            }
+        }
+    }
+
+    /// The whole body.
+    /// - Throws: `.protocolError` past `limit` bytes.
+    public func readAll(limit: Int = 64 << 20) throws(ReplicationError) -> [UInt8] {
+        var out: [UInt8] = []
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let count = try read(into: chunk)
+            if count == 0 { return out }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
+            if out.count > limit { throw .protocolError("response body larger than \(limit) bytes") }
+        }
+    }
+
+    /// The body as JSON.
+    public func json(limit: Int = 64 << 20) throws(ReplicationError) -> JSON {
+        let bytes = try readAll(limit: limit)
+        do {
+            return try JSON.parse(bytes)
+        } catch {
+            throw .protocolError("response to a request is not JSON (HTTP \(status))")
+        }
+    }
+
+    /// Reads and drops what is left of a small body, so the connection can be reused.
+    public func discard() {
+        _ = try? readAll(limit: 1 << 20)
+    }
+
+    private func complete() {
+        guard !finished else { return }
+        finished = true
+        if reusable {
+            client.release(connection)
+        } else {
+            connection.close()
+            client.closed(connection)
+        }
+    }
+}

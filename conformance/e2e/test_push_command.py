@@ -1,0 +1,168 @@
+"""`couchlite push DIR URL` (issue 13): a folder of photos and videos with awkward names is sent to
+a couchlite peer through a local outbox; an interrupted push is resumed; a wrong password and an
+unreachable peer end with clear messages and distinct exit statuses; on a terminal the progress is
+a bar redrawn in place.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import random
+import select
+import signal
+import subprocess
+import time
+
+import requests
+
+from conftest import free_port
+
+AWKWARD = ["plain.jpg", "with space.JPG", "sub dir/été 雪.jpeg", "sub dir/deeper/video clip.mov",
+           "quote'and\"dq.png", "#hash&amp;.mp4"]
+
+
+def make_folder(root: str, names=AWKWARD, size: int = 200_000) -> dict[str, bytes]:
+    files = {}
+    for i, name in enumerate(names):
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        data = random.Random(i).randbytes(size + i)
+        with open(path, "wb") as f:
+            f.write(data)
+        files[name] = data
+    with open(os.path.join(root, "notes.txt"), "w") as f:
+        f.write("not a photo")
+    if "plain.jpg" in files:
+        with open(os.path.join(root, "zz copy of plain.jpg"), "wb") as f:
+            f.write(files["plain.jpg"])  # same content: the same document (the first name found wins)
+    return files
+
+
+def push(args, data_dir, **kw):
+    binary = os.environ["COUCHLITE_BIN"]
+    return subprocess.run([binary, "push", *args, "--data-dir", data_dir], capture_output=True, timeout=120, **kw)
+
+
+def peer_docs(server, db):
+    rows = requests.get(f"{server.url}/{db}/_all_docs?include_docs=true", timeout=10).json()["rows"]
+    return {row["doc"]["name"]: row["doc"] for row in rows}
+
+
+def test_push_a_folder_with_awkward_names_then_again_is_a_no_op(servers, tmp_path):
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    files = make_folder(str(folder))
+    data_dir = str(tmp_path / "sender")
+    out = push([str(folder), f"{peer.url}/drop"], data_dir)
+    assert out.returncode == 0, out.stderr.decode()
+    err = out.stderr.decode()
+    assert f"{len(AWKWARD) + 1} photos and videos" in err and f"{len(AWKWARD)} new in the outbox" in err, err
+    docs = peer_docs(peer, "drop")
+    assert set(docs) == {os.path.basename(n) for n in AWKWARD}, sorted(docs)
+    for name, data in files.items():
+        base = os.path.basename(name)
+        doc = docs[base]
+        assert doc["type"] == "photo" and doc["size"] == len(data) and doc["_id"].startswith("photo-")
+        assert "taken" in doc
+        att = doc["_attachments"][base]
+        assert att["length"] == len(data)
+        got = requests.get(f"{peer.url}/drop/{requests.utils.quote(doc['_id'], safe='')}/"
+                           f"{requests.utils.quote(base, safe='')}", timeout=10)
+        assert got.content == data, name
+        assert got.headers["Content-Type"].startswith(att["content_type"])
+    assert docs["video clip.mov"]["_attachments"]["video clip.mov"]["content_type"] == "video/quicktime"
+
+    again = push([str(folder), f"{peer.url}/drop"], data_dir)
+    assert again.returncode == 0, again.stderr.decode()
+    assert "0 new in the outbox" in again.stderr.decode()
+    assert "0/0 photos" in again.stderr.decode(), again.stderr.decode()
+
+
+def test_push_include_and_exclude(servers, tmp_path):
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    make_folder(str(folder))
+    out = push([str(folder), f"{peer.url}/drop", "--include", "*.jp*g", "--exclude", "sub dir/*"],
+               str(tmp_path / "sender"))
+    assert out.returncode == 0, out.stderr.decode()
+    assert set(peer_docs(peer, "drop")) == {"plain.jpg"}
+
+
+def test_interrupted_push_resumes_with_what_did_not_arrive(servers, tmp_path):
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    names = [f"img {i:03d}.jpg" for i in range(40)]
+    make_folder(str(folder), names, size=3_000_000)
+    data_dir = str(tmp_path / "sender")
+    binary = os.environ["COUCHLITE_BIN"]
+    proc = subprocess.Popen([binary, "push", str(folder), f"{peer.url}/drop", "--data-dir", data_dir],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = requests.get(f"{peer.url}/drop", timeout=5)
+        if r.status_code == 200 and r.json()["doc_count"] >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    arrived = requests.get(f"{peer.url}/drop", timeout=5).json()["doc_count"]
+    assert proc.returncode == 130, err.decode()
+    assert "run the same command again" in err.decode()
+    assert 3 <= arrived < len(names), arrived
+
+    again = push([str(folder), f"{peer.url}/drop"], data_dir)
+    assert again.returncode == 0, again.stderr.decode()
+    text = again.stderr.decode()
+    assert f"{len(names) - arrived}/{len(names) - arrived} photos" in text, (arrived, text)
+    assert len(peer_docs(peer, "drop")) == len(names)
+
+
+def test_push_wrong_password_and_unreachable_peer(servers, tmp_path):
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    make_folder(str(folder), ["a.jpg"])
+    data_dir = str(tmp_path / "sender")
+    wrong = f"http://admin:nope@127.0.0.1:{peer.port}/drop"
+    out = push([str(folder), wrong], data_dir)
+    assert out.returncode == 77, out.stderr.decode()
+    assert "wrong user name or password" in out.stderr.decode()
+    assert "nope" not in out.stderr.decode(), "the password is printed"
+
+    out = push([str(folder), f"http://admin:pass@127.0.0.1:{free_port()}/drop"], data_dir)
+    assert out.returncode == 69, out.stderr.decode()
+    assert "connection refused" in out.stderr.decode()
+
+    out = push([str(folder / "nosuch"), f"{peer.url}/drop"], data_dir)
+    assert out.returncode == 64, out.stderr.decode()
+    assert "is not a folder" in out.stderr.decode()
+
+
+def test_push_progress_is_a_bar_on_a_terminal(servers, tmp_path):
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    make_folder(str(folder), [f"p{i}.jpg" for i in range(20)], size=1_000_000)
+    binary = os.environ["COUCHLITE_BIN"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([binary, "push", str(folder), f"{peer.url}/drop", "--data-dir", str(tmp_path / "s")],
+                            stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    output = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    proc.wait(timeout=30)
+    os.close(master)
+    text = output.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "\r\x1b[2K[" in text, text          # redrawn in place
+    assert "] 100%  20/20 photos" in text, text
+    assert "MB/s" in text and "all 20 photos are on" in text, text
