@@ -38,5 +38,8 @@ let package = Package(
 
         .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],
+            swiftSettings: swiftSettings),
     ]
 )

@@ -67,6 +67,13 @@ def unique_db_name(tag: str = "t") -> str:
     return f"ct-{tag}-{uuid.uuid4().hex[:12]}"
 
 
+def is_couchlite(couch: Couch) -> bool:
+    """Whether the server under test is couchlite. Tests use it where couchlite deliberately differs
+    from CouchDB (a clean 4xx where CouchDB answers 500, a leniency a real client needs) and then
+    assert each server's own behaviour; they never skip on it silently."""
+    return couch.get("/").json().get("vendor", {}).get("name") == "couchlite"
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("COUCH_URL"):
         return
@@ -101,6 +108,18 @@ def db(couch):
 
 
 @pytest.fixture
+def ordered_db(couch):
+    """A fresh single-shard database (`?q=1`), deleted afterwards. CouchDB's default q=2 splits a
+    database into two shards whose `_changes` rows interleave in no fixed order; tests that assert
+    one total order of a feed use this (couchlite accepts and ignores `q`)."""
+    name = unique_db_name("q1")
+    r = couch.put(f"/{name}", params={"q": "1"})
+    assert r.status_code == 201, f"PUT /{name}?q=1: {r.status_code} {r.text}"
+    yield name
+    couch.delete(f"/{name}")
+
+
+@pytest.fixture
 def db_factory(couch):
     """Creates extra fresh databases on demand; all are deleted afterwards."""
     made = []
@@ -115,3 +134,71 @@ def db_factory(couch):
     yield make
     for name in made:
         couch.delete(f"/{name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Servers the suite starts itself (couchlite) or reconfigures and restores (CouchDB).
+
+
+def couchlite_binary():
+    import pathlib
+    env = os.environ.get("COUCHLITE_BIN")
+    if env:
+        return pathlib.Path(env)
+    return pathlib.Path(__file__).resolve().parent.parent / ".build" / "debug" / "couchlite"
+
+
+def start_couchlite(data_dir, *flags, admin=("admin", "pass")):
+    """Starts a couchlite on a free port; returns (process, base URL without credentials)."""
+    import re
+    import subprocess
+    binary = couchlite_binary()
+    if not binary.exists():
+        pytest.skip(f"{binary} not built")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUCHLITE_")}
+    proc = subprocess.Popen(
+        [str(binary), "--port", "0", "--data-dir", str(data_dir), "--admin", f"{admin[0]}:{admin[1]}",
+         "--pbkdf2-iterations", "1000", "--log-level", "error", *flags],
+        stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    match = re.search(r"http://\S+/", line)
+    if not match:
+        proc.kill()
+        pytest.fail(f"couchlite did not start: {line!r}")
+    return proc, match.group(0).rstrip("/")
+
+
+OPEN_USERS_SECURITY = {"admins": {"names": [], "roles": ["_admin"]}, "members": {"names": [], "roles": []}}
+
+
+@pytest.fixture(scope="session")
+def open_users(couch, tmp_path_factory):
+    """A server whose `_users` an admin has opened for sign-up, as CouchDB 3 allows it:
+    `[couchdb] users_db_security_editable = true`, then `_users/_security` with no members.
+    Against couchlite a second server is started with --users-db-security-editable true;
+    against CouchDB the config and `_users/_security` are changed and restored afterwards."""
+    if is_couchlite(couch):
+        proc, base = start_couchlite(tmp_path_factory.mktemp("open-users") / "data",
+                                     "--users-db-security-editable", "true", admin=(couch.user, couch.password))
+        try:
+            server = Couch(base.replace("http://", f"http://{couch.user}:{couch.password}@"))
+            r = server.put("/_users/_security", json=OPEN_USERS_SECURITY)
+            assert r.status_code == 200, r.text
+            yield server
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+        return
+    r = couch.put("/_node/_local/_config/couchdb/users_db_security_editable", json="true")
+    assert r.status_code == 200, r.text
+    old_flag = r.json()
+    old_security = couch.get("/_users/_security").json()
+    assert couch.put("/_users/_security", json=OPEN_USERS_SECURITY).status_code == 200
+    try:
+        yield couch
+    finally:
+        couch.put("/_users/_security", json=old_security)
+        if old_flag == "":
+            couch.delete("/_node/_local/_config/couchdb/users_db_security_editable")
+        else:
+            couch.put("/_node/_local/_config/couchdb/users_db_security_editable", json=old_flag)

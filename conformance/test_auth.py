@@ -18,7 +18,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import REQUEST_TIMEOUT_S, unique_db_name
+from conftest import REQUEST_TIMEOUT_S, is_couchlite, unique_db_name
 
 NOT_MEMBER_ANON = {"error": "unauthorized", "reason": "You are not authorized to access this db."}
 NOT_MEMBER_NAMED = {"error": "forbidden", "reason": "You are not allowed to access this db."}
@@ -26,10 +26,6 @@ NOT_DB_ADMIN_NAMED = {"error": "forbidden", "reason": "You are not a db or serve
 NOT_DB_ADMIN_ANON = {"error": "unauthorized", "reason": "You are not a db or server admin."}
 NOT_SERVER_ADMIN = {"error": "unauthorized", "reason": "You are not a server admin."}
 BAD_LOGIN = {"error": "unauthorized", "reason": "Name or password is incorrect."}
-
-
-def is_couchlite(couch) -> bool:
-    return couch.get("/").json().get("vendor", {}).get("name") == "couchlite"
 
 
 def client(couch, auth=None) -> requests.Session:
@@ -204,8 +200,14 @@ def test_matrix_security_object(couch, secured, who):
     if r.status_code == 200:
         assert r.json() == security
     r = call(s, couch, "PUT", f"/{db}/_security", json=security)
-    if expect_db_admin_rule(who, r):
+    if who in ("member", "role_member") and not is_couchlite(couch):
+        # CouchDB 3.4.3 lets members through to fabric, whose shards each refuse them; fabric_db_meta
+        # counts those refusals as missing answers: 500 no_majority. couchlite answers the 403 a
+        # single shard's couch_db:check_is_admin gives, as for design documents.
+        assert r.status_code == 500 and r.json() == {"error": "error", "reason": "no_majority"}, r.text
+    elif expect_db_admin_rule(who, r):
         assert r.status_code == 200 and r.json() == {"ok": True}, r.text
+    assert couch.get(f"/{db}/_security").json() == security
 
 
 @pytest.mark.parametrize("who", ["anonymous", "outsider", "member", "dbadmin", "admin"])
@@ -281,17 +283,49 @@ def test_missing_database_is_404_for_anyone(couch):
 
 
 def test_security_object_validation(couch, db):
-    r = couch.put(f"/{db}/_security", json={"admins": {"names": "bob"}})
-    assert r.status_code == 400
-    r = couch.put(f"/{db}/_security", json={"members": {"roles": [1]}})
-    assert r.status_code == 400
+    good = {"admins": {"names": ["bob"], "roles": []}, "members": {"names": [], "roles": ["r"]}}
+    assert couch.put(f"/{db}/_security", json=good).status_code == 200
+    for bad in ({"admins": {"names": "bob"}}, {"members": {"roles": [1]}}, {"admins": []}, [], "x"):
+        r = couch.put(f"/{db}/_security", json=bad)
+        if is_couchlite(couch):
+            # couchlite refuses a malformed security object with a clean 400.
+            assert r.status_code == 400 and r.json()["error"] == "bad_request", (bad, r.text)
+        else:
+            # CouchDB 3.4.3's shards each throw bad_request, which fabric_db_meta:set_security counts
+            # as missing answers: 500 no_majority.
+            assert r.status_code == 500 and r.json() == {"error": "error", "reason": "no_majority"}, (bad, r.text)
+        assert couch.get(f"/{db}/_security").json() == good
 
 
 # ---------------------------------------------------------------------------------------------
 # _users
 
 
-def test_signup_hashes_password(couch, users):
+def test_user_password_is_stored_hashed(couch, users):
+    name, pw = users()
+    doc = couch.get(f"/_users/{user_doc_id(name)}").json()
+    assert "password" not in doc and pw not in json.dumps(doc)
+    assert doc["password_scheme"] == "pbkdf2" and doc["pbkdf2_prf"] == "sha256"
+    assert re.fullmatch(r"[0-9a-f]{64}", doc["derived_key"]) and re.fullmatch(r"[0-9a-f]{32}", doc["salt"])
+    assert isinstance(doc["iterations"], int)
+    assert requests.get(couch.url("/_session"), auth=(name, pw), timeout=10).json()["userCtx"]["name"] == name
+    # _users is admin-only (CouchDB 3): not even its owner reads it, strangers are refused
+    r = requests.get(couch.url(f"/_users/{user_doc_id(name)}"), auth=(name, pw), timeout=10)
+    assert r.status_code == 403 and r.json() == NOT_MEMBER_NAMED
+    r = requests.get(couch.url(f"/_users/{user_doc_id(name)}"), timeout=10)
+    assert r.status_code == 401 and r.json() == NOT_MEMBER_ANON
+
+
+@pytest.fixture
+def open_users_accounts(open_users):
+    """Creates accounts (as the admin) on the server whose _users is open; deletes them afterwards."""
+    make, cleanup = _user_factory(open_users)
+    yield make
+    cleanup()
+
+
+def test_signup_hashes_password(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     name = f"s{uuid.uuid4().hex[:10]}"
     r = requests.put(couch.url(f"/_users/{user_doc_id(name)}"),
                      json={"name": name, "password": "s3cret", "roles": [], "type": "user"}, timeout=10)
@@ -325,7 +359,8 @@ def test_signup_hashes_password(couch, users):
         couch.delete(f"/_users/{user_doc_id(name)}", params={"rev": r.json()["_rev"]})
 
 
-def test_users_cannot_give_themselves_roles(couch, users):
+def test_users_cannot_give_themselves_roles(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     name = f"r{uuid.uuid4().hex[:10]}"
     r = requests.put(couch.url(f"/_users/{user_doc_id(name)}"),
                      json={"name": name, "password": "pw", "roles": ["boss"], "type": "user"}, timeout=10)
@@ -365,7 +400,8 @@ def test_users_security_object_is_not_editable(couch):
     assert r.json() == {"error": "forbidden", "reason": "You can't edit the security object of the user database."}
 
 
-def test_user_cannot_write_another_users_doc(couch, users):
+def test_user_cannot_write_another_users_doc(open_users, open_users_accounts):
+    couch, users = open_users, open_users_accounts
     a, apw = users()
     b, _ = users()
     doc = couch.get(f"/_users/{user_doc_id(b)}").json()
@@ -439,11 +475,23 @@ def test_basic_auth_session_info(couch, users):
     assert r.json()["userCtx"]["name"] is None
 
 
-def test_wrong_basic_credentials_401_everywhere(couch):
-    for path in ("/", "/_up", "/_session"):
-        r = requests.get(couch.url(path), auth=(couch.user, "wrong"), headers={"Accept": "application/json"}, timeout=10)
-        assert r.status_code == 401 and r.json() == BAD_LOGIN, path
-        assert "WWW-Authenticate" not in r.headers
+def wrong_password_names(couch, users):
+    """Names to send wrong passwords for: a fresh _users account, and on couchlite the server admin
+    too. CouchDB 3.4.3 locks a (client address, name) pair out for five minutes after five failures
+    (couch_auth_lockout), which would lock the shared admin account every later request of this
+    suite (and of anyone else on that server) runs as; couchlite only slows failures down."""
+    names = [users()[0]]
+    if is_couchlite(couch):
+        names.append(couch.user)
+    return names
+
+
+def test_wrong_basic_credentials_401_everywhere(couch, users):
+    for name in wrong_password_names(couch, users):
+        for path in ("/", "/_up", "/_session"):
+            r = requests.get(couch.url(path), auth=(name, "wrong"), headers={"Accept": "application/json"}, timeout=10)
+            assert r.status_code == 401 and r.json() == BAD_LOGIN, (name, path)
+            assert "WWW-Authenticate" not in r.headers
 
 
 def test_www_authenticate_only_when_asked(couch):
@@ -475,15 +523,23 @@ def test_malformed_cookie_is_400(couch):
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
 
 
-def test_malformed_authorization_headers(couch):
+def test_malformed_authorization_headers(couch, users):
+    invalid = {"error": "bad_request", "reason": "Authorization header has invalid base64 value"}
+    r = requests.get(couch.url("/"), headers={"Authorization": "Basic YTpi="}, timeout=10)
+    assert r.status_code == 400 and r.json() == invalid
     r = requests.get(couch.url("/"), headers={"Authorization": "Basic !!!notbase64"}, timeout=10)
-    assert r.status_code == 400
-    assert r.json() == {"error": "bad_request", "reason": "Authorization header has invalid base64 value"}
+    if is_couchlite(couch):
+        # couchlite answers every undecodable value with the 400 above.
+        assert r.status_code == 400 and r.json() == invalid
+    else:
+        # CouchDB 3.4.3 (couch_httpd_auth:basic_name_pw) catches only the function_clause that bad
+        # padding raises; base64:decode's badarg for characters outside the alphabet becomes a 500.
+        assert r.status_code == 500 and r.json()["reason"] == "badarg", r.text
     for header in ("Bearer abc", "Basic" , "basic Zm9vOmJhcg==", "Basic " + base64.b64encode(b"nocolon").decode()):
         r = requests.get(couch.url("/"), headers={"Authorization": header}, timeout=10)
         assert r.status_code == 200, header  # not credentials: anonymous
     # non-UTF-8 name, empty name, huge password: wrong credentials, no crash
-    for raw in (b"\xff\xfe:pw", b":pw", b"admin:" + b"x" * 4000):
+    for raw in (b"\xff\xfe:pw", b":pw", users()[0].encode() + b":" + b"x" * 4000):
         header = "Basic " + base64.b64encode(raw).decode()
         r = requests.get(couch.url("/"), headers={"Authorization": header}, timeout=10)
         assert r.status_code == 401, raw[:20]

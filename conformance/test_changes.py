@@ -67,11 +67,13 @@ def test_limit_and_pending(couch, db):
     assert sorted(got) == [f"d{i}" for i in range(5)]
 
 
-def test_descending(couch, db):
+def test_descending(couch, ordered_db):
+    # One shard: CouchDB's q=2 shards interleave their rows, so only q=1 has one order to reverse.
     for i in range(3):
-        put(couch, db, f"d{i}", {})
-    asc = [r["id"] for r in changes(couch, db)["results"]]
-    desc = [r["id"] for r in changes(couch, db, descending="true")["results"]]
+        put(couch, ordered_db, f"d{i}", {})
+    asc = [r["id"] for r in changes(couch, ordered_db)["results"]]
+    assert asc == ["d0", "d1", "d2"]
+    desc = [r["id"] for r in changes(couch, ordered_db, descending="true")["results"]]
     assert desc == asc[::-1]
 
 

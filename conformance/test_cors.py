@@ -14,6 +14,8 @@ import subprocess
 import pytest
 import requests
 
+from conftest import unique_db_name
+
 ORIGIN = "http://app.example:8000"
 METHODS = "CONNECT, COPY, DELETE, GET, HEAD, OPTIONS, POST, PUT, TRACE"
 COUCH_EXPOSED = ["accept-ranges", "etag", "server", "x-couch-request-id", "x-couch-update-newrev",
@@ -49,7 +51,10 @@ def cors(couch, tmp_path_factory, request):
             pytest.skip(f"{binary} not built")
         proc = subprocess.Popen(
             [str(binary), "--port", "0", "--data-dir", str(tmp_path_factory.mktemp("cors") / "data"), "--admin", f"{auth[0]}:{auth[1]}",
-             "--cors-origins", origins, "--cors-credentials", "true", "--log-level", "error"],
+             # with `*`, credentials need the operator's explicit `any-origin` (CouchDB's
+             # `credentials = true` with `origins = *` means the same)
+             "--cors-origins", origins, "--cors-credentials", "any-origin" if origins == "*" else "true",
+             "--log-level", "error"],
             stdout=subprocess.PIPE, text=True)
         try:
             url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
@@ -59,11 +64,20 @@ def cors(couch, tmp_path_factory, request):
             proc.wait(timeout=20)
         return
     settings = [("chttpd", "enable_cors", "true"), ("cors", "origins", origins), ("cors", "credentials", "true")]
+    # A server may already be set up for browsers with its own method and header lists (PouchDB's
+    # add-cors-to-couchdb sets both); they are removed for the test so that chttpd_cors's defaults,
+    # which couchlite has, are what is asserted, and put back afterwards.
+    cleared = [("cors", "methods"), ("cors", "headers")]
     previous = []
     for section, key, value in settings:
         r = couch.put(f"/_node/_local/_config/{section}/{key}", json=value)
         assert r.status_code == 200, r.text
         previous.append((section, key, r.json()))
+    for section, key in cleared:
+        r = couch.delete(f"/_node/_local/_config/{section}/{key}")
+        assert r.status_code in (200, 404), r.text
+        if r.status_code == 200:
+            previous.append((section, key, r.json()))
     try:
         yield CorsServer(couch.base, auth)
     finally:
@@ -74,15 +88,18 @@ def cors(couch, tmp_path_factory, request):
                 couch.put(f"/_node/_local/_config/{section}/{key}", json=old)
 
 
-def _db(cors):
-    name = "ct-cors-db"
-    requests.put(cors.url(f"/{name}"), auth=cors.auth, timeout=10)
-    return name
+@pytest.fixture
+def admin_only_db(cors):
+    """A fresh database with the default (admin-only) security on the CORS server; deleted afterwards."""
+    name = unique_db_name("cors")
+    assert requests.put(cors.url(f"/{name}"), auth=cors.auth, timeout=10).status_code == 201
+    yield name
+    requests.delete(cors.url(f"/{name}"), auth=cors.auth, timeout=10)
 
 
-def test_preflight_is_answered_before_authentication(cors):
-    db = _db(cors)  # admin-only: an authenticated request would be needed to use it
-    r = requests.options(cors.url(f"/{db}/doc"), headers={
+def test_preflight_is_answered_before_authentication(cors, admin_only_db):
+    # admin-only: an authenticated request would be needed to use it
+    r = requests.options(cors.url(f"/{admin_only_db}/doc"), headers={
         "Origin": ORIGIN, "Access-Control-Request-Method": "PUT",
         "Access-Control-Request-Headers": "content-type, authorization"}, timeout=10)
     assert r.status_code == 204
@@ -152,3 +169,50 @@ def test_no_cors_headers_without_origin_or_for_other_origins(cors, request):
         r = requests.get(cors.url("/"), headers={"Origin": "http://evil.example"}, timeout=10)
         for h in CORS_HEADERS:
             assert h not in r.headers
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 18 item 10 (couchlite's defaults): credentials are off unless asked for, and `*` never
+# gets them unless the operator says `any-origin`. CouchDB's `[cors] credentials` defaults to
+# false too; its `credentials = true` covers `*`, which couchlite refuses to infer.
+
+
+def _cors_server(tmp_path, *flags):
+    from conftest import start_couchlite
+    return start_couchlite(tmp_path / "data", *flags)
+
+
+def test_cors_wildcard_does_not_hand_out_credentials(couch, tmp_path):
+    if couch.get("/").json().get("vendor", {}).get("name") != "couchlite":
+        pytest.skip("couchlite's flags")
+    evil = "http://evil.example"
+    proc, base = _cors_server(tmp_path, "--cors-origins", "*")
+    try:
+        for r in (requests.get(base + "/_session", headers={"Origin": evil}, timeout=10),
+                  requests.options(base + "/_session", headers={"Origin": evil, "Access-Control-Request-Method": "GET"},
+                                   timeout=10)):
+            assert r.headers.get("Access-Control-Allow-Origin") == evil
+            assert "Access-Control-Allow-Credentials" not in r.headers, r.headers
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    proc, base = _cors_server(tmp_path, "--cors-origins", f"{ORIGIN},*", "--cors-credentials", "true")
+    try:
+        r = requests.get(base + "/_session", headers={"Origin": ORIGIN}, timeout=10)
+        assert r.headers.get("Access-Control-Allow-Credentials") == "true"
+        r = requests.get(base + "/_session", headers={"Origin": evil}, timeout=10)
+        assert r.headers.get("Access-Control-Allow-Origin") == evil
+        assert "Access-Control-Allow-Credentials" not in r.headers
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_cors_credentials_with_only_a_wildcard_is_refused_at_start(couch, tmp_path):
+    if couch.get("/").json().get("vendor", {}).get("name") != "couchlite":
+        pytest.skip("couchlite's flags")
+    from conftest import couchlite_binary
+    r = subprocess.run([str(couchlite_binary()), "--port", "0", "--data-dir", str(tmp_path / "d"),
+                        "--cors-origins", "*", "--cors-credentials", "true"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 64 and "any-origin" in r.stderr

@@ -27,6 +27,21 @@ def test_create_twice_is_412(couch, db):
                         "reason": "The database could not be created, the file already exists."}
 
 
+def test_shard_parameters_on_create(couch):
+    # q (shards) and n (replicas) are accepted when positive integers (couchlite ignores them);
+    # anything else is refused before the database exists (chttpd_db:parse_shards_opt).
+    name = unique_db_name("qn")
+    r = couch.put(f"/{name}", params={"q": "1", "n": "1"})
+    assert r.status_code == 201, r.text
+    couch.delete(f"/{name}")
+    for param, value in (("q", "abc"), ("q", "0"), ("q", ""), ("n", "-1"), ("n", "1.5")):
+        name = unique_db_name("qn")
+        r = couch.put(f"/{name}", params={param: value})
+        assert r.status_code == 400, (param, value, r.text)
+        assert r.json() == {"error": "bad_request", "reason": f"The `{param}` value should be a positive integer."}
+        assert couch.get(f"/{name}").status_code == 404
+
+
 @pytest.mark.parametrize("name", ["Upper", "1abc", "a b", "abc%21"])
 def test_illegal_names(couch, name):
     r = couch.raw("PUT", f"/{name.replace(' ', '%20')}")

@@ -237,6 +237,8 @@ def test_local_seq_and_meta(couch, db):
     # meta is revs_info + conflicts + deleted_conflicts (chttpd_db:parse_doc_query), not local_seq.
     doc = couch.get(f"/{db}/d", params={"meta": "true"}).json()
     assert "_revs_info" in doc and "_local_seq" not in doc
+    doc = couch.get(f"/{db}/d", params={"meta": "true", "local_seq": "true"}).json()
+    assert "_revs_info" in doc and "_local_seq" in doc
 
 
 def test_new_edits_false_put(couch, db):

@@ -171,7 +171,9 @@ def test_atts_since_sends_only_newer_attachment_data(couch, db):
     assert doc["_attachments"]["new.txt"]["data"] == "bmV3"
 
 
-def test_long_feed_with_docs_and_limit(couch, db):
+def test_long_feed_with_docs_and_limit(couch, ordered_db):
+    # One shard (q=1): the feed order and "the rest after `limit`" are asserted row by row.
+    db = ordered_db
     docs = [{"_id": f"d{i:04d}", "i": i} for i in range(1200)]
     assert couch.post(f"/{db}/_bulk_docs", json={"docs": docs}).status_code == 201
     body = couch.get(f"/{db}/_changes", params={"include_docs": "true"}).json()

@@ -53,7 +53,10 @@ if [ -z "${COUCH_URL:-}" ]; then
   port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
   tmp_dir="$(mktemp -d -t couchlite-test.XXXXXX)"
   step "starting couchlite on 127.0.0.1:$port (data $tmp_dir/data)"
+  # --pbkdf2-iterations 1000: the suite creates many users; 600,000 (the default, which
+  # conformance/e2e checks) would add minutes of hashing.
   "$bin" --bind 127.0.0.1 --port "$port" --data-dir "$tmp_dir/data" --admin admin:pass --log-level info \
+    --pbkdf2-iterations 1000 \
     >"$tmp_dir/server.log" 2>&1 &
   server_pid=$!
   if ! python3 - "$port" "$UP_TIMEOUT_S" "$server_pid" <<'PY'

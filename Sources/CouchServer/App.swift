@@ -64,7 +64,7 @@ final class App: Sendable {
         guard let first = segments.first else {
             return try serverRoot(request, reply)
         }
-        if first.hasPrefix("_") && !App.systemDatabases.contains(first) {
+        if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {
             case "_up": return try up(request, reply)
@@ -113,16 +113,16 @@ final class App: Sendable {
             throw CouchError.notImplemented("\(second) is not supported by couchlite.")
         default:
             // `_local%2Fx` and `_design%2Fx` arrive as one segment.
-            if second.hasPrefix("_local/") {
+            if second.hasBytePrefix("_local/") {
                 guard segments.count == 2 else {
                     throw CouchError.badRequest("_local documents do not accept attachments.")
                 }
                 return try localDocument(database, second, request, reply)
             }
-            if second.hasPrefix("_design/") && segments.count == 2 {
+            if second.hasBytePrefix("_design/") && segments.count == 2 {
                 return try document(database, second, request, reply)
             }
-            if second.hasPrefix("_") {
+            if second.hasBytePrefix("_") {
                 throw CouchError.illegalDocID("Only reserved document ids may start with underscore.")
             }
             if segments.count == 2 { return try document(database, second, request, reply) }

@@ -19,7 +19,8 @@ final class AccessControl: Sendable {
     /// without `--admin`), the cookie secret, the security objects and the `_users` database.
     /// - Returns: the generated admin, if one was made, for `main` to print once.
     static func setUp(options: Options, store: Store) throws -> (AccessControl, ServerAdmins.Generated?) {
-        let (admins, generated) = try ServerAdmins.setUp(credentials: options.admin, dataDir: options.dataDir)
+        let (admins, generated) = try ServerAdmins.setUp(
+            credentials: options.admin, dataDir: options.dataDir, iterations: options.pbkdf2Iterations)
         let secret = try Authenticator.loadSecret(dataDir: options.dataDir)
         let security = try SecurityStore(directory: options.dataDir + "/security")
         if (try? store.open(App.usersDatabase)) == nil {
@@ -27,8 +28,10 @@ final class AccessControl: Sendable {
             security.reset(App.usersDatabase)
         }
         let access = AccessControl(
-            authenticator: Authenticator(admins: admins, secret: secret, store: store), security: security,
-            cors: CORSPolicy(origins: options.corsOrigins, allowCredentials: options.corsCredentials))
+            authenticator: Authenticator(
+                admins: admins, secret: secret, store: store, iterations: options.pbkdf2Iterations),
+            security: security,
+            cors: CORSPolicy(origins: options.corsOrigins, credentials: options.corsCredentials))
         return (access, generated)
     }
 }

@@ -50,7 +50,7 @@ extension App {
         if first == App.usersDatabase || first == "_replicator" {
             if segments.count == 1 && (method == "PUT" || method == "DELETE") { return try requireServerAdmin(user) }
             if second == "_all_docs" || second == "_changes" { return try requireServerAdmin(user) }
-        } else if first.hasPrefix("_") && !App.systemDatabases.contains(first) {
+        } else if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             switch first {
             case "_up", "_uuids", "_session": return
             default: return try requireServerAdmin(user)
@@ -81,7 +81,7 @@ extension App {
             return false
         }
         let second = request.segments[1]
-        return (second == "_design" && request.segments.count >= 3) || second.hasPrefix("_design/")
+        return (second == "_design" && request.segments.count >= 3) || second.hasBytePrefix("_design/")
     }
 
     /// `_users` for someone who is not its admin: only their own document (couch_users_db.erl:
@@ -92,15 +92,15 @@ extension App {
         if segments.count == 1 { return }
         let second = segments[1]
         if second == "_bulk_docs" { return }  // each document is checked as it is written
-        if segments.count == 2, !second.hasPrefix("_") {
+        if segments.count == 2, !second.hasBytePrefix("_") {
             if method == "PUT" || method == "DELETE" { return }  // checked as it is written
             guard method == "GET" || method == "HEAD" else { throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT") }
-            guard let name = user.name, second == App.userDocumentPrefix + name else {
+            guard let name = user.name, second.utf8Equals(App.userDocumentPrefix + name.text) else {
                 throw CouchError.notFound("missing")
             }
             return
         }
-        if (second == "_design" || second.hasPrefix("_design/")) && (method == "GET" || method == "HEAD") {
+        if (second == "_design" || second.hasBytePrefix("_design/")) && (method == "GET" || method == "HEAD") {
             throw CouchError.forbidden("Only administrators can view design docs in the users database.")
         }
         throw App.securityError(user, "You are not a db or server admin.")
@@ -127,7 +127,7 @@ extension App {
     /// For document writers: throws unless the current user may write this design document.
     /// Plain members may write ordinary documents only.
     func requireDesignWriteAccess(_ database: Database, docID: String) throws(CouchError) {
-        guard docID.hasPrefix("_design/") else { return }
+        guard docID.hasBytePrefix("_design/") else { return }
         let user = UserContext.current
         guard isDatabaseAdmin(database.name, user) else {
             throw App.securityError(user, "You are not a db or server admin.")
@@ -142,7 +142,8 @@ extension App {
         case "GET", "HEAD":
             try reply.json(200, .object(access.security.security(of: database.name).json))
         case "PUT":
-            if database.name == App.usersDatabase {
+            // CouchDB's `[couchdb] users_db_security_editable`, off by default.
+            if database.name == App.usersDatabase && !options.usersDBSecurityEditable {
                 throw CouchError.forbidden("You can't edit the security object of the user database.")
             }
             let user = UserContext.current

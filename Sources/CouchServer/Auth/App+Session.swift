@@ -34,14 +34,15 @@ extension App {
         case (nil, nil): throw CouchError.badRequest("request body must contain a username")
         case (let n?, nil), (nil, let n?): name = n
         case (let a?, let b?):
-            guard a == b else { throw CouchError.badRequest("request body contains different usernames") }
+            guard a.utf8Equals(b) else { throw CouchError.badRequest("request body contains different usernames") }
             name = a
         }
         let password = Array((form["password"] ?? "").utf8)
         let authenticator = access.authenticator
         var headers = HTTPHeaders()
         guard name.utf8.count <= AuthLimits.credentialBytes, password.count <= AuthLimits.credentialBytes,
-            let account = authenticator.login(name: name, password: password, client: request.head.remoteAddress)
+            let account = authenticator.login(
+                name: ExactName(name), password: password, client: request.head.remoteAddress)
         else {
             headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now))
             let redirected = try addRedirect(request.query["fail"], request, &headers)
@@ -52,7 +53,8 @@ extension App {
         headers.add("Set-Cookie", SessionCookie.header(authenticator.newCookie(for: account), now: Authenticator.now))
         let status = try addRedirect(request.query["next"], request, &headers)
         try reply.json(
-            status, ["ok": true, "name": .string(account.name), "roles": .array(account.roles.map(JSON.string))],
+            status,
+            ["ok": true, "name": .string(account.name.text), "roles": .array(account.roles.map { .string($0.text) })],
             headers: headers)
     }
 

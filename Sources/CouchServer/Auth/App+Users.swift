@@ -28,7 +28,7 @@ extension App {
             try bulkUserDocuments(request, reply)
             return true
         }
-        guard segments.count == 2, !segments[1].hasPrefix("_"), method == "PUT" || method == "DELETE" else {
+        guard segments.count == 2, !segments[1].hasBytePrefix("_"), method == "PUT" || method == "DELETE" else {
             return false
         }
         let database = try openDatabase(App.usersDatabase)
@@ -46,7 +46,7 @@ extension App {
         }
         let doc = try userDocumentBody(request)
         // The URL names the document (a different body `_id` is ignored, as in CouchDB).
-        if let bodyID = doc["_id"]?.stringValue, bodyID != docID { try DocumentID.validate(bodyID) }
+        if let bodyID = doc["_id"]?.stringValue, !bodyID.utf8Equals(docID) { try DocumentID.validate(bodyID) }
         if base == nil, let revText = doc["_rev"]?.stringValue { base = try DocumentInput.parseRev(revText) }
         let newEdits = request.query.newEdits
         let rev = try writeUserDocument(database, docID: docID, doc, base: base, newEdits: newEdits)
@@ -110,11 +110,15 @@ extension App {
         try DocumentID.validate(docID)
         let user = UserContext.current
         let isAdmin = isDatabaseAdmin(App.usersDatabase, user)
-        let docName =
-            docID.hasPrefix(App.userDocumentPrefix) ? String(docID.dropFirst(App.userDocumentPrefix.count)) : nil
+        // Names are compared by bytes (`ExactName`): a look-alike of someone's name is not them.
+        let docName = docID.afterBytePrefix(App.userDocumentPrefix).map { ExactName($0) }
         // couch_users_db:before_doc_update: others' documents do not exist for you.
         if !isAdmin, user.name != nil, user.name != docName { throw CouchError.notFound("missing") }
-        if docID.hasPrefix("_design/") {
+        // A name the server holds itself (a one-time `receive` user) can never be (re-)created here.
+        if let docName, access.authenticator.identities.isReserved(docName) {
+            throw CouchError.forbidden("This user name is reserved by the server.")
+        }
+        if docID.hasBytePrefix("_design/") {
             guard isAdmin else { throw App.securityError(user, "You are not a db or server admin.") }
         }
         var doc = doc
@@ -125,9 +129,10 @@ extension App {
         {
             oldDoc = object
         }
-        if !docID.hasPrefix("_design/") {
-            if doc["password"]?.stringValue != nil { doc = App.hashingPassword(doc) }
-            try App.validateUserDocument(doc, old: oldDoc, user: user, isAdmin: isAdmin)
+        if !docID.hasBytePrefix("_design/") {
+            let iterations = access.authenticator.iterations
+            if doc["password"]?.stringValue != nil { doc = App.hashingPassword(doc, iterations: iterations) }
+            try App.validateUserDocument(doc, old: oldDoc, user: user, isAdmin: isAdmin, maxIterations: iterations)
         }
         if let rev = base { doc["_rev"] = .string(rev.description) }
         let input = try DocumentInput(.object(doc))
@@ -136,9 +141,9 @@ extension App {
     }
 
     /// Replaces `password` by a fresh PBKDF2 hash (couch_users_db:save_doc).
-    static func hashingPassword(_ doc: JSONObject) -> JSONObject {
+    static func hashingPassword(_ doc: JSONObject, iterations: Int) -> JSONObject {
         guard let password = doc["password"]?.stringValue else { return doc }
-        let hash = PasswordHash.make(password: Array(password.utf8))
+        let hash = PasswordHash.make(password: Array(password.utf8), iterations: iterations)
         let passwordFields: Set<String> = [
             "derived_key", "iterations", "password", "password_scheme", "password_sha", "preserve_salt", "pbkdf2_prf",
             "salt",
@@ -148,12 +153,15 @@ extension App {
         return out
     }
 
-    /// The rules of CouchDB's `_users` validate function, with its messages.
-    static func validateUserDocument(_ doc: JSONObject, old: JSONObject?, user: UserContext, isAdmin: Bool)
-        throws(CouchError)
-    {
+    /// The rules of CouchDB's `_users` validate function, with its messages; every name and role
+    /// is compared by bytes. A hash supplied by someone who is not an admin may not ask for more
+    /// than `maxIterations` (the server's own), or each failed login against it would cost more.
+    static func validateUserDocument(
+        _ doc: JSONObject, old: JSONObject?, user: UserContext, isAdmin: Bool, maxIterations: Int
+    ) throws(CouchError) {
+        let oldName = old?["name"]?.stringValue.map { ExactName($0) }
         if doc["_deleted"]?.boolValue == true {
-            if user.isServerAdmin || (user.name != nil && user.name == old?["name"]?.stringValue) { return }
+            if user.isServerAdmin || (user.name != nil && user.name == oldName) { return }
             throw .forbidden("Only admins may delete other user docs.")
         }
         guard doc["type"]?.stringValue == "user" else { throw .forbidden("doc.type must be user") }
@@ -167,10 +175,10 @@ extension App {
             guard let role = item.stringValue else { throw .forbidden("doc.roles can only contain strings") }
             roles.append(role)
         }
-        guard doc["_id"]?.stringValue == userDocumentPrefix + name else {
+        guard let id = doc["_id"]?.stringValue, id.utf8Equals(userDocumentPrefix + name) else {
             throw .forbidden("Doc ID must be of the form org.couchdb.user:name")
         }
-        if let old, old["name"]?.stringValue != name { throw .forbidden("Usernames can not be changed.") }
+        if old != nil, oldName != ExactName(name) { throw .forbidden("Usernames can not be changed.") }
         if doc["password_sha"] != nil, doc["salt"] == nil {
             throw .forbidden("Users with password_sha must have a salt.See /_utils/script/couch.js for example code.")
         }
@@ -180,20 +188,27 @@ extension App {
         if doc["password_scheme"]?.stringValue == "pbkdf2" {
             guard case .number = doc["iterations"] else { throw .forbidden("iterations must be a number.") }
             guard doc["derived_key"]?.stringValue != nil else { throw .forbidden("derived_key must be a string.") }
+            if !isAdmin, let iterations = doc["iterations"]?.intValue, iterations > maxIterations {
+                throw .forbidden("Iteration count is too high for this server")
+            }
         }
         if !isAdmin {
             if let old {
-                guard user.name == name else { throw .forbidden("You may only update your own user document.") }
-                let oldRoles = (old["roles"]?.arrayValue ?? []).compactMap(\.stringValue).sorted()
-                guard oldRoles == roles.sorted() else { throw .forbidden("Only _admin may edit roles") }
+                guard user.name == ExactName(name) else {
+                    throw .forbidden("You may only update your own user document.")
+                }
+                let oldRoles = (old["roles"]?.arrayValue ?? []).compactMap(\.stringValue)
+                guard ExactName.sortedByBytes(oldRoles) == ExactName.sortedByBytes(roles) else {
+                    throw .forbidden("Only _admin may edit roles")
+                }
             } else if !roles.isEmpty {
                 throw .forbidden("Only _admin may set roles")
             }
         }
-        for role in roles where role != "_metrics" && role.hasPrefix("_") {
+        for role in roles where !role.utf8Equals("_metrics") && role.hasBytePrefix("_") {
             throw .forbidden("No system roles (starting with underscore) in users db.")
         }
-        if name.hasPrefix("_") { throw .forbidden("Username may not start with underscore.") }
-        if name.contains(":") { throw .forbidden("Character `:` is not allowed in usernames.") }
+        if name.hasBytePrefix("_") { throw .forbidden("Username may not start with underscore.") }
+        if name.containsByte(UInt8(ascii: ":")) { throw .forbidden("Character `:` is not allowed in usernames.") }
     }
 }

@@ -1,12 +1,12 @@
 /// Sizes and times of authentication (CouchDB's `[chttpd_auth]` defaults where it has one).
 enum AuthLimits {
-    /// PBKDF2-SHA256 iterations for new password hashes. CouchDB 3.4 uses 600,000, which costs
-    /// about a quarter of a second per login on a small machine; 100,000 is OWASP's floor for
-    /// SHA-256 and keeps logins and test runs quick.
-    static let pbkdf2Iterations = 100_000
-    /// Most iterations a stored hash may ask for; a user document claiming more cannot log in
-    /// (otherwise one crafted `_users` doc could pin a core per login attempt).
-    static let maxPBKDF2Iterations = 10_000_000
+    /// PBKDF2-SHA256 iterations for new password hashes by default: OWASP's recommendation and
+    /// CouchDB 3.4's `[chttpd_auth] iterations` (about half a second per hash on a small machine;
+    /// verified Basic credentials are cached, so it is paid once per login, not per request).
+    /// `--pbkdf2-iterations` changes it (tests lower it to stay quick).
+    static let pbkdf2Iterations = 600_000
+    /// Range `--pbkdf2-iterations` accepts.
+    static let configurablePBKDF2Iterations = 1_000...10_000_000
     /// Session cookie lifetime, in seconds (`[chttpd_auth] timeout`, default 600).
     static let sessionSeconds = 600
     /// Verified Basic credentials are remembered this long, in seconds, so that Basic auth on
@@ -17,16 +17,24 @@ enum AuthLimits {
     /// Longest `Authorization` header value or `AuthSession` cookie we look at, in bytes;
     /// longer ones are refused with 400.
     static let credentialBytes = 8 * 1024
-    /// Failed logins for one name that go unpunished within `failureWindowSeconds`.
+    /// Failed logins for one (client, name) that go unpunished within `failureWindowSeconds`.
     static let freeFailures = 5
+    /// Failed logins from one client, whatever the names, that go unpunished within the window
+    /// (guessing across many made-up names is throttled per address as well).
+    static let freeClientFailures = 30
     /// How long a failed login is remembered, in seconds.
     static let failureWindowSeconds = 300
-    /// First delay once `freeFailures` is used up, in milliseconds; doubles per further failure.
+    /// Spacing between attempts once the free failures are used up, in milliseconds; doubles per
+    /// further failure.
     static let failureBaseDelayMilliseconds = 200
-    /// Longest delay before answering a failed login, in milliseconds.
+    /// Longest spacing between two attempts on one throttled key, in milliseconds.
     static let failureMaxDelayMilliseconds = 4_000
-    /// Most names the failure tracker remembers.
-    static let failureEntries = 4096
+    /// Longest an attempt waits for its turn, in milliseconds; one that would wait longer (many
+    /// guesses in parallel) is refused unverified.
+    static let failureMaxWaitMilliseconds = 8_000
+    /// Most keys the failure tracker remembers (each about 100 bytes); when full, the key with the
+    /// fewest failures goes, so made-up names cannot push a throttled key out.
+    static let failureEntries = 8192
     /// Bytes of a generated server admin password (hex-encoded, so twice as many characters).
     static let generatedPasswordBytes = 16
     /// Bytes of the cookie-signing secret.

@@ -7,22 +7,40 @@ import Synchronization
 /// Turns a request's credentials into a `UserContext`: the `AuthSession` cookie first, then
 /// Basic auth, else anonymous — CouchDB's default handler chain (`cookie`, `default`).
 ///
-/// Accounts are the server admins (in memory) and `org.couchdb.user:NAME` documents of `_users`.
+/// Accounts are looked up by name, compared by bytes (`ExactName`), in a fixed order: the server
+/// admins, then the identities the server holds itself (`ServerIdentities`, the one-time users of
+/// `couchlite receive`), then `org.couchdb.user:NAME` documents of `_users`. An earlier source
+/// always wins, so nothing written into `_users` can shadow an admin or a server-held identity.
+///
 /// Verified Basic credentials are cached briefly, keyed by a hash of the name, the password and
-/// the stored hash, so a changed password never matches an old entry.
+/// the stored hash, so a changed password never matches an old entry. Every uncached check costs
+/// the same PBKDF2 work whether the name exists or not (no timing oracle), passes the
+/// `LoginThrottle` first, and a successful one re-derives a hash weaker than the server's own
+/// iterations (the transparent upgrade CouchDB 3.4 calls `upgrade_hash_on_auth`).
 final class Authenticator: Sendable {
-    let admins: ServerAdmins
+    private let admins: Mutex<ServerAdmins>
+    /// One-time identities held in memory (see `ServerIdentities`).
+    let identities = ServerIdentities()
     /// Signs session cookies; random per data dir, kept in `<data-dir>/auth-secret`.
     let secret: [UInt8]
+    /// PBKDF2 iterations of every hash the server makes (`--pbkdf2-iterations`, default 600,000).
+    let iterations: Int
     private let store: Store
     let throttle = LoginThrottle()
     private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
 
     /// Someone who can log in.
     struct Account: Sendable {
-        let name: String
-        let roles: [String]
+        enum Source: Sendable {
+            case serverAdmin
+            case serverHeld
+            case usersDatabase
+        }
+
+        let name: ExactName
+        let roles: [ExactName]
         let hash: PasswordHash
+        var source = Source.serverHeld
     }
 
     /// What authentication decided for one request.
@@ -32,13 +50,23 @@ final class Authenticator: Sendable {
         var refreshedCookie: String?
     }
 
-    init(admins: ServerAdmins, secret: [UInt8], store: Store) {
-        self.admins = admins
+    init(admins: ServerAdmins, secret: [UInt8], store: Store, iterations: Int = AuthLimits.pbkdf2Iterations) {
+        self.admins = Mutex(admins)
         self.secret = secret
         self.store = store
+        self.iterations = iterations
     }
 
-    /// Reads `<data-dir>/auth-secret`, creating it on first start.
+    /// Most iterations a stored hash may ask for and still be checked: the server's own, or
+    /// CouchDB 3.4's 600,000 when the server uses fewer (so hashes replicated from CouchDB work).
+    var maxIterations: Int { max(iterations, AuthLimits.pbkdf2Iterations) }
+
+    /// Whether `name` is a server admin's.
+    func isServerAdmin(_ name: ExactName) -> Bool {
+        admins.withLock { $0.hashes[name] != nil }
+    }
+
+    /// Reads `<data-dir>/auth-secret`, creating it (owner-only) on first start.
     static func loadSecret(dataDir: String) throws -> [UInt8] {
         let path = dataDir + "/auth-secret"
         if let data = FileManager.default.contents(atPath: path),
@@ -48,8 +76,7 @@ final class Authenticator: Sendable {
             return bytes
         }
         let bytes = Secrets.randomBytes(AuthLimits.secretBytes)
-        try Data(bytes.hexString.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-        chmod(path, 0o600)
+        try PrivateFile.write(Array(bytes.hexString.utf8), to: path)
         return bytes
     }
 
@@ -75,50 +102,111 @@ final class Authenticator: Sendable {
 
     // MARK: Accounts
 
-    /// A server admin by that name, else the user document `org.couchdb.user:NAME`.
-    func account(named name: String) -> Account? {
-        if let hash = admins.hashes[name] {
-            return Account(name: name, roles: [UserContext.adminRole], hash: hash)
+    /// The account of that exact name: a server admin, else a server-held identity, else the user
+    /// document `org.couchdb.user:NAME`.
+    func account(named name: ExactName) -> Account? {
+        if let hash = admins.withLock({ $0.hashes[name] }) {
+            return Account(name: name, roles: [UserContext.adminRole], hash: hash, source: .serverAdmin)
         }
+        if let held = identities.account(named: name) { return held }
         guard let users = try? store.open(App.usersDatabase),
-            let revision = try? users.revision(App.userDocumentPrefix + name, rev: nil), !revision.deleted,
+            let revision = try? users.revision(App.userDocumentPrefix + name.text, rev: nil), !revision.deleted,
             let body = revision.body, let json = try? JSON.parse(body), case .object(let doc) = json,
             let hash = PasswordHash(doc)
         else { return nil }
-        let roles = doc["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        return Account(name: name, roles: roles, hash: hash)
+        let roles = doc["roles"]?.arrayValue?.compactMap { $0.stringValue.map { ExactName($0) } } ?? []
+        return Account(name: name, roles: roles, hash: hash, source: .usersDatabase)
     }
 
-    /// Checks a name and password, slowing down repeated failures from one client.
-    /// - Parameter client: the peer address the engine saw. Failures are counted per client and name, so one
-    ///   client guessing an account's password is slowed down while the same account logging in from elsewhere,
-    ///   or other users behind the same address, are not.
-    /// - Returns: the account, or nil when the name is unknown or the password wrong.
-    func login(name: String, password: [UInt8], client: String?) -> Account? {
-        let key = (client ?? "-") + " " + name
-        if let account = account(named: name), verify(account, password) {
-            throttle.succeeded(key)
-            return account
-        }
-        let delay = throttle.failed(key)
-        if delay > .zero {
-            Thread.sleep(
-                forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
-        }
-        return nil
+    /// Checks a name and password, after the `LoginThrottle` gave the attempt its turn.
+    /// - Parameter client: the peer address the engine saw (the throttle counts per client).
+    /// - Returns: the account, or nil when the name is unknown, the password wrong or the attempt
+    ///   refused by the throttle.
+    func login(name: ExactName, password: [UInt8], client: String?) -> Account? {
+        let account = account(named: name)
+        // Credentials verified moments ago pass without a turn: only someone who knows the password
+        // gets here, so a guesser sharing the real user's address never holds the user up.
+        if let account, isCached(account, password) { return account }
+        let keys = LoginThrottle.keys(client: client, name: name)
+        guard throttle.begin(keys) else { return nil }
+        let succeeded = verify(account, password)
+        throttle.finish(keys, succeeded: succeeded)
+        guard succeeded, let account else { return nil }
+        if account.hash.iterations < iterations { return upgrade(account, password) }
+        return account
     }
 
-    private func verify(_ account: Account, _ password: [UInt8]) -> Bool {
-        var key = Array(account.name.utf8) + [0] + password + [0] + Array(account.hash.salt.utf8) + [0]
+    /// The credential cache's key: name, password and the stored hash, so a new password (or an
+    /// upgraded hash) never matches an old entry.
+    private func cacheKey(_ account: Account, _ password: [UInt8]) -> String {
+        var key = Array(account.name.text.utf8) + [0] + password + [0] + Array(account.hash.salt.utf8) + [0]
         key += Array(account.hash.derivedKey.utf8)
-        let cacheKey = Digest.hash(.sha256, key).hexString
-        let now = ContinuousClock.now
-        if let expiry = verified.withLock({ $0[cacheKey] }), expiry > now { return true }
-        guard account.hash.verify(password) else { return false }
+        return Digest.hash(.sha256, key).hexString
+    }
+
+    private func isCached(_ account: Account, _ password: [UInt8]) -> Bool {
+        let key = cacheKey(account, password)
+        guard let expiry = verified.withLock({ $0[key] }) else { return false }
+        return expiry > ContinuousClock.now
+    }
+
+    /// Verifies a password, spending at least the server's own PBKDF2 work: an unknown name, a
+    /// missing hash or a cheap stored hash cost as much as a real one (no timing oracle).
+    private func verify(_ account: Account?, _ password: [UInt8]) -> Bool {
+        guard let account else {
+            PasswordHash.burnVerification(password, iterations: iterations)
+            return false
+        }
+        let hash = account.hash
+        let ok = hash.verify(password, maxIterations: maxIterations)
+        let spent = (1...maxIterations).contains(hash.iterations) ? hash.iterations : 0
+        if spent < iterations { PasswordHash.burnVerification(password, iterations: iterations - spent) }
+        guard ok else { return false }
+        remember(cacheKey(account, password), now: ContinuousClock.now)
+        return true
+    }
+
+    private func remember(_ cacheKey: String, now: ContinuousClock.Instant) {
         verified.withLock { cache in
             if cache.count >= AuthLimits.credentialCacheEntries { cache.removeAll() }
             cache[cacheKey] = now + .seconds(AuthLimits.credentialCacheSeconds)
         }
+    }
+
+    /// Re-derives a stored hash weaker than the server's at the server's iterations, keeping its
+    /// salt (so the user's sessions stay valid). A failure to store it changes nothing: the old
+    /// hash still verifies, and the next login tries again.
+    private func upgrade(_ account: Account, _ password: [UInt8]) -> Account {
+        let hash = account.hash.rehashed(password: password, iterations: iterations)
+        switch account.source {
+        case .serverHeld:
+            return account
+        case .serverAdmin:
+            let saved: Bool = admins.withLock { admins in
+                guard admins.hashes[account.name] == account.hash else { return false }
+                return (try? admins.replace(account.name, hash)) != nil
+            }
+            guard saved else { return account }
+        case .usersDatabase:
+            guard storeUpgradedUserHash(account, hash) else { return account }
+        }
+        let upgraded = Account(name: account.name, roles: account.roles, hash: hash, source: account.source)
+        remember(cacheKey(upgraded, password), now: ContinuousClock.now)
+        return upgraded
+    }
+
+    /// Writes the upgraded hash as a new revision of the user's document, unless it changed meanwhile.
+    private func storeUpgradedUserHash(_ account: Account, _ hash: PasswordHash) -> Bool {
+        let docID = App.userDocumentPrefix + account.name.text
+        guard let users = try? store.open(App.usersDatabase),
+            let current = try? users.revision(docID, rev: nil), !current.deleted, let body = current.body,
+            let json = try? JSON.parse(body), case .object(var doc) = json, PasswordHash(doc) == account.hash
+        else { return false }
+        for (key, value) in hash.userDocumentFields { doc[key] = value }
+        let stubs = current.attachments.map { AttachmentRef.stub(name: $0.name, revpos: $0.revpos, digest: $0.digest) }
+        let write = RevisionWrite(
+            docID: docID, path: [current.rev], body: JSON.object(doc).serialized(), attachments: stubs)
+        guard let result = try? users.applyEdits([write]).first, case .success = result.result else { return false }
         return true
     }
 
@@ -130,14 +218,17 @@ final class Authenticator: Sendable {
     func authenticate(_ headers: HTTPHeaders, client: String?) throws(CouchError) -> Outcome {
         if let value = SessionCookie.find(in: headers["Cookie"]) {
             let cookie = try SessionCookie(parsing: value)
-            if let account = account(named: cookie.name), cookie.isAuthentic(secret: secret, salt: account.hash.salt) {
+            if let account = account(named: ExactName(cookie.name)),
+                cookie.isAuthentic(secret: secret, salt: account.hash.salt)
+            {
                 let now = Authenticator.now
                 let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
                 if timeLeft > 0 {
                     let user = UserContext(name: account.name, roles: account.roles, handler: "cookie")
                     let refresh =
                         timeLeft < AuthLimits.sessionSeconds / 2
-                        ? SessionCookie.value(name: account.name, issued: now, secret: secret, salt: account.hash.salt)
+                        ? SessionCookie.value(
+                            name: account.name.text, issued: now, secret: secret, salt: account.hash.salt)
                         : nil
                     return Outcome(user: user, refreshedCookie: refresh)
                 }
@@ -156,7 +247,7 @@ final class Authenticator: Sendable {
         let password = Array(decoded[(colon + 1)...])
         if nameBytes == [UInt8(ascii: "_")] && password == [UInt8(ascii: "_")] { return Outcome(user: .anonymous) }
         guard let name = String(validating: nameBytes, as: UTF8.self),
-            let account = login(name: name, password: password, client: client)
+            let account = login(name: ExactName(name), password: password, client: client)
         else {
             throw .unauthorized("Name or password is incorrect.")
         }
@@ -165,7 +256,8 @@ final class Authenticator: Sendable {
 
     /// A new session cookie value for an account that just logged in.
     func newCookie(for account: Account) -> String {
-        SessionCookie.value(name: account.name, issued: Authenticator.now, secret: secret, salt: account.hash.salt)
+        SessionCookie.value(
+            name: account.name.text, issued: Authenticator.now, secret: secret, salt: account.hash.salt)
     }
 }
 

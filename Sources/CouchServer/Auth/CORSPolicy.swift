@@ -3,11 +3,26 @@ import CouchWire
 /// Cross-origin rules, as CouchDB's `[cors]` section with `[httpd] enable_cors = true`
 /// (chttpd_cors.erl): preflights are answered before authentication, and matching origins are
 /// echoed back (never `*`, which browsers refuse together with credentials, as PouchDB sends).
+///
+/// Credentials (`Access-Control-Allow-Credentials: true`, which lets a page on that origin act with
+/// its visitor's cookie or Basic login) are off unless asked for, as CouchDB's `[cors] credentials`
+/// default. Asked for with `true`, they go to the origins listed by name only; an origin accepted
+/// merely because the list holds `*` gets them only when the operator says `any-origin` (CouchDB's
+/// `credentials = true` with `origins = *` would let every web page on the LAN in).
 struct CORSPolicy: Sendable {
+    /// When CORS answers carry `Access-Control-Allow-Credentials: true`.
+    enum Credentials: String, Sendable {
+        /// Never (the default).
+        case off = "false"
+        /// For origins listed by name.
+        case listed = "true"
+        /// For every accepted origin, `*` included: only on the operator's explicit word.
+        case anyOrigin = "any-origin"
+    }
+
     /// Accepted origins, exactly as `Origin` carries them (`*` accepts any); empty turns CORS off.
     var origins: [String] = []
-    /// Send `Access-Control-Allow-Credentials: true` (CouchDB's `[cors] credentials`).
-    var allowCredentials = true
+    var credentials = Credentials.off
 
     /// `Access-Control-Max-Age` of preflights, in seconds (CouchDB's default).
     static let maxAgeSeconds = 600
@@ -33,7 +48,7 @@ struct CORSPolicy: Sendable {
         guard isEnabled, let origin = headers["Origin"], !origin.isEmpty,
             origin.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F })
         else { return nil }
-        return origins.contains("*") || origins.contains(origin) ? origin : nil
+        return origins.contains("*") || isListed(origin) ? origin : nil
     }
 
     /// The headers of a 204 preflight answer, or nil when the request is not a preflight we
@@ -73,9 +88,19 @@ struct CORSPolicy: Sendable {
         return out
     }
 
-    /// CouchDB never allows credentials for the literal origin `*`.
-    private func allowsCredentials(_ origin: String) -> Bool {
-        allowCredentials && origin != "*"
+    /// Whether the origin is listed by name, byte for byte.
+    private func isListed(_ origin: String) -> Bool {
+        origins.contains { $0.utf8Equals(origin) }
+    }
+
+    /// Credentials for an accepted origin (never for the literal origin `*`, as CouchDB).
+    func allowsCredentials(_ origin: String) -> Bool {
+        guard origin != "*" else { return false }
+        switch credentials {
+        case .off: return false
+        case .listed: return isListed(origin)
+        case .anyOrigin: return true
+        }
     }
 }
 

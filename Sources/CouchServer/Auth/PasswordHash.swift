@@ -18,18 +18,27 @@ struct PasswordHash: Sendable, Equatable {
         return PasswordHash(salt: salt, iterations: iterations, derivedKey: key.hexString)
     }
 
+    /// The same password and salt at `iterations` (the transparent upgrade after a successful
+    /// login). Keeping the salt keeps the user's session cookies valid: their MAC is keyed by it.
+    func rehashed(password: [UInt8], iterations: Int) -> PasswordHash {
+        let key = Secrets.pbkdf2SHA256(password: password, salt: Array(salt.utf8), iterations: iterations)
+        return PasswordHash(salt: salt, iterations: iterations, derivedKey: key.hexString)
+    }
+
     /// Whether `password` produces this hash; compared in constant time.
-    func verify(_ password: [UInt8]) -> Bool {
-        guard iterations >= 1, iterations <= AuthLimits.maxPBKDF2Iterations else { return false }
+    /// - Parameter maxIterations: a stored hash asking for more never verifies (and costs nothing),
+    ///   so one crafted `_users` document cannot make each login attempt pin a core.
+    func verify(_ password: [UInt8], maxIterations: Int) -> Bool {
+        guard iterations >= 1, iterations <= maxIterations else { return false }
         let key = Secrets.pbkdf2SHA256(password: password, salt: Array(salt.utf8), iterations: iterations)
         return Secrets.constantTimeEqual(Array(key.hexString.utf8), Array(derivedKey.lowercased().utf8))
     }
 
-    /// Spends the time of one verification without a stored hash, so that an unknown name
-    /// answers as slowly as a wrong password.
-    static func burnVerification(_ password: [UInt8]) {
-        _ = Secrets.pbkdf2SHA256(
-            password: password, salt: Array("couchlite".utf8), iterations: AuthLimits.pbkdf2Iterations)
+    /// Spends the time of `iterations` PBKDF2 rounds without a stored hash, so that an unknown name
+    /// (or a stored hash cheaper than the server's) answers as slowly as a wrong password.
+    static func burnVerification(_ password: [UInt8], iterations: Int) {
+        guard iterations > 0 else { return }
+        _ = Secrets.pbkdf2SHA256(password: password, salt: Array("couchlite-burn".utf8), iterations: iterations)
     }
 
     /// The fields CouchDB writes into a user document, in its order.

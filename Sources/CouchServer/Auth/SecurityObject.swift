@@ -41,10 +41,11 @@ struct SecurityObject: Sendable, Equatable {
         self.json = object
     }
 
-    private func list(_ section: String, _ key: String) -> [String] {
+    /// A `names` or `roles` list as byte-compared names (see `ExactName`).
+    private func list(_ section: String, _ key: String) -> [ExactName] {
         var value = json[section]
         if section == "members", value == nil { value = json["readers"] }
-        return value?.objectValue?[key]?.arrayValue?.compactMap(\.stringValue) ?? []
+        return value?.objectValue?[key]?.arrayValue?.compactMap { $0.stringValue.map { ExactName($0) } } ?? []
     }
 
     /// Server admins, and names or roles listed under `admins`.
@@ -62,7 +63,8 @@ struct SecurityObject: Sendable, Equatable {
     }
 
     /// couch_db's `is_authorized`: `_admin` always matches by role; names only for named users.
-    private static func matches(_ user: UserContext, names: [String], roles: [String]) -> Bool {
+    /// Byte comparison, as CouchDB's `lists:member` on binaries: a look-alike name is not listed.
+    private static func matches(_ user: UserContext, names: [ExactName], roles: [ExactName]) -> Bool {
         if user.roles.contains(where: { $0 == UserContext.adminRole || roles.contains($0) }) { return true }
         guard let name = user.name else { return false }
         return names.contains(name)

@@ -6,15 +6,17 @@ import Synchronization
 /// Keeps each database's `_security` object in `<data-dir>/security/<safe name>.json`, written
 /// atomically; hex so that any database name, `/` and `..` included, is one harmless file name.
 ///
-/// A database without a file has the default object: admin-only (CouchDB 3), except `_users`,
-/// whose per-document rules (`App+Users.swift`) let people sign up and read their own document.
+/// A database without a file has the default object: admin-only, `_users` included (CouchDB 3's
+/// `default_security = admin_only`: nobody signs up unless an admin opens `_users`, see
+/// `Options.usersDBSecurityEditable`). Within an opened `_users`, the per-document rules of
+/// `App+Users.swift` let people sign up and read only their own document.
 final class SecurityStore: Sendable {
     private let directory: String
     private let cache = Mutex<[String: SecurityObject]>([:])
 
     init(directory: String) throws {
         self.directory = directory
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try PrivateFile.createDirectory(directory)
     }
 
     func security(of database: String) -> SecurityObject {
@@ -30,8 +32,7 @@ final class SecurityStore: Sendable {
     }
 
     func setSecurity(_ object: SecurityObject, of database: String) throws {
-        try Data(JSON.object(object.json).serialized()).write(
-            to: URL(fileURLWithPath: path(of: database)), options: .atomic)
+        try PrivateFile.write(JSON.object(object.json).serialized(), to: path(of: database))
         cache.withLock { $0[database] = object }
     }
 
@@ -42,7 +43,7 @@ final class SecurityStore: Sendable {
     }
 
     static func defaultObject(for database: String) -> SecurityObject {
-        database == App.usersDatabase ? .open : .adminOnly
+        .adminOnly
     }
 
     private func path(of database: String) -> String {

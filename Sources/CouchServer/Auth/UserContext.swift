@@ -2,9 +2,10 @@ import CouchWire
 import Foundation
 
 /// Who a request speaks for, as CouchDB's `#user_ctx`: `name` is nil for an anonymous request.
+/// Names and roles are `ExactName`s: every access decision compares them by bytes.
 struct UserContext: Sendable, Equatable {
-    var name: String?
-    var roles: [String]
+    var name: ExactName?
+    var roles: [ExactName]
     /// The handler that authenticated the request (`"cookie"` or `"default"` for Basic), as
     /// `GET /_session` reports it in `info.authenticated`; nil when anonymous.
     var handler: String?
@@ -12,13 +13,16 @@ struct UserContext: Sendable, Equatable {
     static let anonymous = UserContext(name: nil, roles: [], handler: nil)
 
     /// The role every server admin carries.
-    static let adminRole = "_admin"
+    static let adminRole: ExactName = "_admin"
 
     var isServerAdmin: Bool { roles.contains(UserContext.adminRole) }
 
     /// `{"name":…,"roles":[…]}`, the `userCtx` of `GET /_session`.
     var json: JSON {
-        .object(JSONObject([("name", name.map(JSON.string) ?? .null), ("roles", .array(roles.map(JSON.string)))]))
+        .object(
+            JSONObject([
+                ("name", name.map { JSON.string($0.text) } ?? .null), ("roles", .array(roles.map { .string($0.text) })),
+            ]))
     }
 }
 

@@ -19,6 +19,9 @@ final class ServerProcess: Sendable {
 
     /// Opens the data dir and starts listening.
     init(options: Options, log: Logger) throws {
+        // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
+        // and their temporary files, security objects) is owner-only from its creation (issue 18).
+        umask(0o077)
         try DataDirectory.create(options.dataDir)
         let store = try Store(directory: options.dataDir + "/databases")
         let uuid = try DataDirectory.serverUUID(options.dataDir)
@@ -81,9 +84,9 @@ private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any Disp
 
 /// The files at the top of `--data-dir`.
 enum DataDirectory {
-    /// Creates the data dir (owner-only) if missing.
+    /// Creates the data dir (owner-only, `0700`) if missing, and narrows one that others may enter.
     static func create(_ path: String) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try PrivateFile.createDirectory(path)
     }
 
     /// Reads the server's persistent uuid from `<data-dir>/server.json`, creating it on first start.
@@ -96,7 +99,7 @@ enum DataDirectory {
         }
         let uuid = Secrets.randomBytes(16).hexString
         let bytes = JSON.object(JSONObject([("uuid", .string(uuid))])).serialized()
-        try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try PrivateFile.write(bytes, to: path)
         return uuid
     }
 }

@@ -13,7 +13,8 @@ struct FollowedAttachments {
         let sha1: [UInt8]?
         let length: Int
     }
-    var parts: [String: Part] = [:]
+    /// Keyed by bytes: two names that merely look alike are two attachments, as in CouchDB.
+    var parts: [ExactName: Part] = [:]
 }
 
 /// Turning `_attachments` JSON into stored blobs and `AttachmentRef`s.
@@ -21,7 +22,7 @@ extension App {
     /// CouchDB refuses attachment names starting with `_` (chttpd_db 2307) and empty ones.
     static func validateAttachmentName(_ name: String) throws(CouchError) {
         guard !name.isEmpty else { throw .badRequest("Attachment name can't be empty") }
-        if name.hasPrefix("_") {
+        if name.hasBytePrefix("_") {
             throw .badRequest("Attachment name '\(name)' starts with prohibited character '_'")
         }
     }
@@ -48,7 +49,9 @@ extension App {
             }
             let contentType = entry["content_type"]?.stringValue ?? "application/octet-stream"
             let givenRevpos = entry["revpos"]?.intValue
-            let revpos = replicated ? (givenRevpos ?? newRevPos) : newRevPos
+            // A replicated revision keeps the revpos it was sent with, 0 when it names none
+            // (`couch_att:inline_from_json`/`follow_from_json`); an edit's new data gets the new generation.
+            let revpos = replicated ? (givenRevpos ?? 0) : newRevPos
             if entry["stub"]?.boolValue == true {
                 refs.append(.stub(name: name, revpos: givenRevpos, digest: entry["digest"]?.stringValue))
                 continue
@@ -69,7 +72,7 @@ extension App {
                 continue
             }
             if entry["follows"]?.boolValue == true {
-                guard let part = followed?.parts[name] else {
+                guard let part = followed?.parts[ExactName(name)] else {
                     throw CouchError.badRequest("Attachment \(name) follows but no part was sent for it")
                 }
                 let encoding = entry["encoding"]?.stringValue

@@ -18,7 +18,7 @@ extension App {
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
-        guard let att = revision.attachments.first(where: { $0.name == name }) else {
+        guard let att = revision.attachments.first(where: { $0.name.utf8Equals(name) }) else {
             throw CouchError.notFound("Document is missing attachment")
         }
         let etag = "\"\(att.digest.split(separator: "-", maxSplits: 1).last.map(String.init) ?? att.digest)\""
@@ -135,7 +135,7 @@ extension App {
             revpos: (base?.pos ?? 0) + 1, encoding: encoding, encodedLength: encoding == nil ? nil : stored.length,
             blobKey: stored.key)
         let rev = try rewriteAttachments(database, docID, base: base) { atts in
-            atts.removeAll { $0.name == name }
+            atts.removeAll { $0.name.utf8Equals(name) }
             atts.append(newAttachment)
         }
         var headers = HTTPHeaders()
@@ -185,10 +185,10 @@ extension App {
         }
         let base = try DocumentInput.parseRev(revText)
         let rev = try rewriteAttachments(database, docID, base: base) { atts throws(CouchError) in
-            guard atts.contains(where: { $0.name == name }) else {
+            guard atts.contains(where: { $0.name.utf8Equals(name) }) else {
                 throw CouchError.notFound("Document is missing attachment")
             }
-            atts.removeAll { $0.name == name }
+            atts.removeAll { $0.name.utf8Equals(name) }
         }
         try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
     }

@@ -248,7 +248,7 @@ struct ChangesFeed {
         switch query.filter {
         case .none: break
         case .docIDs(let ids): guard ids.contains(change.id) else { return nil }
-        case .design: guard change.id.hasPrefix("_design/") else { return nil }
+        case .design: guard change.id.hasBytePrefix("_design/") else { return nil }
         case .selector(let selector):
             doc = try renderWinner(change)
             guard let doc, selector.matches(.object(doc)) else { return nil }

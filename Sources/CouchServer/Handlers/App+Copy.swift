@@ -12,7 +12,7 @@ extension App {
         }
         let (targetID, targetRev) = try App.copyDestination(request.head.headers["Destination"])
         try DocumentID.validate(targetID)
-        guard !targetID.hasPrefix("_local/") else {
+        guard !targetID.hasBytePrefix("_local/") else {
             throw CouchError.badRequest("_local documents can not be the destination of a COPY.")
         }
         let source: StoredRevision

@@ -10,6 +10,7 @@ extension App {
             let database = try openDatabase(name)
             try reply.json(200, try databaseInfo(database))
         case "PUT":
+            try App.validateShardParameters(request.query)
             try App.validateDatabaseName(name)
             do {
                 _ = try store.create(name)
@@ -56,6 +57,16 @@ extension App {
             "compact_running": false,
             "cluster": ["q": 1, "n": 1, "w": 1, "r": 1],
         ]
+    }
+
+    /// `q` and `n` (shard count and replicas) mean nothing to a single-file database, so they are
+    /// ignored, but a value CouchDB would refuse is refused as it does (chttpd_db:parse_shards_opt).
+    static func validateShardParameters(_ query: QueryParameters) throws(CouchError) {
+        for name in ["q", "n"] {
+            if let value = query[name], (Int(value) ?? 0) <= 0 {
+                throw .badRequest("The `\(name)` value should be a positive integer.")
+            }
+        }
     }
 
     /// CouchDB's rule: `^[a-z][a-z0-9_$()+/-]*$`, plus the system databases.

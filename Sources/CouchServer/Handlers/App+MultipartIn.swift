@@ -53,7 +53,16 @@ private struct MultipartDocumentReader {
         case .partBegin(let partHeaders):
             partIndex += 1
             headers = partHeaders
-            if partIndex > 0 {
+            if partIndex == 0 {
+                // The document part must say it is JSON (couch_httpd_multipart:mp_parse_doc); parameters such as
+                // Couchbase Lite Java's `charset=utf-8` are fine.
+                let type = MultipartHeaders.value("Content-Type", in: partHeaders).map {
+                    MultipartHeaderValue(parsing: $0).value
+                }
+                guard type == "application/json" else {
+                    throw CouchError.badContentType("Content-Type must be application/json")
+                }
+            } else {
                 guard partIndex - 1 < expected.count else {
                     throw CouchError.badRequest("More multipart parts than attachments marked follows")
                 }
@@ -90,7 +99,7 @@ private struct MultipartDocumentReader {
                     // What `App.followedDigest` answers when a stored copy's md5 differs from the announced one.
                     throw CouchError.contentMD5Mismatch
                 }
-                followed.parts[slot.name] = FollowedAttachments.Part(
+                followed.parts[ExactName(slot.name)] = FollowedAttachments.Part(
                     key: stored.key, md5: stored.md5, sha1: stored.sha1, length: stored.length)
                 self.writer = nil
             }

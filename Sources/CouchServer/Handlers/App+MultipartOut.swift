@@ -187,7 +187,7 @@ extension App {
             rev = try rewriteAttachments(database, docID, base: base) { atts in
                 for var upload in uploads {
                     upload.revpos = base.pos + 1
-                    atts.removeAll { $0.name == upload.name }
+                    atts.removeAll { $0.name.utf8Equals(upload.name) }
                     atts.append(upload)
                 }
             }

@@ -21,10 +21,10 @@ extension App {
         var writeIndex: [Int] = []
         for (index, doc) in docs.enumerated() {
             do {
-                let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasPrefix("_local/") == true)
+                let input = try DocumentInput(doc, local: doc["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
                 let docID = input.id ?? Secrets.randomBytes(16).hexString
                 try DocumentID.validate(docID)
-                if docID.hasPrefix("_local/") {
+                if docID.hasBytePrefix("_local/") {
                     let rev = try putLocal(database, docID, input: input)
                     results[index] = ["ok": true, "id": .string(docID), "rev": .string(rev)]
                     continue

@@ -32,7 +32,7 @@ struct DocumentInput {
     init(_ json: JSON, local: Bool = false) throws(CouchError) {
         guard case .object(let object) = json else { throw .notAnObject }
         for (key, value) in object {
-            guard key.hasPrefix("_") else {
+            guard key.hasBytePrefix("_") else {
                 body[key] = value
                 continue
             }
@@ -122,9 +122,9 @@ enum DocumentID {
     static func validate(_ id: String) throws(CouchError) {
         guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
         guard id.utf8.count <= maxBytes else { throw .illegalDocID("Document id is too long") }
-        if id.hasPrefix("_") {
+        if id.hasBytePrefix("_") {
             let reserved = ["_design/", "_local/"]
-            guard reserved.contains(where: { id.hasPrefix($0) && id.count > $0.count }) else {
+            guard reserved.contains(where: { id.hasBytePrefix($0) && id.utf8.count > $0.utf8.count }) else {
                 throw .illegalDocID("Only reserved document ids may start with underscore.")
             }
         }

@@ -14,7 +14,12 @@ struct Options: Sendable {
     /// Origins allowed cross-origin requests (`*` for any); empty turns CORS off.
     var corsOrigins: [String] = []
     /// Whether CORS answers allow credentials (cookies, Basic auth), as PouchDB sends them.
-    var corsCredentials = true
+    var corsCredentials = CORSPolicy.Credentials.off
+    /// PBKDF2-SHA256 iterations of new password hashes (CouchDB 3.4's 600,000 unless lowered for tests).
+    var pbkdf2Iterations = AuthLimits.pbkdf2Iterations
+    /// CouchDB's `[couchdb] users_db_security_editable`: whether admins may change `_users/_security`
+    /// (to open sign-up, for instance). Off by default, as in CouchDB 3.
+    var usersDBSecurityEditable = false
 
     /// One row of the option table.
     struct Spec: Sendable {
@@ -51,12 +56,19 @@ struct Options: Sendable {
         },
         Spec(
             flag: "--admin", environment: "COUCHLITE_ADMIN", valueName: "USER:PASS",
-            help: "server admin credentials"
+            help: "server admin credentials (visible in ps: prefer the environment or --admin-file)"
         ) { o, v throws(OptionsError) in
-            guard let colon = v.firstIndex(of: ":"), colon != v.startIndex, v.index(after: colon) != v.endIndex else {
-                throw OptionsError("--admin must look like USER:PASS")
-            }
-            o.admin = v
+            o.admin = try Options.adminCredentials(v, source: "--admin")
+        },
+        Spec(
+            flag: "--admin-file", environment: "COUCHLITE_ADMIN_FILE", valueName: "FILE",
+            help: "read the server admin's USER:PASS from the first line of FILE"
+        ) { o, v throws(OptionsError) in
+            guard let data = FileManager.default.contents(atPath: v), let text = String(data: data, encoding: .utf8)
+            else { throw OptionsError("--admin-file: cannot read '\(v)'") }
+            let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let credentials = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+            o.admin = try Options.adminCredentials(credentials, source: "--admin-file \(v)")
         },
         Spec(
             flag: "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
@@ -85,13 +97,49 @@ struct Options: Sendable {
             o.corsOrigins = origins
         },
         Spec(
-            flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "BOOL",
-            help: "allow credentials on CORS requests (true or false), default true"
+            flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "WHEN",
+            help: "false (default), true (listed origins only) or any-origin (also those * accepts)"
         ) { o, v throws(OptionsError) in
-            guard let flag = Bool(v) else { throw OptionsError("--cors-credentials must be true or false") }
-            o.corsCredentials = flag
+            guard let credentials = CORSPolicy.Credentials(rawValue: v) else {
+                throw OptionsError("--cors-credentials must be false, true or any-origin")
+            }
+            o.corsCredentials = credentials
+        },
+        Spec(
+            flag: "--pbkdf2-iterations", environment: "COUCHLITE_PBKDF2_ITERATIONS", valueName: "N",
+            help: "PBKDF2-SHA256 iterations of new password hashes, default 600000 (lower only for tests)"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), AuthLimits.configurablePBKDF2Iterations.contains(n) else {
+                let range = AuthLimits.configurablePBKDF2Iterations
+                throw OptionsError("--pbkdf2-iterations must be \(range.lowerBound)...\(range.upperBound)")
+            }
+            o.pbkdf2Iterations = n
+        },
+        Spec(
+            flag: "--users-db-security-editable", environment: "COUCHLITE_USERS_DB_SECURITY_EDITABLE",
+            valueName: "BOOL", help: "let admins change _users/_security (e.g. to allow sign-up), default false"
+        ) { o, v throws(OptionsError) in
+            guard let flag = Bool(v) else { throw OptionsError("--users-db-security-editable must be true or false") }
+            o.usersDBSecurityEditable = flag
         },
     ]
+
+    /// Checks `USER:PASS`.
+    private static func adminCredentials(_ value: String, source: String) throws(OptionsError) -> String {
+        guard let colon = value.firstIndex(of: ":"), colon != value.startIndex,
+            value.index(after: colon) != value.endIndex
+        else { throw OptionsError("\(source) must look like USER:PASS") }
+        return value
+    }
+
+    /// Checks combinations of options.
+    func validate() throws(OptionsError) {
+        if corsCredentials == .listed && !corsOrigins.isEmpty && corsOrigins.allSatisfy({ $0 == "*" }) {
+            throw OptionsError(
+                "--cors-credentials true gives credentials to listed origins only, and --cors-origins lists none "
+                    + "but *; to let any web page send its visitors' cookies here, say --cors-credentials any-origin")
+        }
+    }
 
     static var usage: String {
         var lines = [
@@ -100,7 +148,8 @@ struct Options: Sendable {
         for spec in table {
             let left = "  \(spec.flag) \(spec.valueName)"
             lines.append(
-                left.padding(toLength: 30, withPad: " ", startingAt: 0) + spec.help + " [$\(spec.environment)]")
+                left.padding(toLength: max(30, left.count + 2), withPad: " ", startingAt: 0) + spec.help
+                    + " [$\(spec.environment)]")
         }
         lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
         return lines.joined(separator: "\n")
@@ -134,6 +183,7 @@ struct Options: Sendable {
             try spec.apply(&options, value ?? "")
             index += 1
         }
+        try options.validate()
         return options
     }
 }

@@ -5,7 +5,7 @@ extension String {
     /// equivalence, under which `"é"` (U+00E9) equals `"e\u{301}"`. Object keys and string values must not
     /// be merged that way, so JSON code compares bytes.
     @inline(__always)
-    func utf8Equals(_ other: String) -> Bool {
+    public func utf8Equals(_ other: String) -> Bool {
         let left = utf8
         let right = other.utf8
         guard left.count == right.count else { return false }

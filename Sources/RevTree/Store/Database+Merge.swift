@@ -169,22 +169,23 @@ extension Database {
             for index in ancestors.indices {
                 let list = try loaded[index] ?? attachments(ofBodyAt: ancestors[index].seq, connection)
                 loaded[index] = list
-                if let found = list.first(where: { $0.name == name }) { return found }
+                // Names compare by bytes: a look-alike name is another attachment (CouchDB compares binaries).
+                if let found = list.first(where: { $0.name.utf8.elementsEqual(name.utf8) }) { return found }
             }
             return nil
         }
-        var byName = [String: AttachmentInfo]()
+        var byName = [[UInt8]: AttachmentInfo]()
         for ref in refs {
             switch ref {
             case .stored(var info):
                 if let newPos { info.revpos = newPos }
-                byName[info.name] = info
+                byName[Array(info.name.utf8)] = info
             case .stub(let name, let revpos, let digest):
                 guard let found = try find(name),
                     revpos.map({ $0 == found.revpos }) ?? true,
                     digest.map({ $0 == found.digest }) ?? true
                 else { throw StoreError.missingStub(name) }
-                byName[name] = found
+                byName[Array(name.utf8)] = found
             }
         }
         return byName.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }

@@ -1,0 +1,39 @@
+import Synchronization
+
+/// Accounts the server itself holds in memory, outside `_users`: the one-time users of
+/// `couchlite receive` (whose credentials travel in a QR code).
+///
+/// The `Authenticator` looks names up in a fixed order: server admins, then these, then `_users`,
+/// so no `_users` document can shadow one. A name held once stays reserved for the life of the
+/// process after it is released: `_users` refuses documents with a reserved name (whoever writes
+/// them), so nobody can re-create a one-time identity that a database's `_security` may still list.
+final class ServerIdentities: Sendable {
+    private struct State {
+        var accounts: [ExactName: Authenticator.Account] = [:]
+        var reserved: Set<ExactName> = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Holds an identity (replacing one of that name) and reserves its name.
+    func hold(_ account: Authenticator.Account) {
+        state.withLock {
+            $0.accounts[account.name] = account
+            $0.reserved.insert(account.name)
+        }
+    }
+
+    /// Stops accepting the identity; its name stays reserved.
+    func release(_ name: ExactName) {
+        state.withLock { _ = $0.accounts.removeValue(forKey: name) }
+    }
+
+    func account(named name: ExactName) -> Authenticator.Account? {
+        state.withLock { $0.accounts[name] }
+    }
+
+    /// Whether the name is or was held by the server (then `_users` may not use it).
+    func isReserved(_ name: ExactName) -> Bool {
+        state.withLock { $0.reserved.contains(name) }
+    }
+}

@@ -1,0 +1,137 @@
+"""Issue 18 attacks that need a server of their own: file modes on a new data dir (item 12), the
+admin password kept off the command line (item 16), and the default 600,000 PBKDF2 iterations
+with equal-cost checks for unknown names (item 11). Each starts couchlite with its defaults
+(no --pbkdf2-iterations), unlike the conformance suite's server.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import statistics
+import subprocess
+import time
+
+import requests
+
+from conftest import free_port
+
+ADMIN = ("admin", "pass")
+
+
+def start(tmp_path, *flags, env_extra=None, umask=None, admin_flag=True):
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COUCHLITE_")}
+    env.update(env_extra or {})
+    port = free_port()
+    args = [os.environ["COUCHLITE_BIN"], "--port", str(port), "--data-dir", str(data), "--log-level", "error"]
+    if admin_flag:
+        args += ["--admin", f"{ADMIN[0]}:{ADMIN[1]}"]
+    proc = subprocess.Popen(args + list(flags), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode(errors="replace")
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/_up", timeout=2).status_code == 200:
+                return proc, f"http://127.0.0.1:{port}", data
+        except requests.RequestException:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("couchlite did not start")
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_files_owner_only_from_creation(tmp_path):
+    """Started with umask 000, every directory the server makes is 0700 and every file 0600:
+    the SQLite files (and -wal/-shm), _users, security/*.json, blobs, admins.json, auth-secret."""
+    proc, base, data = start(tmp_path, umask=0)
+    try:
+        auth = ADMIN
+        assert requests.put(f"{base}/photos", auth=auth, timeout=10).status_code == 201
+        r = requests.put(f"{base}/photos/cat", json={"v": 1}, auth=auth, timeout=10)
+        rev = r.json()["rev"]
+        r = requests.put(f"{base}/photos/cat/cat.jpg", params={"rev": rev}, data=b"\xff\xd8" * 5000,
+                         headers={"Content-Type": "image/jpeg"}, auth=auth, timeout=10)
+        assert r.status_code == 201, r.text
+        security = {"admins": {"names": [], "roles": []}, "members": {"names": ["alice"], "roles": []}}
+        assert requests.put(f"{base}/photos/_security", json=security, auth=auth, timeout=10).status_code == 200
+        user = {"name": "alice", "password": "pw", "roles": [], "type": "user"}
+        r = requests.put(f"{base}/_users/org.couchdb.user:alice", json=user, auth=auth, timeout=30)
+        assert r.status_code == 201, r.text
+        assert requests.get(f"{base}/_session", auth=("alice", "pw"), timeout=30).status_code == 200
+        # checked while running, so that -wal and -shm files exist
+        seen = {"dirs": 0, "files": 0}
+        names = set()
+        assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
+        for root, dirs, files in os.walk(data):
+            for d in dirs:
+                mode = stat.S_IMODE(os.stat(os.path.join(root, d)).st_mode)
+                assert mode == 0o700, (os.path.join(root, d), oct(mode))
+                seen["dirs"] += 1
+            for f in files:
+                mode = stat.S_IMODE(os.stat(os.path.join(root, f)).st_mode)
+                assert mode == 0o600, (os.path.join(root, f), oct(mode))
+                seen["files"] += 1
+                names.add(f)
+        assert {"admins.json", "auth-secret", "server.json"} <= names
+        assert any(n.endswith(".couch-wal") or n.endswith("-wal") for n in names), names
+        assert seen["files"] >= 8 and seen["dirs"] >= 4, seen
+    finally:
+        stop(proc)
+
+
+def test_admin_password_not_on_command_line(tmp_path):
+    """--admin-file (and COUCHLITE_ADMIN_FILE): the password never appears in the process's
+    command line, which anyone on the machine can read in /proc (ps)."""
+    secret = "correct horse battery staple"
+    admin_file = tmp_path / "admin.txt"
+    fd = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, f"boss:{secret}\n".encode())
+    os.close(fd)
+    cases = [(["--admin-file", str(admin_file)], None), ([], {"COUCHLITE_ADMIN_FILE": str(admin_file)})]
+    for index, (flags, env) in enumerate(cases):
+        proc, base, data = start(tmp_path / f"case{index}", *flags, env_extra=env, admin_flag=False)
+        try:
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as f:
+                assert secret.encode() not in f.read()
+            r = requests.get(f"{base}/_all_dbs", auth=("boss", secret), timeout=30)
+            assert r.status_code == 200, r.text
+            assert requests.get(f"{base}/_all_dbs", auth=("boss", "wrong"), timeout=30).status_code == 401
+            assert secret not in (data / "admins.json").read_text()
+        finally:
+            stop(proc)
+
+
+def test_unknown_user_login_costs_as_much_as_a_wrong_password(tmp_path):
+    """No timing oracle: at the default 600,000 iterations, a login for a name that does not exist
+    takes as long as a wrong password for one that does (it was 20x faster)."""
+    proc, base, _ = start(tmp_path)
+    try:
+        user = {"name": "real", "password": "pw", "roles": [], "type": "user"}
+        r = requests.put(f"{base}/_users/org.couchdb.user:real", json=user, auth=ADMIN, timeout=60)
+        assert r.status_code == 201
+        doc = requests.get(f"{base}/_users/org.couchdb.user:real", auth=ADMIN, timeout=60).json()
+        assert doc["iterations"] == 600_000
+
+        def timed(name):
+            started = time.monotonic()
+            r = requests.post(f"{base}/_session", json={"name": name, "password": "wrong"}, timeout=60)
+            assert r.status_code == 401
+            return time.monotonic() - started
+
+        known = statistics.median(timed("real") for _ in range(3))
+        unknown = statistics.median(timed(f"nobody-{i}") for i in range(3))
+        assert known > 0.05, known  # 600,000 rounds are measurable
+        assert unknown > 0.6 * known, (unknown, known)
+    finally:
+        stop(proc)
