@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CJPEG", path: "Sources/CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
         // glibc's <malloc.h>, for arena tuning in the server.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -25,9 +27,13 @@ let package = Package(
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
+        // Decoding, downscaling and orienting photos in C (libjpeg and libpng report errors by longjmp).
+        .target(name: "CThumbnail", dependencies: ["CJPEG", "CPNG"]),
+        // Thumbnails of photos and their cache on disk. Knows nothing of HTTP.
+        .target(name: "Thumbnails", dependencies: ["CThumbnail", "CJPEG", "CPNG"], swiftSettings: swiftSettings),
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
-            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc"],
+            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "Thumbnails"],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -37,6 +43,7 @@ let package = Package(
             swiftSettings: swiftSettings),
 
         .testTarget(name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],

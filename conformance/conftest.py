@@ -15,9 +15,9 @@ import requests
 
 REQUEST_TIMEOUT_S = 30  # per request; longpoll tests pass their own
 
-# conformance/e2e starts couchlite servers itself (it needs COUCHLITE_BIN), so a run against a
-# foreign CouchDB must not collect it; it runs when named: `pytest conformance/e2e`.
-collect_ignore = ["e2e"]
+# conformance/e2e and conformance/browser start couchlite servers themselves (they need COUCHLITE_BIN), so a run against a
+# foreign CouchDB must not collect them; they run when named: `pytest conformance/e2e`.
+collect_ignore = ["e2e", "browser"]
 
 
 class Couch:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent environment setup for couchlite on Debian: C libraries for the server,
-# Python + pytest + requests for the conformance suite, wrk for benchmarks, curl for the
+# Idempotent environment setup for couchlite on Debian: C libraries for the server (SQLite, libcrypto,
+# zlib, libjpeg-turbo and libpng for thumbnails), Python + pytest + requests for the conformance suite,
+# Chromium + Playwright + ffmpeg (test videos) for the gallery's browser tests, wrk for benchmarks, curl for the
 # README's examples (and their e2e test), and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
 # Source it (`. scripts/setup.sh`) to keep the PATH fix for /opt/swift in the caller.
 set -euo pipefail
@@ -16,7 +17,7 @@ as_root() {
 
 # --- Debian packages -------------------------------------------------------------------
 missing=()
-for pkg in libsqlite3-dev libssl-dev zlib1g-dev wrk; do
+for pkg in libsqlite3-dev libssl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev wrk chromium ffmpeg; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 command -v curl >/dev/null 2>&1 || missing+=(curl)
@@ -37,22 +38,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- Python modules ----------------------------------------------------------------------
-if ! python3 -c 'import pytest, requests' >/dev/null 2>&1; then
-  log "installing pytest and requests with pip"
+if ! python3 -c 'import pytest, requests, playwright' >/dev/null 2>&1; then
+  log "installing pytest, requests and playwright with pip"
   # Quiet: no root warning (a throw-away test machine runs as root on purpose), no version nag.
   export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
   pip_err="$(mktemp -t couchlite-pip.XXXXXX)"
-  if ! python3 -m pip install -q pytest requests 2>"$pip_err"; then
+  if ! python3 -m pip install -q pytest requests playwright 2>"$pip_err"; then
     # Debian's own Python refuses pip installs (PEP 668) unless told this is meant.
     if grep -q "externally-managed-environment" "$pip_err"; then
-      python3 -m pip install -q --break-system-packages pytest requests 2>"$pip_err" || {
+      python3 -m pip install -q --break-system-packages pytest requests playwright 2>"$pip_err" || {
         cat "$pip_err" >&2; rm -f "$pip_err"; exit 1; }
     else
       cat "$pip_err" >&2; rm -f "$pip_err"; exit 1
     fi
   fi
   rm -f "$pip_err"
-  python3 -c 'import pytest, requests' || { log "pytest/requests still not importable"; exit 1; }
+  python3 -c 'import pytest, requests, playwright' || { log "pytest/requests/playwright still not importable"; exit 1; }
 fi
 
 # --- Swift toolchain ---------------------------------------------------------------------

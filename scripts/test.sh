@@ -2,7 +2,8 @@
 # Full test run: Swift unit tests, then the black-box HTTP conformance suite (conformance/)
 # against a freshly started couchlite on a free port with a throw-away data dir.
 # Then, when it started couchlite itself, the end-to-end replication tests (conformance/e2e),
-# which start, kill and restart two more couchlite servers.
+# which start, kill and restart two more couchlite servers, and the gallery's browser tests
+# (conformance/browser, headless Chromium).
 # With COUCH_URL already set (e.g. http://admin:pass@127.0.0.1:5984 for a real CouchDB), the
 # Swift steps still run but no server is started: the suite tests that URL instead (no e2e).
 # Exits non-zero if any step fails.
@@ -86,7 +87,7 @@ fi
 
 step "conformance suite against $(printf '%s' "$COUCH_URL" | sed -E 's#//[^/@]*@#//#')"
 set +e
-python3 -m pytest conformance -q -p no:cacheprovider -rfE --ignore=conformance/e2e
+python3 -m pytest conformance -q -p no:cacheprovider -rfE --ignore=conformance/e2e --ignore=conformance/browser
 rc=$?
 set -e
 if [ "$rc" -ne 0 ] && [ -n "$tmp_dir" ]; then
@@ -112,7 +113,19 @@ if [ -n "$tmp_dir" ]; then
   set -e
 fi
 
-if [ "$rc" -ne 0 ] || [ "$e2e_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ]; then
-  echo "test.sh: conformance exit $rc, e2e exit $e2e_rc, bench smoke exit $bench_rc" >&2
+# The photo gallery in a real headless Chromium (Debian's, driven by Playwright): its tests start
+# their own couchlite, so they run only when testing couchlite.
+browser_rc=0
+if [ -n "$tmp_dir" ]; then
+  step "photo gallery in headless Chromium (conformance/browser)"
+  set +e
+  COUCHLITE_BIN="$bin" python3 -m pytest conformance/browser -q -p no:cacheprovider -rfE
+  browser_rc=$?
+  set -e
+fi
+
+if [ "$rc" -ne 0 ] || [ "$e2e_rc" -ne 0 ] || [ "$bench_rc" -ne 0 ] || [ "$browser_rc" -ne 0 ]; then
+  echo "test.sh: conformance exit $rc, e2e exit $e2e_rc, bench smoke exit $bench_rc," \
+    "browser exit $browser_rc" >&2
   exit 1
 fi

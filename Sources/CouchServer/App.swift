@@ -14,6 +14,8 @@ final class App: Sendable {
     let log: Logger
     let options: Options
     let access: AccessControl
+    /// The photo gallery's thumbnail cache (Gallery/).
+    let gallery: GalleryState
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -25,6 +27,7 @@ final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        self.gallery = GalleryState(dataDir: options.dataDir)
     }
 
     /// The engine's entry point for every request.
@@ -62,8 +65,10 @@ final class App: Sendable {
     private func route(_ request: Request, _ reply: Reply) throws {
         let segments = request.segments
         guard let first = segments.first else {
+            if App.prefersHTML(request) { return try galleryWelcome(request, reply) }
             return try serverRoot(request, reply)
         }
+        if first == "_photos" { return try gallery(request, reply) }
         if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {

@@ -52,7 +52,8 @@ extension App {
             if second == "_all_docs" || second == "_changes" { return try requireServerAdmin(user) }
         } else if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             switch first {
-            case "_up", "_uuids", "_session": return
+            // The gallery checks each database it touches itself (Gallery/App+Gallery.swift).
+            case "_up", "_uuids", "_session", "_photos": return
             default: return try requireServerAdmin(user)
             }
         } else if segments.count == 1 && (method == "PUT" || method == "DELETE") {
