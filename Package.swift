@@ -16,6 +16,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // QR codes for `couchlite receive`.
+        .systemLibrary(name: "CQRencode", path: "Sources/CQRencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
         // glibc's <malloc.h>, for arena tuning in the server.
@@ -33,7 +35,8 @@ let package = Package(
         .target(name: "Thumbnails", dependencies: ["CThumbnail", "CJPEG", "CPNG"], swiftSettings: swiftSettings),
         // The CouchDB endpoints over the store, and the subcommands that run them.
         .target(
-            name: "CouchServer", dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "Thumbnails"],
+            name: "CouchServer",
+            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails"],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
@@ -46,7 +49,7 @@ let package = Package(
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree"],
+            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree", "CZlib"],
             swiftSettings: swiftSettings),
     ]
 )

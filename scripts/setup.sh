@@ -17,7 +17,7 @@ as_root() {
 
 # --- Debian packages -------------------------------------------------------------------
 missing=()
-for pkg in libsqlite3-dev libssl-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev wrk chromium ffmpeg; do
+for pkg in libsqlite3-dev libssl-dev zlib1g-dev libqrencode-dev zbar-tools libjpeg62-turbo-dev libpng-dev wrk chromium ffmpeg; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 command -v curl >/dev/null 2>&1 || missing+=(curl)

@@ -36,9 +36,15 @@ final class App: Sendable {
         let reply = Reply(writer: writer)
         applyCORS(head, reply)
         defer { UserContext.clearCurrent() }
+        var temporaryRequest: TemporaryAccounts.Request?
         do {
+            try checkHost(head)
             let request = try Request(head: head, body: body)
-            if try admit(request, reply) { try route(request, reply) }
+            if try admit(request, reply) {
+                temporaryRequest = access.authenticator.temporary.begin(
+                    UserContext.current, method: request.method, segments: request.segments)
+                try route(request, reply)
+            }
         } catch let error as CouchError {
             reply.error(error, headers: errorHeaders(error, head))
         } catch let error as HTTPError {
@@ -48,6 +54,7 @@ final class App: Sendable {
             log.error("request failed", ["error": String(describing: error), "path": head.path])
             reply.error(.unknownError(String(describing: error)))
         }
+        temporaryRequest?.end(status: reply.status)
         // Formatting the line costs more than serving a small document: skip it unless it is logged.
         guard log.level >= .info else { return }
         let elapsed = ContinuousClock.now - started
@@ -132,6 +139,15 @@ final class App: Sendable {
             }
             if segments.count == 2 { return try document(database, second, request, reply) }
             return try attachment(database, second, segments[2...].joined(separator: "/"), request, reply)
+        }
+    }
+
+    /// DNS-rebinding defence: once `access.hosts` lists the names this server answers to, a request whose
+    /// `Host` names another (a page of `evil.example` that made its name resolve to this machine) is refused
+    /// before anything else, as its browser would otherwise treat this server as `evil.example`'s own.
+    private func checkHost(_ head: HTTPRequestHead) throws(CouchError) {
+        guard access.hosts.allows(head.headers["Host"]) else {
+            throw .badRequest("The Host header does not name this server.")
         }
     }
 

@@ -6,6 +6,7 @@ import Foundation
 
 let usage = """
     usage: couchlite [serve] [options]     run the CouchDB-compatible server (see couchlite serve --help)
+           couchlite receive [options]     receive photos into a folder (see couchlite receive --help)
 
     A CouchDB-compatible replication server.
     """
@@ -15,6 +16,7 @@ let environment = ProcessInfo.processInfo.environment
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
+case "receive": status = receive(Array(arguments.dropFirst()), environment)
 case "help": status = help()
 default: status = serve(arguments, environment)
 }

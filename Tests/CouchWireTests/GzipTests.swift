@@ -87,6 +87,11 @@ struct GzipTests {
         #expect(throws: GzipError.corrupt) { try Gzip.decompress(Array("{\"plain\":\"json\"}".utf8), limit: 10_000) }
     }
 
+    @Test func unlimitedDecoderDoesNotOverflow() throws {
+        let data = Array("an attachment".utf8)
+        #expect(try GzipDecoder(limit: Int.max).decode(Gzip.compress(data)) == data)
+    }
+
     @Test func stopsZipBombAtLimit() throws {
         // 64 MiB of zeros packs to about 64 KiB; the decoder must stop near the 1 MiB limit.
         let encoder = GzipEncoder(level: 9)

@@ -270,6 +270,18 @@ import Testing
         }
     }
 
+    @Test func extraHostsAreBoundOnTheSamePort() throws {
+        // Linux loopback answers every 127/8 address: two addresses, one port, one server.
+        try withHTTPTestServer({ $0.extraHosts = ["127.0.0.2", "name.invalid"] }) { port, _, _ in
+            for host in ["127.0.0.1", "127.0.0.2"] {
+                let client = try RawHTTPClient(host: host, port: port)
+                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try client.readResponse().bodyText == "hello")
+            }
+            #expect(throws: (any Error).self) { try RawHTTPClient(host: "127.0.0.3", port: port) }
+        }
+    }
+
     // MARK: Attacks and limits, live
 
     @Test func requestSmugglingIsAnswered400AndClosed() throws {

@@ -8,6 +8,8 @@ final class AccessControl: Sendable {
     let authenticator: Authenticator
     let security: SecurityStore
     let cors: CORSPolicy
+    /// The `Host` values requests must carry (any until set; `couchlite receive` sets its one address).
+    let hosts = HostAllowList()
 
     init(authenticator: Authenticator, security: SecurityStore, cors: CORSPolicy) {
         self.authenticator = authenticator

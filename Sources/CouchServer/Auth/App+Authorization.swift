@@ -46,6 +46,11 @@ extension App {
         guard let first = segments.first else { return }
         let method = request.method
         let second = segments.count > 1 ? segments[1] : nil
+        if let scope = user.scope {
+            // A temporary account: its own allow-list, then the checks below as for any member.
+            try authorizeScoped(request, scope: scope)
+            if first == "_session" { return }
+        }
         if first == "_all_dbs" || first == "_dbs_info" { return try requireServerAdmin(user) }
         if first == App.usersDatabase || first == "_replicator" {
             if segments.count == 1 && (method == "PUT" || method == "DELETE") { return try requireServerAdmin(user) }
@@ -68,7 +73,9 @@ extension App {
             guard security.isAdmin(user) else { throw CouchError.unauthorized("You are not a server or db admin.") }
             return
         }
-        guard security.isMember(user) else { throw App.securityError(user) }
+        // A temporary account is a member of its one database only through its scope, never by name in `_security`.
+        let scopedMember = user.scope.map { Array($0.utf8) == Array(first.utf8) } ?? false
+        guard scopedMember || security.isMember(user) else { throw App.securityError(user) }
         if security.isAdmin(user) { return }
         if first == App.usersDatabase { return try authorizeUsersDatabase(request, user) }
         if isDesignWrite(request) || (second == "_revs_limit" && method == "PUT") {

@@ -20,13 +20,15 @@ import Synchronization
 final class Authenticator: Sendable {
     private let admins: Mutex<ServerAdmins>
     /// One-time identities held in memory (see `ServerIdentities`).
-    let identities = ServerIdentities()
+    let identities: ServerIdentities
     /// Signs session cookies; random per data dir, kept in `<data-dir>/auth-secret`.
     let secret: [UInt8]
     /// PBKDF2 iterations of every hash the server makes (`--pbkdf2-iterations`, default 600,000).
     let iterations: Int
     private let store: Store
     let throttle = LoginThrottle()
+    /// `couchlite receive`'s one-time accounts (held in `identities`), with their scope, expiry and activity.
+    let temporary: TemporaryAccounts
     private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
 
     /// Someone who can log in.
@@ -41,6 +43,8 @@ final class Authenticator: Sendable {
         let roles: [ExactName]
         let hash: PasswordHash
         var source = Source.serverHeld
+        /// The only database a temporary account may use (see `TemporaryAccounts`); nil for everyone else.
+        var scope: String? = nil
     }
 
     /// What authentication decided for one request.
@@ -55,6 +59,9 @@ final class Authenticator: Sendable {
         self.secret = secret
         self.store = store
         self.iterations = iterations
+        let identities = ServerIdentities()
+        self.identities = identities
+        temporary = TemporaryAccounts(identities: identities, iterations: iterations)
     }
 
     /// Most iterations a stored hash may ask for and still be checked: the server's own, or
@@ -224,7 +231,8 @@ final class Authenticator: Sendable {
                 let now = Authenticator.now
                 let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
                 if timeLeft > 0 {
-                    let user = UserContext(name: account.name, roles: account.roles, handler: "cookie")
+                    let user = UserContext(
+                        name: account.name, roles: account.roles, handler: "cookie", scope: account.scope)
                     let refresh =
                         timeLeft < AuthLimits.sessionSeconds / 2
                         ? SessionCookie.value(
@@ -251,7 +259,8 @@ final class Authenticator: Sendable {
         else {
             throw .unauthorized("Name or password is incorrect.")
         }
-        return Outcome(user: UserContext(name: account.name, roles: account.roles, handler: "default"))
+        let user = UserContext(name: account.name, roles: account.roles, handler: "default", scope: account.scope)
+        return Outcome(user: user)
     }
 
     /// A new session cookie value for an account that just logged in.

@@ -9,16 +9,17 @@ import Synchronization
 /// them), so nobody can re-create a one-time identity that a database's `_security` may still list.
 final class ServerIdentities: Sendable {
     private struct State {
-        var accounts: [ExactName: Authenticator.Account] = [:]
+        var accounts: [ExactName: (account: Authenticator.Account, until: ContinuousClock.Instant?)] = [:]
         var reserved: Set<ExactName> = []
     }
 
     private let state = Mutex(State())
 
     /// Holds an identity (replacing one of that name) and reserves its name.
-    func hold(_ account: Authenticator.Account) {
+    /// - Parameter until: when it stops being accepted by itself (nil: until released).
+    func hold(_ account: Authenticator.Account, until: ContinuousClock.Instant? = nil) {
         state.withLock {
-            $0.accounts[account.name] = account
+            $0.accounts[account.name] = (account, until)
             $0.reserved.insert(account.name)
         }
     }
@@ -28,8 +29,13 @@ final class ServerIdentities: Sendable {
         state.withLock { _ = $0.accounts.removeValue(forKey: name) }
     }
 
+    /// The identity of that exact name while it is held and not past its time.
     func account(named name: ExactName) -> Authenticator.Account? {
-        state.withLock { $0.accounts[name] }
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let held = state.accounts[name], held.until.map({ now < $0 }) ?? true else { return nil }
+            return held.account
+        }
     }
 
     /// Whether the name is or was held by the server (then `_users` may not use it).

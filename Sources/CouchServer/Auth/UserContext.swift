@@ -9,6 +9,8 @@ struct UserContext: Sendable, Equatable {
     /// The handler that authenticated the request (`"cookie"` or `"default"` for Basic), as
     /// `GET /_session` reports it in `info.authenticated`; nil when anonymous.
     var handler: String?
+    /// The one database this user may use, for a temporary account (`TemporaryAccounts`); nil otherwise.
+    var scope: String? = nil
 
     static let anonymous = UserContext(name: nil, roles: [], handler: nil)
 

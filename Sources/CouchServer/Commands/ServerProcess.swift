@@ -18,7 +18,8 @@ final class ServerProcess: Sendable {
     let generatedAdmin: ServerAdmins.Generated?
 
     /// Opens the data dir and starts listening.
-    init(options: Options, log: Logger) throws {
+    /// - Parameter extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
+    init(options: Options, log: Logger, extraHosts: [String] = []) throws {
         // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
         // and their temporary files, security objects) is owner-only from its creation (issue 18).
         umask(0o077)
@@ -33,6 +34,7 @@ final class ServerProcess: Sendable {
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.port = options.port
+        configuration.extraHosts = extraHosts
         configuration.maxConnections = options.maxConnections
         configuration.serverHeader = "couchlite/\(App.version)"
         let handlerApp = app

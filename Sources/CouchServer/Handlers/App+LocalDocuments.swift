@@ -6,6 +6,7 @@ import RevTree
 extension App {
     func localDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         try DocumentID.validate(docID)
+        try requireUnreservedLocal(docID)
         switch request.method {
         case "GET", "HEAD":
             guard let local = try database.localDocument(docID) else { throw CouchError.notFound("missing") }
@@ -30,6 +31,7 @@ extension App {
 
     /// Stores a local document's fields and returns its new `0-N` rev.
     func putLocal(_ database: Database, _ docID: String, input: DocumentInput) throws -> String {
+        try requireUnreservedLocal(docID)
         if input.deleted {
             _ = try database.deleteLocal(docID)
             return "0-0"

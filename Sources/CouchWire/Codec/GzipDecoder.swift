@@ -106,7 +106,7 @@ public final class GzipDecoder {
                 guard inflateReset(stream) == Z_OK else { throw .corrupt }
                 atMemberEnd = false
             }
-            let room = min(Self.stepSize, limit - totalOut + 1)
+            let room = min(Self.stepSize - 1, limit - totalOut) + 1  // no overflow for a limit of Int.max
             var produced = 0
             let code = scratch.withUnsafeMutableBytes { out -> Int32 in
                 stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)

@@ -12,7 +12,39 @@ enum HTTPListener {
     /// one succeeded: `localhost` may resolve to `::1` on a machine without IPv6.
     /// - Returns: non-blocking listening descriptors and the bound port.
     static func bind(host: String, port: Int) throws(HTTPServerError) -> (descriptors: [Int32], port: Int) {
+        try bind(hosts: [host], port: port)
+    }
+
+    /// Binds every address of every host on one port: the first host must resolve and bind; later ones that do
+    /// not are skipped (an interface may have gone away since it was listed).
+    static func bind(hosts: [String], port: Int) throws(HTTPServerError) -> (descriptors: [Int32], port: Int) {
+        let host = hosts.first ?? "127.0.0.1"
         guard (0...65535).contains(port) else { throw .cannotListen(host: host, port: port, message: "invalid port") }
+        var addresses = try resolve(host, port: port)
+        for extra in hosts.dropFirst() {
+            for address in (try? resolve(extra, port: port)) ?? [] where !addresses.contains(address) {
+                addresses.append(address)
+            }
+        }
+
+        var descriptors: [Int32] = []
+        var boundPort = port
+        var firstError = "no usable address"
+        for address in addresses {
+            switch listen(on: address, port: boundPort) {
+            case .success(let (descriptor, actualPort)):
+                descriptors.append(descriptor)
+                boundPort = actualPort
+            case .failure(let message):
+                if descriptors.isEmpty { firstError = message.message }
+            }
+        }
+        guard !descriptors.isEmpty else { throw .cannotListen(host: host, port: port, message: firstError) }
+        return (descriptors, boundPort)
+    }
+
+    /// The socket addresses `host` resolves to, deduplicated, in resolver order.
+    private static func resolve(_ host: String, port: Int) throws(HTTPServerError) -> [[UInt8]] {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Self.streamType
@@ -35,21 +67,7 @@ enum HTTPListener {
             }
             cursor = entry.pointee.ai_next
         }
-
-        var descriptors: [Int32] = []
-        var boundPort = port
-        var firstError = "no usable address"
-        for address in addresses {
-            switch listen(on: address, port: boundPort) {
-            case .success(let (descriptor, actualPort)):
-                descriptors.append(descriptor)
-                boundPort = actualPort
-            case .failure(let message):
-                if descriptors.isEmpty { firstError = message.message }
-            }
-        }
-        guard !descriptors.isEmpty else { throw .cannotListen(host: host, port: port, message: firstError) }
-        return (descriptors, boundPort)
+        return addresses
     }
 
     private struct Failure: Error {

@@ -60,7 +60,8 @@ public final class HTTPServer: Sendable {
     public func start() throws -> Int {
         signal(SIGPIPE, SIG_IGN)
         guard wakePipe.read >= 0 else { throw HTTPServerError.cannotStartThread }
-        let (descriptors, port) = try HTTPListener.bind(host: configuration.host, port: configuration.port)
+        let (descriptors, port) = try HTTPListener.bind(
+            hosts: [configuration.host] + configuration.extraHosts, port: configuration.port)
         guard registry.markRunning() else {
             for descriptor in descriptors { close(descriptor) }
             throw HTTPServerError.notStartable

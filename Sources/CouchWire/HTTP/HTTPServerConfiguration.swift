@@ -3,6 +3,9 @@ public struct HTTPServerConfiguration: Sendable {
     /// Address to bind: an IPv4/IPv6 literal (`"127.0.0.1"`, `"::1"`, `"0.0.0.0"`, `"::"`) or a name such as
     /// `"localhost"` (every address it resolves to is bound on the same port). `"::"` also accepts IPv4.
     public var host: String = "127.0.0.1"
+    /// More addresses or names bound on the same port as `host` (`couchlite receive` serves every LAN address
+    /// of the machine). One that cannot be bound is skipped once `host` is bound.
+    public var extraHosts: [String] = []
     /// TCP port; 0 picks a free one (see `HTTPServer.start()`).
     public var port: Int = 5984
     /// Value of the `Server` response header.

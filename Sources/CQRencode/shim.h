@@ -1,0 +1,4 @@
+#ifndef COUCHLITE_CQRENCODE_SHIM_H
+#define COUCHLITE_CQRENCODE_SHIM_H
+#include <qrencode.h>
+#endif

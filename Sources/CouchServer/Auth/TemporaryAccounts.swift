@@ -1,0 +1,117 @@
+import CouchCrypto
+import Foundation
+import Synchronization
+
+/// `couchlite receive`'s one-time accounts: server-held identities (`ServerIdentities`, consulted after the
+/// admins and before `_users`, names compared by bytes) that are confined to one database and expire.
+///
+/// They are not `_users` documents, so nobody can re-create or extend one through `_users` (their names stay
+/// reserved), and a user document with the same name never inherits their access: the access comes from the
+/// account's `scope`, not from the database's `_security`. Only the password's PBKDF2 hash is kept. What
+/// their clients do is counted here too, for `receive --once`.
+final class TemporaryAccounts: Sendable {
+    private let identities: ServerIdentities
+    /// PBKDF2 iterations of the hashes made, the server's own (`--pbkdf2-iterations`).
+    private let iterations: Int
+    private let activities = Mutex<[ExactName: Activity.State]>([:])
+
+    init(identities: ServerIdentities, iterations: Int = AuthLimits.pbkdf2Iterations) {
+        self.identities = identities
+        self.iterations = iterations
+    }
+
+    /// Adds an account, valid until `expires`, that may only push into `database`.
+    func add(name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant) {
+        let account = Authenticator.Account(
+            name: ExactName(name), roles: [], hash: PasswordHash.make(password: password, iterations: iterations),
+            source: .serverHeld,
+            scope: database)
+        activities.withLock { $0[ExactName(name)] = Activity.State() }
+        identities.hold(account, until: expires)
+    }
+
+    /// Ends an account now: from the next request on, its credentials and cookies get 401.
+    func revoke(_ name: String) {
+        identities.release(ExactName(name))
+    }
+
+    /// The live account of exactly that name (bytes), nil when there is none or it has expired.
+    func account(named name: String) -> Authenticator.Account? {
+        identities.account(named: ExactName(name))
+    }
+
+    /// Whether some account (live or not) has had this name, so a new one never reuses it.
+    func contains(_ name: String) -> Bool {
+        identities.isReserved(ExactName(name))
+    }
+
+    // MARK: Activity
+
+    /// What an account's clients have been doing, for `receive --once` to tell when a push is complete.
+    struct Activity: Sendable, Equatable {
+        /// Requests being answered now.
+        var inFlight: Int
+        /// When the last request ended (nil: none yet).
+        var lastEnded: ContinuousClock.Instant?
+        /// Whether a `_local` checkpoint write has succeeded.
+        var checkpointed: Bool
+        /// Documents written (requests to `_bulk_docs` or document `PUT`s that succeeded).
+        var writes: Int
+
+        struct State {
+            var inFlight = 0
+            var lastEnded: ContinuousClock.Instant?
+            var checkpointed = false
+            var writes = 0
+        }
+    }
+
+    /// One request of a temporary account, from routing to its answer.
+    struct Request {
+        fileprivate let key: ExactName
+        fileprivate let kind: Kind
+        fileprivate let accounts: TemporaryAccounts
+
+        enum Kind { case checkpoint, write, other }
+
+        /// Records the answer's status.
+        func end(status: Int) {
+            let ok = (200..<300).contains(status)
+            accounts.activities.withLock { activities in
+                guard var state = activities[key] else { return }
+                state.inFlight -= 1
+                state.lastEnded = .now
+                if ok && kind == .checkpoint { state.checkpointed = true }
+                if ok && kind == .write { state.writes += 1 }
+                activities[key] = state
+            }
+        }
+    }
+
+    /// Starts tracking a request made by `user`, when `user` is a temporary account.
+    func begin(_ user: UserContext, method: String, segments: [String]) -> Request? {
+        guard user.scope != nil, let key = user.name else { return nil }
+        var kind = Request.Kind.other
+        if method == "PUT", segments.count >= 2, segments[1] == "_local" || segments[1].hasPrefix("_local/") {
+            kind = .checkpoint
+        } else if method == "PUT" || (method == "POST" && segments.count == 2 && segments[1] == "_bulk_docs") {
+            kind = .write
+        }
+        let known = activities.withLock { activities -> Bool in
+            guard activities[key] != nil else { return false }
+            activities[key]?.inFlight += 1
+            return true
+        }
+        return known ? Request(key: key, kind: kind, accounts: self) : nil
+    }
+
+    /// The activity of an account so far.
+    func activity(of name: String) -> Activity? {
+        activities.withLock { activities in
+            guard let state = activities[ExactName(name)] else { return nil }
+            return Activity(
+                inFlight: state.inFlight, lastEnded: state.lastEnded, checkpointed: state.checkpointed,
+                writes: state.writes)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Synchronization
+
+/// The live progress of `couchlite receive`: one line rewritten in place on a terminal (photos, bytes, rate,
+/// current file), one plain line per saved photo otherwise (logs, pipes, tests).
+final class ReceiveProgress: Sendable {
+    private let handle: FileHandle
+    private let isTerminal: Bool
+    private let state = Mutex(State())
+
+    private struct State {
+        var firstAt: ContinuousClock.Instant?
+        var drawn = false
+    }
+
+    init(handle: FileHandle) {
+        self.handle = handle
+        isTerminal = isatty(handle.fileDescriptor) == 1
+    }
+
+    /// One photo saved.
+    func saved(_ totals: PhotoExporter.Totals, file: String, bytes: Int) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            let first = state.firstAt ?? now
+            state.firstAt = first
+            if isTerminal {
+                let seconds = max(0.001, ReceiveProgress.seconds(now - first))
+                let rate = totals.photos > 1 ? ", \(ReceiveProgress.size(Int(Double(totals.bytes) / seconds)))/s" : ""
+                let line =
+                    "received \(totals.photos) photo\(totals.photos == 1 ? "" : "s"), "
+                    + "\(ReceiveProgress.size(totals.bytes))\(rate): \(file)"
+                write("\r\u{1B}[K" + line)
+                state.drawn = true
+            } else {
+                write("saved \(file) (\(bytes) bytes)\n")
+            }
+        }
+    }
+
+    /// Ends the progress line, if one is drawn, so what follows starts on a line of its own.
+    func finish() {
+        state.withLock { state in
+            if state.drawn { write("\n") }
+            state.drawn = false
+        }
+    }
+
+    private func write(_ text: String) {
+        handle.write(Data(text.utf8))
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// `512 B`, `3.4 MB` (decimal units, as photo apps show sizes).
+    static func size(_ bytes: Int) -> String {
+        if bytes < 1000 { return "\(bytes) B" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var value = Double(bytes) / 1000
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return String(format: "%.1f %@", value, units[unit])
+    }
+}
