@@ -16,7 +16,7 @@ readonly UP_TIMEOUT_S=30      # seconds to wait for GET /_up after starting the 
 step() { printf '\n=== %s\n' "$*"; }
 
 step "swift format lint (.swift-format: no force unwrap, no try!, 120 columns)"
-swift format lint --strict -r Sources Tests Package.swift
+swift format lint --strict -r Sources Tests fuzz Package.swift
 
 # Part of the lint: the one debug build treats compiler warnings as errors, so a warning fails the
 # run instead of scrolling past (no second build: `swift test` below reuses these products).
@@ -28,6 +28,11 @@ bash scripts/check-self-contained.sh
 
 step "swift test"
 swift test --skip-build
+
+# Every libFuzzer target (fuzz/) for a few seconds from its committed seeds; a crash, leak, hang or failed
+# invariant fails the run. The instrumented modules are rebuilt only when a source changes (.build/fuzz/).
+step "fuzz targets, ${FUZZ_SECONDS:=4} s each (fuzz/run.sh --all)"
+nice -n 19 bash fuzz/run.sh --all "$FUZZ_SECONDS"
 
 server_pid=""
 tmp_dir=""

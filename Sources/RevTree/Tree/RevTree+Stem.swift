@@ -3,8 +3,9 @@ extension RevTree {
     ///
     /// A revision survives when it is fewer than `limit` generations above some leaf, so no leaf is ever lost;
     /// survivors whose parent was cut become roots. As in CouchDB (which stems each leaf's path and merges the
-    /// pieces back), a parent link survives only if some leaf's stemmed path holds both ends, so no branch is left
-    /// longer than `limit`. A limit at or above the tree's depth changes nothing.
+    /// pieces back), a parent link survives only if some leaf's stemmed path holds both ends; two stemmed paths can
+    /// still rejoin where they share a revision, so a branch may end up longer than `limit` (CouchDB's too; found by
+    /// fuzz/targets/revtree.swift). A limit at or above the tree's depth changes nothing.
     /// - Parameter limit: `_revs_limit`, at least 1 (smaller values are treated as 1).
     /// - Returns: the removed revisions.
     @discardableResult

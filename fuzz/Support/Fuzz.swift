@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Stops the run when an invariant fails: libFuzzer sees the abort and keeps the input as a crash.
+///
+/// The harness checks properties (two ways of feeding the same bytes agree, round trips), so a wrong answer is
+/// reported as loudly as a memory error.
+func require(
+    _ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String,
+    file: StaticString = #fileID, line: UInt = #line
+) {
+    guard !condition() else { return }
+    let text = "fuzz invariant failed at \(file):\(line): \(message())\n"
+    _ = text.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    abort()
+}
+
+/// Cuts `count` bytes into pieces whose sizes follow a small generator seeded by the input itself, so every input
+/// is also fed in an arbitrary but reproducible split (1-byte pieces are tried separately by the targets).
+func splitPoints(count: Int, seed: [UInt8]) -> [Range<Int>] {
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for byte in seed.prefix(64) { state = (state ^ UInt64(byte)) &* 0x100_0000_01B3 }
+    var ranges: [Range<Int>] = []
+    var start = 0
+    while start < count {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        let size = 1 + Int((state >> 33) % 97)
+        let end = min(count, start + size)
+        ranges.append(start..<end)
+        start = end
+    }
+    return ranges
+}
+
+/// The input in the three feeding patterns the stateful decoders must agree on: whole, one byte at a time, and an
+/// input-derived split.
+func feedingPatterns(_ bytes: [UInt8]) -> [[Range<Int>]] {
+    let whole = bytes.isEmpty ? [] : [0..<bytes.count]
+    return [whole, bytes.indices.map { $0..<($0 + 1) }, splitPoints(count: bytes.count, seed: bytes)]
+}
+
+/// libFuzzer's entry point; each target defines `fuzzOne`.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func llvmFuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    fuzzOne(Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
+}
+
+/// Stops the run unconditionally (see `require`).
+func fail(_ message: String, file: StaticString = #fileID, line: UInt = #line) -> Never {
+    require(false, message, file: file, line: line)
+    abort()
+}

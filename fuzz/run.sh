@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Builds and runs the libFuzzer targets (see fuzz/README.md).
+#
+#   fuzz/run.sh TARGET [SECONDS] [LIBFUZZER ARGS...]   build if needed, then fuzz TARGET (default 60 s)
+#   fuzz/run.sh --all SECONDS                          every target for SECONDS each, one after another (CI)
+#   fuzz/run.sh --build [TARGET...]                    build only (all targets by default)
+#   fuzz/run.sh --list                                 the target names
+#
+# Targets are fuzz/targets/NAME.swift. The modules they test (CouchCrypto, CouchWire, and RevTree's pure Tree/
+# algorithms) are compiled once with `swiftc -sanitize=fuzzer,address` into .build/fuzz/ and reused until a
+# source file or a flag changes. Seeds are read from fuzz/corpus/NAME (committed); inputs libFuzzer finds are
+# kept in .build/fuzz/corpus/NAME, crashes in .build/fuzz/artifacts/. Exit status: libFuzzer's (non-zero on a
+# crash, leak, timeout or failed invariant).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+# Swift's own crash backtracer reads wild memory under ASan and hides the report; libFuzzer reports instead.
+export SWIFT_BACKTRACE=enable=no
+
+readonly OUT=.build/fuzz
+readonly MAX_LEN=16384            # bytes: largest generated input (seeds are at most this long)
+readonly INPUT_TIMEOUT_S=10       # seconds one input may take before libFuzzer calls it a hang
+# -O: the long runs need the speed; -g: symbolized ASan reports. Same language settings as Package.swift.
+readonly SWIFT_FLAGS=(-sanitize=fuzzer,address -O -g -parse-as-library -swift-version 6
+  -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility -use-ld=lld)
+
+targets() { for f in fuzz/targets/*.swift; do basename "$f" .swift; done; }
+
+# A stamp over the sources and flags: unchanged stamp → the products in $OUT are reused.
+stamp_of() { { printf '%s\n' "${SWIFT_FLAGS[*]}"; cat "$@"; } | sha256sum | cut -c1-16; }
+
+# build_module NAME INCLUDE_DIRS... -- SOURCES...
+build_module() {
+  local name=$1; shift
+  local includes=()
+  while [ "$1" != "--" ]; do includes+=(-I "$1"); shift; done
+  shift
+  local stamp; stamp="$(stamp_of "$@")"
+  if [ -f "$OUT/$name.o" ] && [ "$(cat "$OUT/$name.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
+  echo "fuzz: compiling module $name ($# files)" >&2
+  swiftc "${SWIFT_FLAGS[@]}" -wmo -module-name "$name" "${includes[@]}" -I "$OUT" \
+    -emit-module -emit-module-path "$OUT/$name.swiftmodule" -c "$@" -o "$OUT/$name.o"
+  echo "$stamp" >"$OUT/$name.stamp"
+}
+
+build_modules() {
+  mkdir -p "$OUT"
+  build_module CouchCrypto Sources/COpenSSL -- Sources/CouchCrypto/*.swift
+  # shellcheck disable=SC2046
+  build_module CouchWire Sources/COpenSSL Sources/CZlib -- $(find Sources/CouchWire -name '*.swift' | sort)
+  # Only the pure tree algorithms: the SQLite store is not under test here.
+  build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
+}
+
+build_target() {
+  local name=$1 src="fuzz/targets/$1.swift"
+  [ -f "$src" ] || { echo "fuzz: no target $name (fuzz/targets/$name.swift); targets: $(targets | xargs)" >&2; exit 2; }
+  local stamp; stamp="$(stamp_of "$src" fuzz/Support/*.swift "$OUT"/*.stamp)"
+  if [ -x "$OUT/bin/$name" ] && [ "$(cat "$OUT/bin/$name.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
+  echo "fuzz: linking $name" >&2
+  mkdir -p "$OUT/bin"
+  swiftc "${SWIFT_FLAGS[@]}" -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
+    "$src" fuzz/Support/*.swift "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/RevTree.o" \
+    -lz -lcrypto -o "$OUT/bin/$name"
+  echo "$stamp" >"$OUT/bin/$name.stamp"
+}
+
+# run_target NAME SECONDS [ARGS...]
+run_target() {
+  local name=$1 seconds=$2; shift 2
+  mkdir -p "$OUT/corpus/$name" "$OUT/artifacts"
+  echo "fuzz: $name for ${seconds}s (seeds fuzz/corpus/$name)" >&2
+  "$OUT/bin/$name" -max_total_time="$seconds" -max_len="$MAX_LEN" -timeout="$INPUT_TIMEOUT_S" \
+    -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$name-" "$@" "$OUT/corpus/$name" "fuzz/corpus/$name"
+}
+
+case "${1:-}" in
+  "" | -h | --help)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+  --list) targets ;;
+  --build)
+    shift
+    build_modules
+    names=("$@")
+    [ ${#names[@]} -gt 0 ] || mapfile -t names < <(targets)
+    for t in "${names[@]}"; do build_target "$t"; done
+    ;;
+  --all)
+    seconds=${2:?"usage: fuzz/run.sh --all SECONDS"}
+    build_modules
+    mapfile -t names < <(targets)
+    for t in "${names[@]}"; do build_target "$t"; done
+    for t in "${names[@]}"; do
+      if ! run_target "$t" "$seconds" >"$OUT/$t.log" 2>&1; then
+        echo "fuzz: $t FAILED; the report:" >&2
+        grep -v '^#' "$OUT/$t.log" | tail -n 60 >&2
+        exit 1
+      fi
+      echo "fuzz: $t ok: $(grep -E '^stat::number_of_executed_units' "$OUT/$t.log" | awk '{print $2}') runs," \
+        "$(grep -E '^stat::average_exec_per_sec' "$OUT/$t.log" | awk '{print $2}')/s" >&2
+    done
+    ;;
+  *)
+    name=$1 seconds=${2:-60}
+    shift $(($# >= 2 ? 2 : 1))
+    build_modules
+    build_target "$name"
+    run_target "$name" "$seconds" "$@"
+    ;;
+esac
