@@ -172,22 +172,33 @@ OPEN_USERS_SECURITY = {"admins": {"names": [], "roles": ["_admin"]}, "members": 
 
 
 @pytest.fixture(scope="session")
-def open_users(couch, tmp_path_factory):
+def open_users_couchlite(couch, tmp_path_factory):
+    """couchlite only (None elsewhere): a second server started with --users-db-security-editable true
+    whose `_users/_security` has no members, shared by every test that needs an open `_users`."""
+    if not is_couchlite(couch):
+        yield None
+        return
+    proc, base = start_couchlite(tmp_path_factory.mktemp("open-users") / "data",
+                                 "--users-db-security-editable", "true", admin=(couch.user, couch.password))
+    try:
+        server = Couch(base.replace("http://", f"http://{couch.user}:{couch.password}@"))
+        r = server.put("/_users/_security", json=OPEN_USERS_SECURITY)
+        assert r.status_code == 200, r.text
+        yield server
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture
+def open_users(couch, open_users_couchlite):
     """A server whose `_users` an admin has opened for sign-up, as CouchDB 3 allows it:
     `[couchdb] users_db_security_editable = true`, then `_users/_security` with no members.
-    Against couchlite a second server is started with --users-db-security-editable true;
-    against CouchDB the config and `_users/_security` are changed and restored afterwards."""
-    if is_couchlite(couch):
-        proc, base = start_couchlite(tmp_path_factory.mktemp("open-users") / "data",
-                                     "--users-db-security-editable", "true", admin=(couch.user, couch.password))
-        try:
-            server = Couch(base.replace("http://", f"http://{couch.user}:{couch.password}@"))
-            r = server.put("/_users/_security", json=OPEN_USERS_SECURITY)
-            assert r.status_code == 200, r.text
-            yield server
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    Against couchlite, the second server of `open_users_couchlite`; against CouchDB the config and
+    `_users/_security` are changed for this one test and restored after it, so that tests of the
+    default (sign-up refused) never see an open `_users`."""
+    if open_users_couchlite is not None:
+        yield open_users_couchlite
         return
     r = couch.put("/_node/_local/_config/couchdb/users_db_security_editable", json="true")
     assert r.status_code == 200, r.text
