@@ -238,7 +238,7 @@ extension App {
         let write = RevisionWrite(
             // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
             docID: id, path: [], deleted: false,
-            body: PhotoDocument.body(name: name, taken: modified, size: stored.length).serialized(),
+            body: JSON.object(PhotoDocument.fields(name: name, taken: modified, size: stored.length)).serialized(),
             attachments: [.stored(att)])
         guard let outcome = try database.applyEdits([write]).first else {
             throw CouchError.unknownError("store returned no result")

@@ -12,11 +12,11 @@ enum PhotoDocument {
         "photo-" + String(sha256.hexString.prefix(32))
     }
 
-    static func body(name: String, taken: Date, size: Int) -> JSON {
-        [
-            "type": "photo", "name": .string(name), "taken": .string(ISO8601DateFormatter().string(from: taken)),
-            "size": .int(size),
-        ]
+    static func fields(name: String, taken: Date, size: Int) -> JSONObject {
+        JSONObject([
+            ("type", "photo"), ("name", .string(name)), ("taken", .string(ISO8601DateFormatter().string(from: taken))),
+            ("size", .int(size)),
+        ])
     }
 }
 

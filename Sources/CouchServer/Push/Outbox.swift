@@ -24,17 +24,15 @@ struct Outbox {
         let existing = try endpoint.client.send(endpoint.request("GET", "/" + PathEncoding.docID(id)))
         existing.discard()
         if existing.status == 200 { return false }
-        let doc: JSON = [
-            "_id": .string(id), "type": "photo", "name": .string(photo.name),
-            "taken": .string(ISO8601DateFormatter().string(from: photo.modified)), "size": .int(photo.size),
-            "_attachments": .object(
-                JSONObject([
-                    (
-                        photo.name,
-                        ["content_type": .string(photo.contentType), "length": .int(photo.size), "follows": true]
-                    )
-                ])),
-        ]
+        var fields = JSONObject([("_id", .string(id))])
+        for (key, value) in PhotoDocument.fields(name: photo.name, taken: photo.modified, size: photo.size) {
+            fields[key] = value
+        }
+        fields["_attachments"] = .object(
+            JSONObject([
+                (photo.name, ["content_type": .string(photo.contentType), "length": .int(photo.size), "follows": true])
+            ]))
+        let doc = JSON.object(fields)
         let template = MultipartWriter()
         let path = photo.path
         let json = doc.serialized()

@@ -74,7 +74,7 @@ struct PhotoScanner {
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { digest.update($0) }
         }
-        return "photo-" + String(digest.finalize().hexString.prefix(32))
+        return PhotoDocument.id(sha256: digest.finalize())
     }
 }
 
