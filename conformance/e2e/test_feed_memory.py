@@ -13,11 +13,8 @@ Fills a database with FEED_MEMORY_DOCS documents of 4 KiB (default 6,000: 24 MiB
 from __future__ import annotations
 
 import os
-import tempfile
 
-import pytest
-
-from test_attachment_memory import ATT_CHUNK, AttBody, AttServer, att_chunks
+from test_attachment_memory import ATT_CHUNK, AttBody, att_chunks, att_server  # noqa: F401 (a fixture)
 
 FEED_DOCS = int(os.environ.get("FEED_MEMORY_DOCS", "6000"))
 FEED_BODY_BYTES = 4096
@@ -25,20 +22,6 @@ FEED_ATTACHMENTS = 16
 FEED_ATTACHMENT_BYTES = 4 * 1024 * 1024
 FEED_RSS_BUDGET_MIB = 48  # well under one copy of either the documents (24 MiB ×4) or the attachments (64 MiB)
 FEED_BATCH = 500
-
-
-@pytest.fixture
-def feed_server():
-    binary = os.environ.get("COUCHLITE_BIN", "")
-    if not binary:
-        pytest.skip("COUCHLITE_BIN is not set")
-    with tempfile.TemporaryDirectory(prefix="feed-e2e-") as root:
-        server = AttServer(binary, root)
-        server.start()
-        try:
-            yield server
-        finally:
-            server.stop()
 
 
 def fill(s, db):
@@ -69,8 +52,8 @@ def read_streamed(s, path, params) -> tuple[int, bytes]:
     return total, tail
 
 
-def test_all_docs_and_changes_stream_in_flat_memory(feed_server):
-    s = feed_server
+def test_all_docs_and_changes_stream_in_flat_memory(att_server):
+    s = att_server
     db = "feeds"
     fill(s, db)
     s.stop()
