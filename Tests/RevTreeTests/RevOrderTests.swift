@@ -104,15 +104,29 @@ import Testing
         return value
     }
 
+    /// Only `[0-9a-fA-F]` pairs: `UInt8("-0", radix: 16)` is 0, so the integer parser alone is too lenient.
     static func hexBytes(_ hash: String) -> [UInt8]? {
+        let digits = Array(hash.utf8)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
         var out: [UInt8] = []
-        var index = hash.startIndex
-        while index < hash.endIndex {
-            let next = hash.index(index, offsetBy: 2)
-            guard let byte = UInt8(hash[index..<next], radix: 16) else { return nil }
-            out.append(byte)
-            index = next
+        for pair in stride(from: 0, to: digits.count - 1, by: 2) {
+            guard let high = nibble(digits[pair]), let low = nibble(digits[pair + 1]) else { return nil }
+            out.append(high << 4 | low)
         }
         return out
+    }
+
+    @Test func aSignIsNotAHexDigit() {
+        // "-0" parses as an integer, but a rev id with a "-" in its 32 characters is text, not a binary.
+        let signed = "-0" + String(repeating: "0", count: 30)
+        #expect(RevOrderTests.hexBytes(signed) == nil)
+        #expect(RevID(pos: 1, hash: signed) < RevID(pos: 1, hash: "0"))  // "-" (0x2d) < "0" (0x30)
     }
 }
