@@ -24,19 +24,20 @@ public struct Endpoint: Sendable {
     }
     /// What the replication id is computed from (the URL without password; `local:` plus the name).
     let identity: String
+    /// How the peer's certificate is checked; nil for plain HTTP and local databases.
+    public var trust: PeerTrust? { client.tls }
 
-    /// A remote database from a `http://[user:pass@]host[:port]/[prefix/]db` URL.
-    public static func remote(url text: String, headers: HTTPHeaders = HTTPHeaders()) throws(ReplicationError)
-        -> Endpoint
-    {
+    /// A remote database from a `http[s]://[user:pass@]host[:port]/[prefix/]db[#sha256=HEX]` URL. `trust` says
+    /// how an `https://` peer's certificate is checked; a `#sha256=` fragment pins it (the fragment, like any,
+    /// is never sent). A pin or other trust option on an `http://` URL is refused rather than ignored: the
+    /// person asked for a checked peer and would get a clear-text one.
+    public static func remote(
+        url text: String, headers: HTTPHeaders = HTTPHeaders(), trust: PeerTrust = PeerTrust()
+    ) throws(ReplicationError) -> Endpoint {
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased() else {
             throw .badRequest("Not a URL: \(text)")
         }
-        guard scheme == "http" else {
-            throw .badRequest(
-                scheme == "https" ? "https endpoints are not supported yet: \(text)" : "Unsupported URL scheme: \(text)"
-            )
-        }
+        guard scheme == "http" || scheme == "https" else { throw .badRequest("Unsupported URL scheme: \(text)") }
         guard let host = url.host, !host.isEmpty else { throw .badRequest("The URL has no host: \(text)") }
         var path = url.percentEncodedPath
         while path.hasSuffix("/") { path.removeLast() }
@@ -48,13 +49,46 @@ public struct Endpoint: Sendable {
             let credentials = user + ":" + (url.password ?? "")
             authorization = "Basic " + Data(credentials.utf8).base64EncodedString()
         }
-        let port = url.port ?? 80
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        let shown = "http://" + (url.user.map { "\($0)@" } ?? "") + "\(shownHost):\(port)\(path)/"
+        let secure = scheme == "https"
+        let port = url.port ?? (secure ? 443 : 80)
+        // Foundation keeps an IPv6 literal's brackets in `host` on Linux, not on Darwin.
+        let shownHost = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        let redacted = "\(scheme)://\(shownHost):\(port)\(path)/"
+        let shown = "\(scheme)://" + (url.user.map { "\($0)@" } ?? "") + "\(shownHost):\(port)\(path)/"
+        var trust = trust
+        if let pin = try fragmentPin(url.fragment, redacted) {
+            if let given = trust.pin, given != pin {
+                throw .badRequest("The pin in the URL (#sha256=\(pin)) and the pin given with it (\(given)) differ")
+            }
+            trust.pin = pin
+        }
+        if !secure && !trust.isDefault {
+            throw .badRequest(
+                "Certificate options (a pin, a CA file, insecure) need an https:// URL; \(redacted) is plain HTTP")
+        }
         return Endpoint(
-            client: HTTPClient(peer: .tcp(host: host, port: port)), basePath: path, authorization: authorization,
-            extraHeaders: headers, display: shown, redacted: "http://\(shownHost):\(port)\(path)/", session: session,
-            identity: shown)
+            client: HTTPClient(peer: .tcp(host: host, port: port), tls: secure ? trust : nil), basePath: path,
+            authorization: authorization, extraHeaders: headers, display: shown, redacted: redacted,
+            session: session, identity: shown)
+    }
+
+    /// The pin of a `#sha256=HEX` fragment (`&`-separated parameters; others are ignored, as browsers do).
+    static func fragmentPin(_ fragment: String?, _ url: String) throws(ReplicationError) -> CertificatePin? {
+        guard let fragment, !fragment.isEmpty else { return nil }
+        var found: CertificatePin?
+        for parameter in fragment.split(separator: "&") {
+            let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0].lowercased() == "sha256" else { continue }
+            let pin: CertificatePin
+            do {
+                pin = try CertificatePin.parse(String(parts[1]))
+            } catch {
+                throw .badRequest("The #sha256= fragment of \(url) is not a fingerprint: \(error.description)")
+            }
+            if let found, found != pin { throw .badRequest("The URL \(url) has two different #sha256= pins") }
+            found = pin
+        }
+        return found
     }
 
     /// A database of this process, reached through `connect` (an in-process server's socket pairs).

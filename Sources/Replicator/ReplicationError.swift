@@ -22,6 +22,10 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case httpStatus(Int, String)
     /// The peer's disk is full (507, or CouchDB's `insufficient_storage`).
     case insufficientStorage(String)
+    /// The peer's TLS certificate did not pass: the peer and what did not match (pin, issuer, name, dates).
+    case certificateRejected(String, String)
+    /// The TLS handshake failed for another reason (the peer does not speak TLS, no common protocol, …).
+    case tlsFailed(String, String)
     /// Bad options (`_replicate` body, command line).
     case badRequest(String)
     /// Stopped by `cancel`.
@@ -40,6 +44,8 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
         case .redirected(let location): "the peer redirects to \(location); use that URL"
         case .httpStatus(let status, let detail): "unexpected HTTP \(status): \(detail)"
         case .insufficientStorage(let endpoint): "the disk of \(endpoint) is full"
+        case .certificateRejected(let peer, let reason): "refused the certificate of \(peer): \(reason)"
+        case .tlsFailed(let peer, let detail): "TLS with \(peer) failed: \(detail)"
         case .badRequest(let reason): reason
         case .cancelled: "replication cancelled"
         }

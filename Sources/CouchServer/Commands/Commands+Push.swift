@@ -19,10 +19,12 @@ extension Commands {
           --exclude GLOB            skip files matching GLOB (repeatable)
           --data-dir DIR            where the outbox lives [$COUCHLITE_DATA_DIR, default ./data]
           --outbox NAME             the outbox database (default outbox)
+        \(TLSFlags.usage)
           --help                    show this help
 
         exit status: 0 everything is on the peer, 77 wrong user name or password, 69 peer
-        unreachable, 74 a disk is full, 130 interrupted, 1 anything else, 64 bad usage.
+        unreachable, 76 the peer's certificate was refused (or TLS failed), 74 a disk is full,
+        130 interrupted, 1 anything else, 64 bad usage.
         """
 
     /// `couchlite push DIR URL`.
@@ -31,6 +33,7 @@ extension Commands {
         var scanner = PhotoScanner()
         var dataDir = environment["COUCHLITE_DATA_DIR"] ?? "./data"
         var outboxName = "outbox"
+        var tls = TLSFlags()
         var index = 0
         func value(_ flag: String) throws(OptionsError) -> String {
             index += 1
@@ -48,6 +51,7 @@ extension Commands {
                 case "--exclude": scanner.excludes.append(try value(argument))
                 case "--data-dir": dataDir = try value(argument)
                 case "--outbox": outboxName = try value(argument)
+                case _ where try tls.take(argument, value: { () throws(OptionsError) in try value(argument) }): break
                 default:
                     if argument.hasPrefix("-") && argument.count > 1 {
                         throw OptionsError("unknown option '\(argument)'")
@@ -57,7 +61,10 @@ extension Commands {
                 index += 1
             }
             guard positional.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
-            guard Endpoint.isURL(positional[1]) else { throw OptionsError("\(positional[1]) is not an http:// URL") }
+            guard Endpoint.isURL(positional[1]) else {
+                throw OptionsError("\(positional[1]) is not an http:// or https:// URL")
+            }
+            try tls.check(urls: [positional[1]])
         } catch {
             printUsageError(String(describing: error), usage: pushUsage)
             return 64
@@ -72,7 +79,7 @@ extension Commands {
         }
         defer { LocalApp.close(app) }
         do {
-            let target = try Endpoint.remote(url: positional[1])
+            let target = try tls.endpoint(positional[1], warn: { display.message("couchlite push: \($0)") })
             let outbox = Outbox(endpoint: app.localEndpoint(outboxName))
             try outbox.create()
             let photos = try scanner.scan(positional[0])

@@ -8,7 +8,8 @@ extension Commands {
         usage: couchlite replicate SOURCE TARGET [options]
 
         Replicates SOURCE into TARGET once (or continuously). Each is a database URL
-        (http://user:pass@host:5984/db) or the name of a database in --data-dir.
+        (http://user:pass@host:5984/db, https://…[#sha256=FINGERPRINT]) or the name of a
+        database in --data-dir.
 
         options:
           --continuous              keep following SOURCE until interrupted (Ctrl-C)
@@ -19,6 +20,7 @@ extension Commands {
           --batch-size N            _changes rows per batch (default 500)
           --checkpoint-docs N       checkpoint after every N documents (default 5000; also every 30 s)
           --data-dir DIR            where local databases live [$COUCHLITE_DATA_DIR, default ./data]
+        \(TLSFlags.usage)
           --help                    show this help
         """
 
@@ -26,6 +28,7 @@ extension Commands {
     public static func replicate(arguments: [String], environment: [String: String]) -> Int32 {
         var positional: [String] = []
         var options = ReplicationOptions()
+        var tls = TLSFlags()
         var dataDir = environment["COUCHLITE_DATA_DIR"] ?? "./data"
         var index = 0
         func value(_ flag: String) throws(OptionsError) -> String {
@@ -63,6 +66,7 @@ extension Commands {
                     }
                     options.checkpointDocs = count
                 case "--data-dir": dataDir = try value(argument)
+                case _ where try tls.take(argument, value: { () throws(OptionsError) in try value(argument) }): break
                 default:
                     if argument.hasPrefix("-") { throw OptionsError("unknown option '\(argument)'") }
                     positional.append(argument)
@@ -70,6 +74,7 @@ extension Commands {
                 index += 1
             }
             guard positional.count == 2 else { throw OptionsError("replicate needs a SOURCE and a TARGET") }
+            try tls.check(urls: positional)
         } catch {
             printUsageError(String(describing: error), usage: replicateUsage)
             return 64
@@ -78,7 +83,7 @@ extension Commands {
         var app: App?
         defer { if let app { LocalApp.close(app) } }
         func endpoint(_ text: String) throws -> Endpoint {
-            if Endpoint.isURL(text) { return try Endpoint.remote(url: text) }
+            if Endpoint.isURL(text) { return try tls.endpoint(text, warn: { printError($0) }) }
             if app == nil { app = try LocalApp.open(dataDir: dataDir, log: log) }
             guard let app else { throw ReplicationError.badRequest("no data dir") }
             return app.localEndpoint(text)
@@ -117,6 +122,7 @@ extension Commands {
         case .connectionRefused, .connectionReset, .timeout, .unreachable: 69  // EX_UNAVAILABLE
         case .insufficientStorage: 74  // EX_IOERR
         case .databaseNotFound: 66  // EX_NOINPUT
+        case .certificateRejected, .tlsFailed: 76  // EX_PROTOCOL
         case .badRequest: 64  // EX_USAGE
         default: 1
         }

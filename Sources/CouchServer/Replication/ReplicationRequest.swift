@@ -5,7 +5,10 @@ import Replicator
 /// A `_replicate` body (or a `_replicator` document) turned into endpoints and options, as CouchDB
 /// reads it: `source`/`target` as a URL, `{"url","headers","auth"}`, or (couchlite only) the name of a
 /// local database; `continuous`, `create_target`, `doc_ids`, `filter: "_selector"` with `selector`,
-/// `since_seq`, `worker_batch_size`, `checkpoint_interval` (ms), `cancel`.
+/// `since_seq`, `worker_batch_size`, `checkpoint_interval` (ms), `cancel`. An `https://` endpoint object
+/// may carry couchlite's certificate options, which CouchDB has only server-wide (`[replicator]
+/// verify_ssl_certificates`, `ssl_trusted_certificates_file`): `couchlite_pin`, `couchlite_cacert`,
+/// `couchlite_insecure` (see `PeerTrust`); a URL's `#sha256=` fragment pins it too.
 struct ReplicationRequest {
     var source: Endpoint
     var target: Endpoint
@@ -61,9 +64,11 @@ struct ReplicationRequest {
     static func endpoint(_ value: JSON, app: App) throws(CouchError) -> Endpoint {
         var url: String
         var headers = HTTPHeaders()
+        var trust = PeerTrust()
         switch value {
         case .string(let text): url = text
         case .object(let object):
+            trust = try Self.trust(object)
             guard let text = object["url"]?.stringValue else { throw .badRequest("Endpoint objects need a `url`") }
             url = text
             for (name, header) in object["headers"]?.objectValue ?? JSONObject() {
@@ -77,13 +82,50 @@ struct ReplicationRequest {
         default: throw .badRequest("`source` and `target` must be URLs or objects with a `url`")
         }
         if Endpoint.isURL(url) {
+            let endpoint: Endpoint
             do {
-                return try Endpoint.remote(url: url, headers: headers)
+                endpoint = try Endpoint.remote(url: url, headers: headers, trust: trust)
             } catch {
                 throw .badRequest(error.description)
             }
+            if let trust = endpoint.trust, trust.verifiesNothing {
+                app.log.warning(PeerTrust.insecureWarning(endpoint.client.peerName))
+            }
+            return endpoint
         }
+        guard trust.isDefault else { throw .badRequest("Certificate options need an https:// URL, not \(url)") }
         return app.localEndpoint(url)
+    }
+
+    /// The fields that name a file of the server's (only server admins may have them read).
+    static let serverFileFields = ["couchlite_cacert"]
+
+    /// `couchlite_pin` (a SHA-256 fingerprint), `couchlite_cacert` (a PEM file on the server) and
+    /// `couchlite_insecure` of an endpoint object.
+    private static func trust(_ object: JSONObject) throws(CouchError) -> PeerTrust {
+        var trust = PeerTrust()
+        if let pin = object["couchlite_pin"], !pin.isNull {
+            guard let text = pin.stringValue else { throw .badRequest("`couchlite_pin` must be a string") }
+            do {
+                trust.pin = try CertificatePin.parse(text)
+            } catch {
+                throw .badRequest("`couchlite_pin`: \(error.description)")
+            }
+        }
+        if let file = object["couchlite_cacert"], !file.isNull {
+            guard let path = file.stringValue, !path.isEmpty else {
+                throw .badRequest("`couchlite_cacert` must be the path of a PEM file")
+            }
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw .badRequest("`couchlite_cacert`: cannot read \(path)")
+            }
+            trust.caFile = path
+        }
+        if let insecure = object["couchlite_insecure"], !insecure.isNull {
+            guard let flag = insecure.boolValue else { throw .badRequest("`couchlite_insecure` must be a boolean") }
+            trust.insecure = flag
+        }
+        return trust
     }
 }
 

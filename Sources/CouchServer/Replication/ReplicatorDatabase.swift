@@ -108,24 +108,30 @@ final class ReplicatorDatabase: Sendable {
             return
         }
         previous?.job?.replication.cancel()
+        let usesLocal = [doc["source"], doc["target"]].contains { value in
+            guard let value, !value.isNull else { return false }  // a missing endpoint is the parser's error
+            return !Endpoint.isURL(value.stringValue ?? value["url"]?.stringValue ?? "")
+        }
+        let usesFiles = [doc["source"], doc["target"]].contains { value in
+            ReplicationRequest.serverFileFields.contains { value?[$0].map { !$0.isNull } ?? false }
+        }
+        if (usesLocal || usesFiles) && !Self.onlyServerAdminsWrite(app.access.security.security(of: Self.name)) {
+            // Local endpoints are read and written as a server admin: a document anyone else could have
+            // written must not reach them (it could copy a private database out), nor have files read.
+            record(
+                id, rev: rev,
+                failed: usesLocal
+                    ? "Local database names in _replicator documents need a _replicator database that only "
+                        + "server admins can write; use URLs with credentials"
+                    : "`couchlite_cacert` in _replicator documents needs a _replicator database that only server "
+                        + "admins can write; use `couchlite_pin`")
+            return
+        }
         let request: ReplicationRequest
         do {
             request = try ReplicationRequest(doc, app: app)
         } catch {
             record(id, rev: rev, failed: error.reason)
-            return
-        }
-        let usesLocal = [doc["source"], doc["target"]].contains { value in
-            let url = value?.stringValue ?? value?["url"]?.stringValue ?? ""
-            return !Endpoint.isURL(url)
-        }
-        if usesLocal && !Self.onlyServerAdminsWrite(app.access.security.security(of: Self.name)) {
-            // Local endpoints are read and written as a server admin: a document anyone else could have
-            // written must not reach them (it could copy a private database out).
-            record(
-                id, rev: rev,
-                failed: "Local database names in _replicator documents need a _replicator database that only "
-                    + "server admins can write; use URLs with credentials")
             return
         }
         let replication = Replication(source: request.source, target: request.target, options: request.options)

@@ -17,6 +17,8 @@ public final class HTTPClient: Sendable {
     }
 
     public let peer: Peer
+    /// Set for an `https://` peer: every connection is TLS, its certificate checked as this says.
+    public let tls: PeerTrust?
     private let hostHeader: String
     private let maxIdle: Int
     private let connectTimeout: Duration
@@ -28,8 +30,11 @@ public final class HTTPClient: Sendable {
         var cancelled = false
     }
 
-    public init(peer: Peer, maxIdleConnections: Int = 4, connectTimeout: Duration = .seconds(10)) {
+    public init(
+        peer: Peer, tls: PeerTrust? = nil, maxIdleConnections: Int = 4, connectTimeout: Duration = .seconds(10)
+    ) {
         self.peer = peer
+        self.tls = tls
         self.maxIdle = maxIdleConnections
         self.connectTimeout = connectTimeout
         switch peer {
@@ -148,7 +153,12 @@ public final class HTTPClient: Sendable {
     private func connect() throws(ReplicationError) -> ClientConnection {
         switch peer {
         case .tcp(let host, let port):
-            return ClientConnection(socket: try ClientSocket.connect(host: host, port: port, timeout: connectTimeout))
+            let socket = try ClientSocket.connect(host: host, port: port, timeout: connectTimeout)
+            if tls != nil {
+                socket.close()
+                throw .tlsFailed(socket.peer, "this build has no TLS client yet")
+            }
+            return ClientConnection(socket: socket)
         case .local(let name, let connect):
             guard let descriptor = connect() else { throw .unreachable(name) }
             return ClientConnection(socket: ClientSocket(descriptor: descriptor, peer: name))
