@@ -25,8 +25,8 @@ let package = Package(
 
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        // HTTP/1.1, JSON, multipart and CouchDB wire formats. Knows nothing of storage.
-        .target(name: "CouchWire", dependencies: ["CouchCrypto", "CZlib"], swiftSettings: swiftSettings),
+        // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage.
+        .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.

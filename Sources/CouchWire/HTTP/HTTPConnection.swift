@@ -3,7 +3,11 @@
 /// Requests are handled strictly one at a time, so pipelined requests are answered in order; bytes of the
 /// next request simply wait in the read buffer (or the kernel) until the current response is finished.
 final class HTTPConnection {
+    /// The accepted socket (its descriptor is closed by the registry).
     let socket: HTTPSocket
+    /// What requests are read from and responses written to: `socket` itself, or TLS over it once the
+    /// handshake of a TLS port succeeded.
+    var transport: any HTTPTransport
     let id: Int
     let configuration: HTTPServerConfiguration
     let registry: HTTPConnectionRegistry
@@ -29,6 +33,7 @@ final class HTTPConnection {
     ) {
         self.remoteAddress = remoteAddress
         self.socket = socket
+        transport = socket
         self.id = id
         self.configuration = configuration
         self.registry = registry
@@ -40,10 +45,15 @@ final class HTTPConnection {
 
     /// Serves requests until the connection ends, then closes the socket.
     func run() {
-        defer { registry.removeAndClose(id, socket: socket) }
+        defer {
+            transport.finish()
+            registry.removeAndClose(id, socket: socket)
+        }
         // Before the first request the header timeout runs from accept (not from the first byte), so silent
-        // and trickling connections alike are dropped within one header timeout.
+        // and trickling connections alike are dropped within one header timeout. On a TLS port the handshake
+        // spends from the same budget: a handshake that stalls cannot hold the thread longer.
         var waitDeadline = HTTPDeadline.after(configuration.headerTimeout)
+        if let context = configuration.tls, !startTLS(context, deadline: waitDeadline) { return }
         var isFirstRequest = true
         while true {
             let next = readHead(idleDeadline: waitDeadline, headDeadline: isFirstRequest ? waitDeadline : nil)
@@ -51,6 +61,7 @@ final class HTTPConnection {
             guard let (parsedHead, framing) = next else { return }
             var head = parsedHead
             head.remoteAddress = remoteAddress
+            head.isSecure = configuration.tls != nil
             registry.markBusy(id)
             let outcome = serve(head, framing)
             let mayContinue = registry.markIdle(id)
@@ -95,7 +106,7 @@ final class HTTPConnection {
             }
             bufferStart = 0
             bufferEnd = 0
-            switch socket.receive(into: readBuffer, deadline: headDeadline ?? idleDeadline) {
+            switch transport.receive(into: readBuffer, deadline: headDeadline ?? idleDeadline) {
             case .received(let count): bufferEnd = count
             case .endOfStream, .failed: return nil
             case .timedOut:
@@ -106,20 +117,20 @@ final class HTTPConnection {
     }
 
     /// Sends an error response with `Connection: close`, then lingers so the client can read it.
-    private func refuse(_ error: HTTPError) {
+    func refuse(_ error: HTTPError) {
         let response = HTTPStatus.errorResponse(error, serverHeader: configuration.serverHeader)
-        try? socket.send(response, stall: configuration.sendStallTimeout)
+        try? transport.send(response, stall: configuration.sendStallTimeout)
         linger()
     }
 
     /// Half-closes and discards incoming bytes for a short while: closing with unread bytes would make the
     /// kernel send a reset, which can destroy the response before the client reads it.
     private func linger() {
-        socket.shutdownWrite()
+        transport.shutdownWrite()
         let deadline = HTTPDeadline.after(HTTPLimits.lingerDuration)
         var discarded = 0
         while discarded < HTTPLimits.lingerBytes {
-            guard case .received(let count) = socket.receive(into: readBuffer, deadline: deadline) else { return }
+            guard case .received(let count) = transport.receive(into: readBuffer, deadline: deadline) else { return }
             discarded += count
         }
     }
@@ -167,7 +178,7 @@ final class HTTPConnection {
         var outcome = HTTPSocket.ReceiveOutcome.failed
         let deadline = bodyReadDeadline()
         let bytes = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
-            outcome = socket.receive(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline)
+            outcome = transport.receive(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline)
             if case .received(let count) = outcome { initialized = count } else { initialized = 0 }
         }
         try Self.check(outcome)
@@ -187,7 +198,7 @@ final class HTTPConnection {
             bufferStart += count
             return count
         }
-        let outcome = socket.receive(into: buffer, deadline: bodyReadDeadline())
+        let outcome = transport.receive(into: buffer, deadline: bodyReadDeadline())
         try Self.check(outcome)
         if case .received(let count) = outcome {
             bodyBytesReceived += count
@@ -200,7 +211,7 @@ final class HTTPConnection {
     func refillBuffer() throws(HTTPError) {
         bufferStart = 0
         bufferEnd = 0
-        let outcome = socket.receive(into: readBuffer, deadline: bodyReadDeadline())
+        let outcome = transport.receive(into: readBuffer, deadline: bodyReadDeadline())
         try Self.check(outcome)
         if case .received(let count) = outcome {
             bufferEnd = count

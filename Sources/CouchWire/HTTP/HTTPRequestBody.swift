@@ -138,7 +138,7 @@ public final class HTTPRequestBody {
         guard continuePending else { return }
         continuePending = false
         guard !connection.responseStarted else { return }
-        try connection.socket.send(
+        try connection.transport.send(
             Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), stall: connection.configuration.sendStallTimeout)
     }
 

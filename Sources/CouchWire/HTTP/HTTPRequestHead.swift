@@ -12,6 +12,8 @@ public struct HTTPRequestHead: Sendable {
     public var headers: HTTPHeaders
     /// The client's address as numeric text (`127.0.0.1`, `::1`), set by the server engine; nil when unknown.
     public var remoteAddress: String?
+    /// Whether the request arrived over TLS (set by the server engine), for `Secure` cookies and `https://` links.
+    public var isSecure = false
 
     /// Creates a head; `path` and `query` are derived from `target`.
     public init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = HTTPHeaders()) {

@@ -136,7 +136,7 @@ public final class HTTPResponseWriter {
         emitPendingChunk()
         guard !output.isEmpty else { return }
         do {
-            try connection.socket.send(output, stall: connection.configuration.sendStallTimeout)
+            try connection.transport.send(output, stall: connection.configuration.sendStallTimeout)
         } catch {
             isBroken = true
             throw error
@@ -171,7 +171,7 @@ public final class HTTPResponseWriter {
     }
 
     /// Non-blocking: true when the peer has closed its side (for long-poll waits).
-    public func isPeerClosed() -> Bool { connection.socket.isPeerClosed() }
+    public func isPeerClosed() -> Bool { connection.transport.isPeerClosed() }
 
     /// Asks the engine to close the connection after this response (announced if the head is not sent yet).
     public func closeAfterResponse() {

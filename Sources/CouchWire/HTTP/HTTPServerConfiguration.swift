@@ -36,6 +36,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var minimumBodyRate: Int = 4096
     /// How long one response write may wait for the peer to make room before failing with `.timeout`.
     public var sendStallTimeout: Duration = .seconds(60)
+    /// When set, every connection speaks TLS with this server context: the handshake must finish within
+    /// `headerTimeout` of accept (with the first request head), and a client that sends plain HTTP instead
+    /// is answered 400 and closed.
+    public var tls: TLSContext?
 
     /// Creates a configuration; every parameter has the documented default.
     public init(

@@ -74,13 +74,6 @@ final class HTTPSocket {
         }
     }
 
-    func send(_ bytes: [UInt8], stall: Duration) throws(HTTPError) {
-        let outcome: Result<Void, HTTPError> = bytes.withUnsafeBytes { raw in
-            Result { () throws(HTTPError) in try send(raw, stall: stall) }
-        }
-        try outcome.get()
-    }
-
     /// Non-blocking: true when the peer has closed (or reset) its side. Pending request bytes count as open.
     func isPeerClosed() -> Bool {
         var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -93,6 +86,25 @@ final class HTTPSocket {
         if peeked > 0 { return false }
         if peeked == 0 { return true }
         return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+    }
+
+    /// Waits until `deadline` for the first byte and returns it without consuming it; nil at end of stream,
+    /// on timeout or failure.
+    func peekByte(deadline: HTTPDeadline) -> UInt8? {
+        var byte: UInt8 = 0
+        while true {
+            let count = recv(descriptor, &byte, 1, Int32(MSG_PEEK))
+            if count == 1 { return byte }
+            if count == 0 { return nil }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK:
+                guard case .ready = wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) else {
+                    return nil
+                }
+            default: return nil
+            }
+        }
     }
 
     /// Stops both directions; a thread blocked in `poll` on this socket wakes up and sees end of stream.
