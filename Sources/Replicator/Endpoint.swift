@@ -25,7 +25,7 @@ public struct Endpoint: Sendable {
     /// What the replication id is computed from (the URL without password; `local:` plus the name).
     let identity: String
     /// How the peer's certificate is checked; nil for plain HTTP and local databases.
-    public var trust: PeerTrust? { client.tls }
+    public let trust: PeerTrust?
 
     /// A remote database from a `http[s]://[user:pass@]host[:port]/[prefix/]db[#sha256=HEX]` URL. `trust` says
     /// how an `https://` peer's certificate is checked; a `#sha256=` fragment pins it (the fragment, like any,
@@ -58,7 +58,8 @@ public struct Endpoint: Sendable {
         var trust = trust
         if let pin = try fragmentPin(url.fragment, redacted) {
             if let given = trust.pin, given != pin {
-                throw .badRequest("The pin in the URL (#sha256=\(pin)) and the pin given with it (\(given)) differ")
+                throw .badRequest(
+                    "The pin in the URL (#sha256=\(pin.colonHex)) and the pin given with it (\(given.colonHex)) differ")
             }
             trust.pin = pin
         }
@@ -66,22 +67,23 @@ public struct Endpoint: Sendable {
             throw .badRequest(
                 "Certificate options (a pin, a CA file, insecure) need an https:// URL; \(redacted) is plain HTTP")
         }
+        let context = secure ? try trust.context() : nil
         return Endpoint(
-            client: HTTPClient(peer: .tcp(host: host, port: port), tls: secure ? trust : nil), basePath: path,
-            authorization: authorization, extraHeaders: headers, display: shown, redacted: redacted,
-            session: session, identity: shown)
+            client: HTTPClient(peer: .tcp(host: host, port: port), tls: context),
+            basePath: path, authorization: authorization, extraHeaders: headers, display: shown, redacted: redacted,
+            session: session, identity: shown, trust: secure ? trust : nil)
     }
 
     /// The pin of a `#sha256=HEX` fragment (`&`-separated parameters; others are ignored, as browsers do).
-    static func fragmentPin(_ fragment: String?, _ url: String) throws(ReplicationError) -> CertificatePin? {
+    static func fragmentPin(_ fragment: String?, _ url: String) throws(ReplicationError) -> TLSFingerprint? {
         guard let fragment, !fragment.isEmpty else { return nil }
-        var found: CertificatePin?
+        var found: TLSFingerprint?
         for parameter in fragment.split(separator: "&") {
             let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, parts[0].lowercased() == "sha256" else { continue }
-            let pin: CertificatePin
+            let pin: TLSFingerprint
             do {
-                pin = try CertificatePin.parse(String(parts[1]))
+                pin = try PeerTrust.parsePin(String(parts[1]))
             } catch {
                 throw .badRequest("The #sha256= fragment of \(url) is not a fingerprint: \(error.description)")
             }
@@ -98,7 +100,7 @@ public struct Endpoint: Sendable {
         Endpoint(
             client: HTTPClient(peer: .local(name: name, connect: connect)), basePath: "/" + PathEncoding.segment(name),
             authorization: nil, extraHeaders: HTTPHeaders(), display: name, redacted: name, session: nil,
-            identity: "local:\(identity)/\(name)")
+            identity: "local:\(identity)/\(name)", trust: nil)
     }
 
     /// Whether `text` names a remote endpoint (a URL) rather than a local database.

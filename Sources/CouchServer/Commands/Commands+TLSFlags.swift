@@ -20,7 +20,7 @@ struct TLSFlags {
         case "--pin":
             let text = try value()
             do {
-                trust.pin = try CertificatePin.parse(text)
+                trust.pin = try PeerTrust.parsePin(text)
             } catch {
                 throw OptionsError("--pin: \(error.description)")
             }

@@ -107,7 +107,7 @@ struct ReplicationRequest {
         if let pin = object["couchlite_pin"], !pin.isNull {
             guard let text = pin.stringValue else { throw .badRequest("`couchlite_pin` must be a string") }
             do {
-                trust.pin = try CertificatePin.parse(text)
+                trust.pin = try PeerTrust.parsePin(text)
             } catch {
                 throw .badRequest("`couchlite_pin`: \(error.description)")
             }

@@ -1,3 +1,5 @@
+import CouchWire
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -5,10 +7,13 @@
 #endif
 
 /// One connected, non-blocking client socket (TCP, or one end of an in-process socket pair); every wait
-/// is a `poll` bounded by a timeout, so a silent peer is a clear `.timeout`, never a hang.
+/// is a `poll` bounded by a timeout, so a silent peer is a clear `.timeout`, never a hang. After
+/// `startTLS` every byte goes through a `TLSStream` over the same descriptor.
 final class ClientSocket: @unchecked Sendable {
     let descriptor: Int32
     let peer: String
+    /// Set once the TLS handshake has succeeded (`https://` peers).
+    private(set) var tls: TLSStream?
 
     /// Adopts a connected descriptor (closed by `close()`).
     init(descriptor: Int32, peer: String) {
@@ -66,9 +71,55 @@ final class ClientSocket: @unchecked Sendable {
         throw lastError
     }
 
+    /// Runs the TLS handshake with `host` (the URL's host: SNI and the name check) within `timeout`, and checks
+    /// the peer's certificate as `context` says. Nothing of HTTP is sent before it has passed.
+    func startTLS(context: TLSContext, host: String, timeout: Duration) throws(ReplicationError) {
+        do {
+            let stream = try TLSStream.client(context: context, descriptor: descriptor, host: host)
+            try stream.handshake(timeout: timeout)
+            tls = stream
+        } catch {
+            throw Self.replicationError(error, peer: peer)
+        }
+    }
+
+    /// A TLS failure as the person who started the replication should read it.
+    static func replicationError(_ error: TLSError, peer: String) -> ReplicationError {
+        switch error {
+        case .pinMismatch(let expected, let actual):
+            return .certificateRejected(
+                peer, "its SHA-256 fingerprint \(actual.colonHex) does not match the pin \(expected.colonHex)")
+        case .verification(let reason):
+            let untrusted = ["self-signed", "self signed", "local issuer", "issuer certificate"].contains {
+                reason.contains($0)
+            }
+            return .certificateRejected(
+                peer,
+                untrusted
+                    ? "\(reason): it is not issued by an authority this machine trusts (pin its SHA-256 fingerprint "
+                        + "with --pin or the URL's #sha256=, or name its CA with --cacert)" : reason)
+        case .handshake(let reason):
+            let plain = ["wrong version number", "packet length too long", "record layer failure"].contains {
+                reason.contains($0)
+            }
+            return .tlsFailed(peer, plain ? "\(reason) (is it an http:// server?)" : reason)
+        case .notTLS: return .tlsFailed(peer, "the peer does not speak TLS (is it an http:// server?)")
+        case .configuration(let reason): return .badRequest(reason)
+        case .timeout: return .timeout(peer)
+        case .closed, .failed: return .connectionReset(peer)
+        }
+    }
+
     /// Receives up to `buffer.count` bytes; 0 means the peer closed.
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(ReplicationError) -> Int {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        if let tls {
+            do {
+                return try tls.receive(into: buffer, timeout: timeout)
+            } catch {
+                throw Self.replicationError(error, peer: peer)
+            }
+        }
         while true {
             let count = recv(descriptor, base, buffer.count, 0)
             if count >= 0 { return count }
@@ -83,6 +134,13 @@ final class ClientSocket: @unchecked Sendable {
     /// Sends every byte; each wait for buffer space may last up to `timeout`.
     func send(_ bytes: UnsafeRawBufferPointer, timeout: Duration) throws(ReplicationError) {
         guard let base = bytes.baseAddress else { return }
+        if let tls {
+            do {
+                return try tls.send(bytes, timeout: timeout)
+            } catch {
+                throw Self.replicationError(error, peer: peer)
+            }
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
@@ -107,6 +165,7 @@ final class ClientSocket: @unchecked Sendable {
 
     /// True when the peer has closed its side (a pooled connection the server timed out).
     func isPeerClosed() -> Bool {
+        if let tls { return tls.isPeerClosed() }
         var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         let ready = poll(&fds, 1, 0)
         if ready <= 0 { return ready < 0 }
@@ -119,7 +178,10 @@ final class ClientSocket: @unchecked Sendable {
     /// Wakes a thread blocked on this socket (cancel).
     func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
 
-    func close() { Glibc.close(descriptor) }
+    func close() {
+        tls?.sendCloseNotify()
+        Glibc.close(descriptor)
+    }
 
     private func wait(_ events: Int16, _ timeout: Duration) throws(ReplicationError) {
         var fds = pollfd(fd: descriptor, events: events, revents: 0)

@@ -17,8 +17,8 @@ public final class HTTPClient: Sendable {
     }
 
     public let peer: Peer
-    /// Set for an `https://` peer: every connection is TLS, its certificate checked as this says.
-    public let tls: PeerTrust?
+    /// Set for an `https://` peer: every connection is TLS, its certificate checked as the context's trust says.
+    public let tls: TLSContext?
     private let hostHeader: String
     private let maxIdle: Int
     private let connectTimeout: Duration
@@ -31,7 +31,7 @@ public final class HTTPClient: Sendable {
     }
 
     public init(
-        peer: Peer, tls: PeerTrust? = nil, maxIdleConnections: Int = 4, connectTimeout: Duration = .seconds(10)
+        peer: Peer, tls: TLSContext? = nil, maxIdleConnections: Int = 4, connectTimeout: Duration = .seconds(10)
     ) {
         self.peer = peer
         self.tls = tls
@@ -154,9 +154,13 @@ public final class HTTPClient: Sendable {
         switch peer {
         case .tcp(let host, let port):
             let socket = try ClientSocket.connect(host: host, port: port, timeout: connectTimeout)
-            if tls != nil {
-                socket.close()
-                throw .tlsFailed(socket.peer, "this build has no TLS client yet")
+            if let tls {
+                do {
+                    try socket.startTLS(context: tls, host: host, timeout: connectTimeout)
+                } catch {
+                    socket.close()
+                    throw error
+                }
             }
             return ClientConnection(socket: socket)
         case .local(let name, let connect):
