@@ -95,11 +95,13 @@ extension App {
         else {
             throw CouchError.badRequest("Redirect target must be a path on this server")
         }
-        var host = request.head.headers["Host"] ?? "\(options.bind):\(options.port)"
+        let secure = request.head.isSecure
+        let fallback = "\(options.bind):\((secure ? options.tlsPort : options.port) ?? options.tlsPort)"
+        var host = request.head.headers["Host"] ?? fallback
         if !host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") }) {
-            host = "\(options.bind):\(options.port)"
+            host = fallback
         }
-        headers.add("Location", "http://\(host)\(target)")
+        headers.add("Location", "\(secure ? "https" : "http")://\(host)\(target)")
         return 302
     }
 }
