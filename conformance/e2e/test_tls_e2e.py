@@ -250,3 +250,15 @@ def test_help_lists_the_tls_options():
     for flag in [b"--tls MODE", b"--tls-cert FILE", b"--tls-key FILE", b"--tls-port PORT", b"COUCHLITE_TLS_PORT",
                  b"--header-timeout"]:
         assert flag in out.stdout, flag
+
+
+def test_session_cookie_is_secure_over_https_only(tls_servers):
+    server = tls_servers("--tls", "auto").start()
+    form = "name=admin&password=pass"
+    headers = ["-H", "Content-Type: application/x-www-form-urlencoded", "-D", "-", "-o", "/dev/null"]
+    out = curl("--cacert", server.cert_path, *headers, "-d", form, f"{server.https}/_session")
+    cookie = next(l for l in out.stdout.decode().splitlines() if l.lower().startswith("set-cookie:"))
+    assert "; Secure" in cookie and "HttpOnly" in cookie
+    out = curl(*headers, "-d", form, f"http://127.0.0.1:{server.http_port}/_session")
+    cookie = next(l for l in out.stdout.decode().splitlines() if l.lower().startswith("set-cookie:"))
+    assert "Secure" not in cookie
