@@ -21,7 +21,8 @@ extension App {
         let outcome = try access.authenticator.authenticate(request.head.headers, client: request.head.remoteAddress)
         UserContext.current = outcome.user
         if let cookie = outcome.refreshedCookie {
-            reply.extraHeaders.add("Set-Cookie", SessionCookie.header(cookie, now: Authenticator.now))
+            reply.extraHeaders.add(
+                "Set-Cookie", SessionCookie.header(cookie, now: Authenticator.now, secure: request.head.isSecure))
         }
         try authorize(request, outcome.user)
         try limitBody(request, outcome.user)

@@ -17,7 +17,7 @@ extension App {
             try reply.json(200, ["ok": true, "userCtx": user.json, "info": .object(info)])
         case "DELETE":
             var headers = HTTPHeaders()
-            headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now))
+            headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
             let status = try addRedirect(request.query["next"], request, &headers)
             try reply.json(status, ["ok": true], headers: headers)
         default:
@@ -44,13 +44,16 @@ extension App {
             let account = authenticator.login(
                 name: ExactName(name), password: password, client: request.head.remoteAddress)
         else {
-            headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now))
+            headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
             let redirected = try addRedirect(request.query["fail"], request, &headers)
             let status = redirected == 302 ? 302 : 401
             let error = CouchError.unauthorized("Name or password is incorrect.")
             return try reply.json(status, error.json, headers: headers)
         }
-        headers.add("Set-Cookie", SessionCookie.header(authenticator.newCookie(for: account), now: Authenticator.now))
+        headers.add(
+            "Set-Cookie",
+            SessionCookie.header(
+                authenticator.newCookie(for: account), now: Authenticator.now, secure: request.head.isSecure))
         let status = try addRedirect(request.query["next"], request, &headers)
         try reply.json(
             status,
@@ -95,11 +98,13 @@ extension App {
         else {
             throw CouchError.badRequest("Redirect target must be a path on this server")
         }
-        var host = request.head.headers["Host"] ?? "\(options.bind):\(options.port)"
+        let secure = request.head.isSecure
+        let fallback = "\(options.bind):\((secure ? options.tlsPort : options.port) ?? options.tlsPort)"
+        var host = request.head.headers["Host"] ?? fallback
         if !host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") }) {
-            host = "\(options.bind):\(options.port)"
+            host = fallback
         }
-        headers.add("Location", "http://\(host)\(target)")
+        headers.add("Location", "\(secure ? "https" : "http")://\(host)\(target)")
         return 302
     }
 }

@@ -56,11 +56,13 @@ struct SessionCookie: Equatable {
     }
 
     /// The `Set-Cookie` value for `value` (empty to log out), with CouchDB's attributes plus
-    /// `SameSite=Lax`.
-    static func header(_ value: String, now: Int) -> String {
+    /// `SameSite=Lax`; `Secure` when the request came over HTTPS, as CouchDB does (the browser then never
+    /// sends the cookie over plain HTTP).
+    static func header(_ value: String, now: Int, secure: Bool = false) -> String {
         let expires = httpCookieDate(now + AuthLimits.sessionSeconds)
         return
-            "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(AuthLimits.sessionSeconds); Path=/; HttpOnly; SameSite=Lax"
+            "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(AuthLimits.sessionSeconds); Path=/"
+            + (secure ? "; Secure" : "") + "; HttpOnly; SameSite=Lax"
     }
 
     /// `Sun, 29-Nov-2026 13:24:06 GMT`, the date form mochiweb writes into cookies.

@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 
 /// The subcommands of the `couchlite` executable. Each returns the process exit status; the
@@ -25,9 +26,21 @@ public enum Commands {
             log.error("could not start", ["error": String(describing: error)])
             return 1
         }
-        log.info("listening", ["address": options.bind, "port": String(process.port), "data_dir": options.dataDir])
-        // A machine-readable line for scripts that start us on port 0.
-        printOut("couchlite listening on \(process.baseURL)\n")
+        log.info(
+            "listening",
+            [
+                "address": options.bind, "port": process.port.map(String.init) ?? "off",
+                "tls_port": process.tlsPort.map(String.init) ?? "off", "data_dir": options.dataDir,
+            ])
+        if let certificate = process.tlsCertificate {
+            log.info("tls", ["fingerprint_sha256": certificate.fingerprint.colonHex])
+        }
+        // Machine-readable lines for scripts that start us on port 0.
+        if let url = process.baseURL { printOut("couchlite listening on \(url)\n") }
+        if let url = process.tlsBaseURL, let certificate = process.tlsCertificate {
+            printOut("couchlite listening on \(url)\n")
+            printOut(tlsLines(process, certificate))
+        }
         if let generated = process.generatedAdmin {
             // Shown once: only the hash is kept (in <data-dir>/admins.json).
             printOut(
@@ -35,7 +48,7 @@ public enum Commands {
                 couchlite: no server admin was configured, so one was created:
                   name: \(generated.name)   password: \(generated.password)
                 This password is shown only once; only its hash is stored. Try:
-                  curl -u '\(generated.name):\(generated.password)' \(process.baseURL)_session
+                  curl -u '\(generated.name):\(generated.password)' \(process.preferredBaseURL)_session
                 Set COUCHLITE_ADMIN=USER:PASS (or --admin) to choose your own.
 
                 """)
@@ -43,6 +56,17 @@ public enum Commands {
         process.runUntilSignalled(log: log)
         log.info("stopped")
         return 0
+    }
+
+    /// The certificate's fingerprint (what clients pin), and where a generated one is kept.
+    static func tlsLines(_ process: ServerProcess, _ certificate: TLSCertificate) -> String {
+        var text = "couchlite TLS certificate SHA-256 fingerprint: \(certificate.fingerprint.colonHex)\n"
+        if let generated = process.tlsGenerated {
+            let path = process.app.options.dataDir + "/" + TLSIdentity.certificateName
+            let why = generated.replacedBecause.map { " (the previous one was replaced: \($0))" } ?? ""
+            text += "couchlite: generated a self-signed TLS certificate in \(path)\(why)\n"
+        }
+        return text
     }
 
     /// A command-line mistake, as every subcommand reports it (then exit 64, EX_USAGE).

@@ -12,9 +12,18 @@ import Synchronization
 /// database; tests start one in-process on port 0.
 final class ServerProcess: Sendable {
     let app: App
-    let server: HTTPServer
-    /// The port actually bound (the configured one, or the one the kernel picked for port 0).
-    let port: Int
+    /// The plain HTTP listener; nil with `--port off`.
+    let server: HTTPServer?
+    /// The port actually bound (the configured one, or the one the kernel picked for port 0); nil with `--port off`.
+    let port: Int?
+    /// The HTTPS listener (same handler, limits and timeouts); nil without TLS.
+    let tlsServer: HTTPServer?
+    /// The HTTPS port actually bound.
+    let tlsPort: Int?
+    /// The certificate HTTPS presents (its fingerprint is printed at start).
+    let tlsCertificate: TLSCertificate?
+    /// Set when `--tls auto` made a new certificate at this start (and why it replaced an old one, if it did).
+    let tlsGenerated: TLSIdentity.Loaded?
     /// A server admin created on first start because none was configured (shown once, then only hashed).
     let generatedAdmin: ServerAdmins.Generated?
 
@@ -25,6 +34,8 @@ final class ServerProcess: Sendable {
         // and their temporary files, security objects) is owner-only from its creation (issue 18).
         umask(0o077)
         try DataDirectory.create(options.dataDir)
+        // TLS first: a bad certificate or key file should stop the start before anything listens.
+        let tls = try Self.tlsContext(options)
         let store = try Store(directory: options.dataDir + "/databases")
         let uuid = try DataDirectory.serverUUID(options.dataDir)
         let (access, generated) = try AccessControl.setUp(options: options, store: store)
@@ -34,35 +45,92 @@ final class ServerProcess: Sendable {
             options: options, access: access, log: log)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
-        configuration.port = options.port
         configuration.extraHosts = extraHosts
         configuration.maxConnections = options.maxConnections
         configuration.maxConnectionsPerAddress = options.maxConnectionsPerAddress
         configuration.idleTimeout = .seconds(options.idleTimeoutSeconds)
         configuration.crowdedIdleTimeout = .seconds(min(5, options.idleTimeoutSeconds))
         configuration.bodyTimeout = .seconds(options.bodyTimeoutSeconds)
+        configuration.headerTimeout = .seconds(options.headerTimeoutSeconds)
         configuration.serverHeader = "couchlite/\(App.version)"
         let handlerApp = app
-        server = HTTPServer(configuration: configuration) { head, body, writer in
-            handlerApp.handle(head, body, writer)
+        let handler: HTTPHandler = { head, body, writer in handlerApp.handle(head, body, writer) }
+        if let plainPort = options.port {
+            configuration.port = plainPort
+            let plain = HTTPServer(configuration: configuration, handler: handler)
+            port = try plain.start()
+            server = plain
+        } else {
+            server = nil
+            port = nil
         }
-        port = try server.start()
+        if let (context, loaded) = tls {
+            configuration.port = options.tlsPort
+            configuration.tls = context
+            let secure = HTTPServer(configuration: configuration, handler: handler)
+            do {
+                tlsPort = try secure.start()
+            } catch {
+                server?.shutdown(timeout: .zero)
+                throw error
+            }
+            tlsServer = secure
+            tlsCertificate = context.certificate
+            tlsGenerated = loaded?.generated == true ? loaded : nil
+        } else {
+            tlsServer = nil
+            tlsPort = nil
+            tlsCertificate = nil
+            tlsGenerated = nil
+        }
         let replicator = ReplicatorDatabase(app: app)
         app.replicatorDatabase.withLock { $0 = replicator }
         replicator.start()
     }
 
-    /// The `http://host:port/` base URL for the bound address.
-    var baseURL: String {
+    /// The server context for `options.tls`, and the `--tls auto` identity when that made it.
+    private static func tlsContext(_ options: Options) throws -> (TLSContext, TLSIdentity.Loaded?)? {
+        switch options.tls {
+        case .off: return nil
+        case .files(let certificate, let key):
+            return (try TLSContext.server(certificateFile: certificate, keyFile: key), nil)
+        case .auto:
+            let loaded = try TLSIdentity.loadOrCreate(dataDir: options.dataDir, bind: options.bind)
+            return (try TLSContext.server(certificate: loaded.certificate, key: loaded.key), loaded)
+        }
+    }
+
+    /// Every listener, plain first.
+    var servers: [HTTPServer] { [server, tlsServer].compactMap { $0 } }
+
+    /// The `http://host:port/` base URL for the bound address; nil with `--port off`.
+    var baseURL: String? { port.map { "http://\(urlHost):\($0)/" } }
+
+    /// The `https://host:port/` base URL for the bound address; nil without TLS.
+    var tlsBaseURL: String? { tlsPort.map { "https://\(urlHost):\($0)/" } }
+
+    /// The URL clients should prefer: HTTPS when it is on.
+    var preferredBaseURL: String { tlsBaseURL ?? baseURL ?? "" }
+
+    private var urlHost: String {
         let bind = app.options.bind
-        let host = bind.contains(":") ? "[\(bind)]" : bind
-        return "http://\(host):\(port)/"
+        return bind.contains(":") ? "[\(bind)]" : bind
+    }
+
+    /// Stops every listener (in-flight requests get up to `timeout`).
+    func shutdown(timeout: Duration) {
+        for server in servers { server.shutdown(timeout: timeout) }
+    }
+
+    /// Blocks until every listener has stopped.
+    func waitUntilStopped() {
+        for server in servers { server.waitUntilStopped() }
     }
 
     /// Stops on SIGINT/SIGTERM (in-flight requests finish), then closes the store.
     func runUntilSignalled(log: Logger) {
-        let sources = installSignalHandlers(server: server, log: log)
-        server.waitUntilStopped()
+        let sources = installSignalHandlers(process: self, log: log)
+        waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
@@ -80,7 +148,7 @@ final class ServerProcess: Sendable {
 }
 
 /// Stops the server on SIGINT/SIGTERM, handled on a Dispatch queue of its own.
-private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any DispatchSourceSignal] {
+private func installSignalHandlers(process: ServerProcess, log: Logger) -> [any DispatchSourceSignal] {
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     let queue = DispatchQueue(label: "couchlite.signals")
@@ -88,7 +156,7 @@ private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any Disp
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
         source.setEventHandler {
             log.info("shutting down", ["signal": String(signalNumber)])
-            server.shutdown(timeout: .seconds(10))
+            process.shutdown(timeout: .seconds(10))
         }
         source.resume()
         return source

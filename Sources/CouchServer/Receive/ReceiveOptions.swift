@@ -11,6 +11,8 @@ struct ReceiveOptions: Sendable {
     var ttl = Duration.seconds(15 * 60)
     var once = false
     var qrPNG: String?
+    /// Whether the QR code's URL carries the certificate fingerprint (`#sha256=…`) for the sender to pin.
+    var qrPin = false
     var json = false
 
     /// One receive-only option (`value` false: a flag without a value).
@@ -71,6 +73,13 @@ struct ReceiveOptions: Sendable {
         ) { o, v throws(OptionsError) in
             guard !v.isEmpty else { throw OptionsError("--qr-png needs a file name") }
             o.qrPNG = v
+        },
+        Spec(
+            flag: "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN", valueName: nil,
+            help: "with --tls: add the certificate's #sha256=FINGERPRINT to the QR code's URL (couchlite push pins it)"
+        ) { o, v throws(OptionsError) in
+            guard let flag = Bool(v) else { throw OptionsError("--qr-pin takes no value (or true/false)") }
+            o.qrPin = flag
         },
         Spec(
             flag: "--json", environment: "COUCHLITE_RECEIVE_JSON", valueName: nil,
@@ -148,6 +157,10 @@ struct ReceiveOptions: Sendable {
                 throw OptionsError("unknown option '\(argument)'")
             }
             index += 1
+        }
+        try options.server.validate()
+        if options.qrPin && !options.server.tls.isOn {
+            throw OptionsError("--qr-pin puts the certificate's fingerprint in the QR code: it needs --tls")
         }
         return options
     }

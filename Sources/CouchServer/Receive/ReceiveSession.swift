@@ -20,6 +20,10 @@ final class ReceiveSession: Sendable {
         let user: String
         let password: String
         let url: String
+        /// What the QR code carries: `url`, plus `#sha256=<fingerprint>` with `--qr-pin`.
+        let qrURL: String
+        /// The HTTPS certificate's fingerprint, for the sender to compare (nil without TLS).
+        let fingerprint: TLSFingerprint?
         let expires: Date
     }
 
@@ -50,8 +54,10 @@ final class ReceiveSession: Sendable {
             process = try ServerProcess(options: serverOptions, log: log, extraHosts: extraHosts)
             let app = process.app
             app.answerOnly(
-                hosts: ([serverOptions.bind] + extraHosts).flatMap {
-                    ReceiveSession.hostNames(bind: $0, port: process.port)
+                hosts: ([serverOptions.bind] + extraHosts).flatMap { bind in
+                    [process.port, process.tlsPort].compactMap { $0 }.flatMap {
+                        ReceiveSession.hostNames(bind: bind, port: $0)
+                    }
                 })
             database = try ReceiveSession.openOrCreate(options.database, app)
             let folder = try PhotoFolder(path: options.out)
@@ -76,7 +82,7 @@ final class ReceiveSession: Sendable {
             try announce(credentials, process: process, others: extraHosts)
         } catch {
             log.error("could not write the QR code", ["error": String(describing: error)])
-            process.server.shutdown(timeout: .seconds(1))
+            process.shutdown(timeout: .seconds(1))
             exporter.drainAndStop()
             process.app.store.close()
             return 1
@@ -86,8 +92,8 @@ final class ReceiveSession: Sendable {
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
         if end != .interrupted { Thread.sleep(forTimeInterval: Double(ReceiveLimits.closingGraceSeconds)) }
-        process.server.shutdown(timeout: .seconds(10))
-        process.server.waitUntilStopped()
+        process.shutdown(timeout: .seconds(10))
+        process.waitUntilStopped()
         exporter.drainAndStop()
         progress.finish()
         printSummary(exporter.totals)
@@ -127,14 +133,19 @@ final class ReceiveSession: Sendable {
             name: user, password: Array(password.utf8), database: options.database, expires: .now + options.ttl)
         let bind = process.app.options.bind
         let host = bind.contains(":") ? "[\(bind)]" : bind
-        let url =
-            "http://\(user):\(password)@\(host):\(process.port)/\(PercentEncoding.encodeSegment(options.database))"
-        return Credentials(user: user, password: password, url: url, expires: Date().addingTimeInterval(seconds))
+        let scheme = process.tlsPort == nil ? "http" : "https"
+        let port = process.tlsPort ?? process.port ?? 0
+        let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.encodeSegment(options.database))"
+        let fingerprint = process.tlsCertificate?.fingerprint
+        let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
+        return Credentials(
+            user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
+            expires: Date().addingTimeInterval(seconds))
     }
 
     /// Prints the URL (one JSON line with `--json`, else text and the QR code) and writes `--qr-png`.
     private func announce(_ credentials: Credentials, process: ServerProcess, others: [String]) throws {
-        guard let code = QRCode.encode(credentials.url) else {
+        guard let code = QRCode.encode(credentials.qrURL) else {
             throw ExportError.unreadable("URL too long for a QR code")
         }
         if let path = options.qrPNG {
@@ -144,10 +155,14 @@ final class ReceiveSession: Sendable {
         let expires = ISO8601DateFormatter().string(from: credentials.expires)
         if options.json {
             let line: JSON = .object(
-                JSONObject([
-                    ("url", .string(credentials.url)), ("user", .string(credentials.user)),
-                    ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
-                ]))
+                JSONObject(
+                    [
+                        ("url", .string(credentials.url)), ("user", .string(credentials.user)),
+                        ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
+                    ]
+                        + (credentials.fingerprint.map {
+                            [("fingerprint_sha256", .string($0.colonHex)), ("qr_url", .string(credentials.qrURL))]
+                        } ?? [])))
             Commands.printOut(String(decoding: line.serialized(), as: UTF8.self) + "\n")
             return
         }
@@ -155,13 +170,18 @@ final class ReceiveSession: Sendable {
         let colors =
             isatty(STDOUT_FILENO) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
         var text = "couchlite receive: send photos to\n\n  \(credentials.url)\n\n"
+        if let fingerprint = credentials.fingerprint {
+            // Beside the code, for the sender to compare with what its client shows before trusting it.
+            text += "  certificate SHA-256 fingerprint (compare it on the sender):\n  \(fingerprint.colonHex)\n\n"
+        }
         text += code.terminalText(colors: colors)
         text += "\nScan the code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"
         text += options.once ? " or when the first push is complete.\n" : ".\n"
         if !others.isEmpty {
-            let hosts = others.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(process.port)" }
+            let port = process.tlsPort ?? process.port ?? 0
+            let hosts = others.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(port)" }
             text += "The same credentials also work at \(hosts.joined(separator: ", ")) (choose one with --bind).\n"
         }
         text += "Press Ctrl-C to stop.\n\n"

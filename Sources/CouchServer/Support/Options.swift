@@ -6,7 +6,12 @@ import Foundation
 /// never disagree (swift-argument-parser's shape, without the package).
 struct Options: Sendable {
     var bind = "127.0.0.1"
-    var port = 5984
+    /// The plain HTTP port; nil (`--port off`) serves HTTPS only.
+    var port: Int? = 5984
+    /// Where HTTPS gets its certificate: nowhere (off), generated in the data dir, or files.
+    var tls = TLSMode.off
+    /// The HTTPS port (CouchDB's 6984; 0 picks a free one and prints it).
+    var tlsPort = 6984
     var dataDir = "./data"
     var admin: String?
     var logLevel = LogLevel.info
@@ -17,6 +22,8 @@ struct Options: Sendable {
     var idleTimeoutSeconds = 300
     /// Seconds a request body may take, plus one per 4 KiB received.
     var bodyTimeoutSeconds = 120
+    /// Seconds a request head may take from its first byte (the first one from accept, TLS handshake included).
+    var headerTimeoutSeconds = 30
     /// Origins allowed cross-origin requests (`*` for any); empty turns CORS off.
     var corsOrigins: [String] = []
     /// Whether CORS answers allow credentials (cookies, Basic auth), as PouchDB sends them.
@@ -49,12 +56,49 @@ struct Options: Sendable {
         },
         Spec(
             flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
-            help: "TCP port, default 5984 (0 picks a free port and prints it)"
+            help: "HTTP port, default 5984 (0 picks a free port and prints it; off: HTTPS only)"
         ) { o, v throws(OptionsError) in
+            if v == "off" {
+                o.port = nil
+                return
+            }
             guard let p = Int(v), (0...65535).contains(p) else {
-                throw OptionsError("--port must be 0...65535, got '\(v)'")
+                throw OptionsError("--port must be 0...65535 or off, got '\(v)'")
             }
             o.port = p
+        },
+        Spec(
+            flag: "--tls", environment: "COUCHLITE_TLS", valueName: "MODE",
+            help: "auto: HTTPS with a self-signed certificate made and kept in the data dir; off (default)"
+        ) { o, v throws(OptionsError) in
+            switch v {
+            case "auto": o.tls = .auto
+            case "off": o.tls = .off
+            default: throw OptionsError("--tls must be auto or off (or give --tls-cert and --tls-key), got '\(v)'")
+            }
+        },
+        Spec(
+            flag: "--tls-cert", environment: "COUCHLITE_TLS_CERT", valueName: "FILE",
+            help: "HTTPS certificate (PEM, with its chain), used with --tls-key"
+        ) { o, v throws(OptionsError) in
+            guard !v.isEmpty else { throw OptionsError("--tls-cert needs a file") }
+            o.tls = .files(certificate: v, key: o.tls.keyFile ?? "")
+        },
+        Spec(
+            flag: "--tls-key", environment: "COUCHLITE_TLS_KEY", valueName: "FILE",
+            help: "HTTPS private key (PEM, RSA or EC, unencrypted), used with --tls-cert"
+        ) { o, v throws(OptionsError) in
+            guard !v.isEmpty else { throw OptionsError("--tls-key needs a file") }
+            o.tls = .files(certificate: o.tls.certificateFile ?? "", key: v)
+        },
+        Spec(
+            flag: "--tls-port", environment: "COUCHLITE_TLS_PORT", valueName: "PORT",
+            help: "HTTPS port when TLS is on, default 6984 (0 picks a free port and prints it)"
+        ) { o, v throws(OptionsError) in
+            guard let p = Int(v), (0...65535).contains(p) else {
+                throw OptionsError("--tls-port must be 0...65535, got '\(v)'")
+            }
+            o.tlsPort = p
         },
         Spec(
             flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
@@ -119,6 +163,13 @@ struct Options: Sendable {
             o.bodyTimeoutSeconds = n
         },
         Spec(
+            flag: "--header-timeout", environment: "COUCHLITE_HEADER_TIMEOUT", valueName: "SECONDS",
+            help: "time a request head may take (from accept for the first, TLS handshake included), default 30"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), n > 0 else { throw OptionsError("--header-timeout must be a positive integer") }
+            o.headerTimeoutSeconds = n
+        },
+        Spec(
             flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none"
         ) { o, v throws(OptionsError) in
@@ -176,6 +227,13 @@ struct Options: Sendable {
 
     /// Checks combinations of options.
     func validate() throws(OptionsError) {
+        if case .files(let certificate, let key) = tls, certificate.isEmpty || key.isEmpty {
+            throw OptionsError("--tls-cert and --tls-key go together: give both")
+        }
+        if port == nil, case .off = tls {
+            throw OptionsError(
+                "--port off leaves nothing to serve: turn HTTPS on with --tls auto or --tls-cert/--tls-key")
+        }
         if corsCredentials == .listed && !corsOrigins.isEmpty && corsOrigins.allSatisfy({ $0 == "*" }) {
             throw OptionsError(
                 "--cors-credentials true gives credentials to listed origins only, and --cors-origins lists none "
@@ -228,6 +286,20 @@ struct Options: Sendable {
         try options.validate()
         return options
     }
+}
+
+/// Where the HTTPS listener's certificate comes from.
+enum TLSMode: Sendable, Equatable {
+    /// No HTTPS.
+    case off
+    /// A self-signed certificate generated in the data dir on first start and renewed near its expiry.
+    case auto
+    /// PEM files given on the command line.
+    case files(certificate: String, key: String)
+
+    var certificateFile: String? { if case .files(let file, _) = self { file } else { nil } }
+    var keyFile: String? { if case .files(_, let file) = self { file } else { nil } }
+    var isOn: Bool { self != .off }
 }
 
 /// A command-line mistake; printed on stderr, exit 64 (EX_USAGE).

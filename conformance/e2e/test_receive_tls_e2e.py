@@ -1,0 +1,116 @@
+"""`couchlite receive --tls auto`: the URL and the QR code are https://, the certificate's fingerprint is
+shown beside the code (and in `--json`), `--qr-pin` puts it in the QR URL's fragment, and a push over
+HTTPS verified against the generated certificate lands in the folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+from receive_support import check_folder, inline_doc, photo
+from replicator import Endpoint, Replicator
+from test_receive_e2e import receivers, terminal_rows, write_png, zbar  # noqa: F401 (receivers: a fixture)
+
+TLS = ("--tls", "auto", "--tls-port", "0")
+
+
+def cert_fingerprint(data_dir: str) -> tuple[str, str]:
+    """The generated certificate's SHA-256 fingerprint, as AB:CD:… and as lowercase hex."""
+    pem = open(os.path.join(data_dir, "tls-cert.pem")).read()
+    der = __import__("ssl").PEM_cert_to_DER_cert(pem)
+    hex_digest = hashlib.sha256(der).hexdigest()
+    return ":".join(hex_digest[i:i + 2] for i in range(0, 64, 2)).upper(), hex_digest
+
+
+def test_tls_receive_url_and_qr_code_are_https_with_the_fingerprint(receivers, tmp_path):
+    receiver = receivers(*TLS, "--qr-png", str(tmp_path / "code.png"))
+    info = receiver.start()
+    colons, _ = cert_fingerprint(receiver.data_dir)
+    assert info["url"].startswith("https://" + info["user"] + ":")
+    assert info["fingerprint_sha256"] == colons
+    assert info["qr_url"] == info["url"], "no pin in the QR code without --qr-pin"
+    assert zbar(str(tmp_path / "code.png")) == info["url"]
+
+
+def test_qr_pin_puts_the_fingerprint_in_the_qr_url_fragment(receivers, tmp_path):
+    receiver = receivers(*TLS, "--qr-pin", "--qr-png", str(tmp_path / "code.png"))
+    info = receiver.start()
+    _, hex_digest = cert_fingerprint(receiver.data_dir)
+    assert info["qr_url"] == info["url"] + "#sha256=" + hex_digest
+    assert zbar(str(tmp_path / "code.png")) == info["qr_url"]
+    assert "#" not in info["url"], "the printed URL stays usable by stock clients"
+
+
+def test_push_over_https_verified_against_the_certificate_lands_in_folder(servers, receivers):
+    rng = random.Random(15)
+    source = servers("source")
+    src = requests_session()
+    assert src.put(f"http://127.0.0.1:{source.port}/photos").status_code == 201
+    beach = photo("jpg", 200_000, rng)
+    r = src.post(f"http://127.0.0.1:{source.port}/photos/_bulk_docs", json={
+        "docs": [inline_doc("beach", {"IMG_0001.JPG": ("image/jpeg", beach)}, taken="2024-06-01T10:00:00Z")],
+        "new_edits": False})
+    assert r.status_code == 201, r.text
+
+    receiver = receivers(*TLS)
+    started = time.time()
+    receiver.start()
+    target = Endpoint(receiver.server_url, receiver.db)
+    # The URL's host is a LAN address (or loopback): the certificate names it, so verification passes.
+    target.session.verify = os.path.join(receiver.data_dir, "tls-cert.pem")
+    target.session.trust_env = False  # else REQUESTS_CA_BUNDLE would replace `verify`
+    stats = Replicator(Endpoint(source.url, "photos"), target).run()
+    assert stats.completed and stats.multipart_puts >= 1
+    check_folder(receiver.out, {"IMG_0001.JPG": (beach, 1717236000.0)}, started, time.time())
+    assert receiver.stop() == 0
+
+
+def requests_session():
+    import requests
+    s = requests.Session()
+    s.auth = ("admin", "pass")
+    return s
+
+
+def test_terminal_shows_the_fingerprint_beside_an_https_qr_code(tmp_path):
+    binary = os.environ["COUCHLITE_BIN"]
+    proc = subprocess.Popen(
+        [binary, "receive", "--port", "0", *TLS, "--qr-pin", "--data-dir", str(tmp_path / "data"),
+         "--out", str(tmp_path / "out"), "--admin", "admin:pass"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        lines = []
+        while True:
+            line = proc.stdout.readline().decode()
+            assert line, "receive ended before printing its instructions"
+            lines.append(line.rstrip("\n"))
+            if line.startswith("Press Ctrl-C"):
+                break
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=30)
+    colons, hex_digest = cert_fingerprint(str(tmp_path / "data"))
+    url = next(l.strip() for l in lines if l.strip().startswith("https://"))
+    assert urllib.parse.urlsplit(url).fragment == ""
+    assert any(l.strip() == colons for l in lines), "the fingerprint is printed for the sender to compare"
+    block = [l for l in lines if l and set(l) <= set(" \u2580\u2584\u2588") and len(l) > 20]
+    write_png(str(tmp_path / "terminal.png"), terminal_rows(block))
+    assert zbar(str(tmp_path / "terminal.png")) == url + "#sha256=" + hex_digest
+
+
+def test_qr_pin_without_tls_exits_64():
+    out = subprocess.run([os.environ["COUCHLITE_BIN"], "receive", "--qr-pin"], capture_output=True, timeout=30)
+    assert out.returncode == 64, out
+    assert b"--qr-pin" in out.stderr
+
+
+@pytest.mark.parametrize("flag", [b"--qr-pin", b"--tls MODE", b"--tls-port PORT"])
+def test_receive_help_lists_the_tls_flags(flag):
+    out = subprocess.run([os.environ["COUCHLITE_BIN"], "receive", "--help"], capture_output=True, timeout=30)
+    assert flag in out.stdout
