@@ -27,20 +27,43 @@ from tls_support import TLSServer
 
 TIMEOUT_S = 120
 ADMIN = "admin:pass"
-TLS = ("--tls", "auto", "--tls-port", "0")
+TLS = ("--tls", "auto", "--tls-port", "0", "--pbkdf2-iterations", "1000")
 
 
 @pytest.fixture
-def tls_server(request):
-    """A started `couchlite --tls auto` (HTTP and HTTPS on free ports, requests logged)."""
+def tls_servers(request):
+    """`tls_servers(name)` starts a `couchlite --tls auto` (HTTP and HTTPS on free ports, requests logged,
+    cheap password hashing); all are stopped afterwards."""
     root = tempfile.mkdtemp(prefix="couchlite-tls-client-")
-    server = TLSServer(os.environ["COUCHLITE_BIN"], root, "--tls", "auto", "--log-level", "info").start()
-    yield server
-    server.stop()
+    made: list[TLSServer] = []
+
+    def start(name: str) -> TLSServer:
+        server = TLSServer(os.environ["COUCHLITE_BIN"], root, "--tls", "auto", "--log-level", "info", name=name)
+        made.append(server)
+        return server.start()
+
+    yield start
+    for server in made:
+        server.stop()
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        print(f"--- {server.root}\n{server.stdout}\n{server.log_text()[-4000:]}")
+        for server in made:
+            print(f"--- {server.root}\n{server.stdout}\n{server.log_text()[-4000:]}")
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tls_server(tls_servers):
+    """The HTTPS peer."""
+    return tls_servers("peer")
+
+
+@pytest.fixture
+def plain(tls_servers):
+    """The other side, reached over plain HTTP (its `url`), running `_replicate` and `_replicator`."""
+    server = tls_servers("plain")
+    server.url = http_admin(server)
+    return server
 
 
 def https_admin(server: TLSServer, host: str = "127.0.0.1") -> str:
@@ -82,8 +105,7 @@ def verified_client(server: TLSServer, db: str) -> Client:
 
 # --- both directions ---------------------------------------------------------------------
 
-def test_replicate_pushes_and_pulls_the_reference_mix_over_https_pinned(servers, tls_server, tmp_path):
-    plain = servers("plain")
+def test_replicate_pushes_and_pulls_the_reference_mix_over_https_pinned(plain, tls_server, tmp_path):
     src = Client(plain.url, "photos")
     src.create()
     atts = seed_source(src)
@@ -106,7 +128,7 @@ def test_replicate_pushes_and_pulls_the_reference_mix_over_https_pinned(servers,
     assert "warning" not in out.err
 
 
-def test_push_and_pull_a_tls_receiver_pinned_by_its_qr_url(receivers, servers, tmp_path):
+def test_push_and_pull_a_tls_receiver_pinned_by_its_qr_url(receivers, plain, tmp_path):
     receiver = receivers(*TLS, "--qr-pin", "--log-level", "info")
     started = time.time()
     info = receiver.start()
@@ -124,7 +146,6 @@ def test_push_and_pull_a_tls_receiver_pinned_by_its_qr_url(receivers, servers, t
     # The other direction with the same pin: the receiver's admin pulls the drop database back.
     host = qr.netloc.rpartition("@")[2]
     back = f"https://{ADMIN}@{host}{qr.path}#{qr.fragment}"
-    plain = servers("plain")
     resp = requests.post(f"{plain.url}/_replicate", timeout=TIMEOUT_S,
                          json={"source": back, "target": "back", "create_target": True})
     assert resp.status_code == 200, resp.text
@@ -176,8 +197,7 @@ def test_untrusted_self_signed_peer_is_refused_without_pin_or_insecure(tls_serve
     assert not any("untrusted" in p for p in paths)
 
 
-def test_cacert_trusts_the_generated_certificate_by_address_and_name(tls_server, servers, tmp_path):
-    plain = servers("plain")
+def test_cacert_trusts_the_generated_certificate_by_address_and_name(tls_server, plain, tmp_path):
     src = Client(plain.url, "src")
     src.create()
     src.bulk([{"_id": f"d{i}", "i": i} for i in range(20)])
@@ -188,8 +208,7 @@ def test_cacert_trusts_the_generated_certificate_by_address_and_name(tls_server,
         assert verified_client(tls_server, f"ca{i}").info()["doc_count"] == 20
 
 
-def test_insecure_works_and_warns(tls_server, servers, tmp_path):
-    plain = servers("plain")
+def test_insecure_works_and_warns(tls_server, plain, tmp_path):
     Client(plain.url, "src").create()
     Client(plain.url, "src").put({"_id": "one"})
     out = run("replicate", f"{plain.url}/src", f"{https_admin(tls_server)}/insecure", "--create-target",
@@ -199,7 +218,7 @@ def test_insecure_works_and_warns(tls_server, servers, tmp_path):
     assert verified_client(tls_server, "insecure").info()["doc_count"] == 1
 
 
-def test_certificate_for_another_name_is_refused_naming_both(tmp_path, servers):
+def test_certificate_for_another_name_is_refused_naming_both(tmp_path, plain):
     key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
     made = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                            "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=elsewhere.test",
@@ -209,7 +228,6 @@ def test_certificate_for_another_name_is_refused_naming_both(tmp_path, servers):
                       "--log-level", "info", name="other")
     other.start()
     try:
-        plain = servers("plain")
         Client(plain.url, "src").create()
         out = run("replicate", f"{plain.url}/src", f"{https_admin(other)}/named", "--create-target",
                   "--cacert", cert, data_dir=str(tmp_path / "d"))
@@ -235,8 +253,7 @@ def test_pin_options_on_plain_http_urls_are_usage_errors(tmp_path):
 
 # --- _replicate and _replicator ----------------------------------------------------------
 
-def test_replicate_endpoint_fields_are_checked_and_a_wrong_pin_is_a_failed_replication(servers, tls_server):
-    plain = servers("plain")
+def test_replicate_endpoint_fields_are_checked_and_a_wrong_pin_is_a_failed_replication(plain, tls_server):
     Client(plain.url, "src").create()
     target = f"{https_admin(tls_server)}/viaapi"
 
@@ -272,8 +289,7 @@ def wait_for_state(server, doc_id, timeout=30.0) -> dict:
     raise AssertionError(f"{doc_id} has no final state")
 
 
-def test_replicator_documents_reach_https_peers_by_pin(servers, tls_server):
-    plain = servers("plain")
+def test_replicator_documents_reach_https_peers_by_pin(plain, tls_server):
     src = Client(plain.url, "src")
     src.create()
     src.bulk([{"_id": f"d{i}"} for i in range(5)])
@@ -295,10 +311,10 @@ def test_replicator_documents_reach_https_peers_by_pin(servers, tls_server):
     assert doc["_replication_state"] == "failed" and "does not match the pin" in doc["_replication_state_reason"]
 
 
-def test_replicator_member_cannot_make_the_server_read_a_cacert_file(servers, tls_server):
+def test_replicator_member_cannot_make_the_server_read_a_cacert_file(plain, tls_server):
     """An attack: once `_replicator` lets a user write, `couchlite_cacert` must not make the server open a
     path of that user's choosing (probing which files exist, reading one it should not)."""
-    a = servers("a")
+    a = plain
     deadline = time.monotonic() + 15
     while requests.get(f"{a.url}/_replicator", timeout=5).status_code != 200:
         assert time.monotonic() < deadline
@@ -310,7 +326,7 @@ def test_replicator_member_cannot_make_the_server_read_a_cacert_file(servers, tl
     for doc_id, path in (("probe", tls_server.cert_path), ("missing", "/nonexistent/ca.pem")):
         doc = {"source": f"{http_admin(tls_server)}/_users", "target": {
             "url": f"{https_admin(tls_server)}/loot", "couchlite_cacert": path}}
-        r = requests.put(f"http://mallory:m@127.0.0.1:{a.port}/_replicator/{doc_id}", json=doc, timeout=5)
+        r = requests.put(f"http://mallory:m@127.0.0.1:{a.http_port}/_replicator/{doc_id}", json=doc, timeout=5)
         assert r.status_code == 201, r.text
         state = wait_for_state(a, doc_id)
         assert state["_replication_state"] == "failed", state
