@@ -24,6 +24,8 @@ final class ReceiveSession: Sendable {
         let qrURL: String
         /// The HTTPS certificate's fingerprint, for the sender to compare (nil without TLS).
         let fingerprint: TLSFingerprint?
+        /// The gallery's drop page, where a browser signs in with `user` and `password` to send photos.
+        let browser: String
         let expires: Date
     }
 
@@ -140,6 +142,7 @@ final class ReceiveSession: Sendable {
         let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
         return Credentials(
             user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
+            browser: "\(scheme)://\(host):\(port)/_photos/",
             expires: Date().addingTimeInterval(seconds))
     }
 
@@ -159,6 +162,7 @@ final class ReceiveSession: Sendable {
                     [
                         ("url", .string(credentials.url)), ("user", .string(credentials.user)),
                         ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
+                        ("browser", .string(credentials.browser)),
                     ]
                         + (credentials.fingerprint.map {
                             [("fingerprint_sha256", .string($0.colonHex)), ("qr_url", .string(credentials.qrURL))]
@@ -177,6 +181,8 @@ final class ReceiveSession: Sendable {
         text += code.terminalText(colors: colors)
         text += "\nScan the code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
+        text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
+        text += "the password \(credentials.password).\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"
         text += options.once ? " or when the first push is complete.\n" : ".\n"
         if !others.isEmpty {
