@@ -4,37 +4,37 @@ import Replicator
 /// `--pin`, `--cacert` and `--insecure`, shared by `couchlite replicate` and `couchlite push`: how the
 /// certificate of an `https://` peer is checked (see `PeerTrust`). They apply to every `https://` URL of the
 /// command; a URL's own `#sha256=` fragment pins that URL.
-struct TLSFlags {
+struct TLSFlags: Sendable {
     var trust = PeerTrust()
 
-    static let usage = """
-          --pin SHA256              trust only the https:// peer whose certificate has this SHA-256
-                                    fingerprint (64 hex digits, colons allowed; the URL's #sha256=HEX too)
-          --cacert FILE             trust the certificate authorities in FILE (PEM) instead of the system's
-          --insecure                do not check the https:// peer's certificate (warns; prefer --pin)
-        """
-
-    /// Takes `argument` if it is one of the flags (reading its value with `value`).
-    mutating func take(_ argument: String, value: () throws(OptionsError) -> String) throws(OptionsError) -> Bool {
-        switch argument {
-        case "--pin":
-            let text = try value()
-            do {
-                trust.pin = try PeerTrust.parsePin(text)
+    /// The rows of `couchlite replicate` and `couchlite push` (lifted into their settings).
+    static let specs: [OptionSpec<TLSFlags>] = [
+        .init(
+            flag: "--pin", valueName: "SHA256",
+            help: "trust only the certificate with this SHA-256 fingerprint (as URL#sha256=HEX does)"
+        ) { flags, text throws(OptionsError) in
+            do throws(ReplicationError) {
+                flags.trust.pin = try PeerTrust.parsePin(text)
             } catch {
                 throw OptionsError("--pin: \(error.description)")
             }
-        case "--cacert":
-            let path = try value()
+        },
+        .init(
+            flag: "--cacert", valueName: "FILE",
+            help: "trust the certificate authorities in FILE (PEM) instead of the system's"
+        ) { flags, path throws(OptionsError) in
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw OptionsError("--cacert: cannot read \(path)")
             }
-            trust.caFile = path
-        case "--insecure", "-k": trust.insecure = true
-        default: return false
-        }
-        return true
-    }
+            flags.trust.caFile = path
+        },
+        .init(
+            flag: "--insecure", valueName: nil,
+            help: "do not check the https:// peer's certificate (prints a warning; prefer --pin)"
+        ) { flags, text throws(OptionsError) in
+            flags.trust.insecure = try OptionSpec<TLSFlags>.boolean("--insecure", text)
+        },
+    ]
 
     /// The endpoint of `url` with these flags applied when it is `https://`; warns when nothing is verified.
     func endpoint(_ url: String, warn: (String) -> Void) throws(ReplicationError) -> Endpoint {
