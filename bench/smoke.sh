@@ -5,6 +5,7 @@
 #
 #   bench/smoke.sh [URL]        URL defaults to $COUCH_URL (http://user:pass@host:port)
 #   BENCH_PID=<server pid>      optional: also sample the server's RSS
+#   BENCH_TLS_BIN=<couchlite>   optional: also smoke-run bench/tls.py (HTTPS) with its own server
 #
 # Exits non-zero if any workload errors (bad status, per-item error, lost longpoll wakeup,
 # short attachment) or if the run exceeds SMOKE_TIMEOUT_S.
@@ -21,4 +22,8 @@ fi
 pid_args=()
 if [ -n "${BENCH_PID:-}" ]; then pid_args=(--pid "$BENCH_PID"); fi
 
-exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+# HTTPS workloads (bench/tls.py) need a server with --tls auto: it starts its own from BENCH_TLS_BIN.
+if [ -n "${BENCH_TLS_BIN:-}" ]; then
+  timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/tls.py --smoke --server-bin "$BENCH_TLS_BIN"
+fi

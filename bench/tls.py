@@ -8,6 +8,7 @@ bench/run's workloads pointed at each port in the same run.
   big          a 1 GiB attachment PUT and streamed GET over HTTPS; server RSS growth (target < 64 MiB)
   feeds        2,000 longpoll feeds held open over TLS, RSS with them open, and the time until all of
                them have answered one write (target < 1 s)
+  idle         2,000 TLS keep-alive connections idle after one request each: server RSS with them open
 
     python3 bench/tls.py [--server-bin BIN] [--rounds 3] [--duration 8] [--feeds 2000] [--big-size 1G]
     python3 bench/tls.py --smoke --server-bin BIN     # seconds, small data: checks the instrument only
@@ -85,6 +86,49 @@ def push_photos_round(ctx) -> tuple[float, float | None, list[str]]:
     return mp["units"] / run.MB / mp["seconds"], mp["server_cpu_pct"], run.wrk_errors(mp)
 
 
+def idle(target, count: int, settle: float) -> tuple[dict, list[str]]:
+    """`count` TLS connections, each after one keep-alive request (so it waits in the idle timeout, not the
+    first request's header timeout), held open doing nothing; server RSS before, with them open, after."""
+    errors: list[str] = []
+    request = (f"GET /_up HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
+               f"Authorization: {target.auth}\r\n\r\n").encode()
+    before = target.rss_mib()
+    held = []
+    started = time.monotonic()
+    try:
+        for _ in range(count):
+            sock = target.socket(timeout=10)
+            sock.sendall(request)
+            data = b""
+            while b"\r\n\r\n" not in data or not data.endswith(b"}\n"):
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            if not data.startswith(b"HTTP/1.1 200"):
+                errors.append(f"keep-alive request answered {data[:80]!r}")
+                break
+            held.append(sock)
+        open_s = time.monotonic() - started
+        time.sleep(settle)
+        during = target.rss_mib()
+        # Every one is still usable: a second request on a sample of them.
+        for sock in held[:: max(1, len(held) // 20)]:
+            sock.sendall(request)
+            if not sock.recv(4096).startswith(b"HTTP/1.1 200"):
+                errors.append("an idle TLS connection did not answer its second request")
+                break
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(settle)
+    return {
+        "connections": len(held), "open_s": open_s, "rss_before_mib": before, "rss_open_mib": during,
+        "rss_per_connection_kib": (during - before) * 1024 / max(1, len(held)) if before and during else None,
+        "rss_after_close_mib": target.rss_mib(),
+    }, errors
+
+
 def main(argv) -> int:
     p = argparse.ArgumentParser(prog="bench/tls.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--server-bin", help="couchlite binary (default: build and use the release one)")
@@ -93,18 +137,19 @@ def main(argv) -> int:
     p.add_argument("--feeds", type=int, help="longpoll feeds over TLS (default 2000)")
     p.add_argument("--big-size", type=run.parse_size, help="bytes of the big attachment (default 1G)")
     p.add_argument("--photos", type=int, help="distinct 512 KiB photos cycled (default 64)")
-    p.add_argument("--only", help="comma-separated: push-photos,big,feeds (default all)")
+    p.add_argument("--idle", type=int, help="idle TLS keep-alive connections (default 2000)")
+    p.add_argument("--only", help="comma-separated: push-photos,big,feeds,idle (default all)")
     p.add_argument("--smoke", action="store_true", help="1 round of 1 s, 4 MiB, 100 feeds: errors only")
     args = p.parse_args(argv)
-    defaults = dict(rounds=3, duration=8, feeds=2000, big_size=1024 * run.MIB, photos=64)
-    smoke = dict(rounds=1, duration=1, feeds=100, big_size=4 * run.MIB, photos=4)
+    defaults = dict(rounds=3, duration=8, feeds=2000, big_size=1024 * run.MIB, photos=64, idle=2000)
+    smoke = dict(rounds=1, duration=1, feeds=100, big_size=4 * run.MIB, photos=4, idle=100)
     for key, value in (smoke if args.smoke else defaults).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.feed_settle = 0.5 if args.smoke else 2.0
     args.changes_runs = 1
     args.seed_docs = 1
-    workloads = (args.only or "push-photos,big,feeds").split(",")
+    workloads = (args.only or "push-photos,big,feeds,idle").split(",")
     if shutil.which("wrk") is None:
         print("bench/tls.py: wrk not found (scripts/setup.sh installs it)", file=sys.stderr)
         return 2
@@ -153,6 +198,11 @@ def main(argv) -> int:
                 feeds, errs = run.feeds(secure)
                 errors += [f"feeds: {e}" for e in errs]
                 metrics.update({f"feeds_{k}": v for k, v in feeds.items()})
+            if "idle" in workloads:
+                run.raise_fd_limit(args.idle + 256)
+                result, errs = idle(https_target, args.idle, args.feed_settle)
+                errors += [f"idle: {e}" for e in errs]
+                metrics.update({f"idle_{k}": v for k, v in result.items()})
         finally:
             plain.cleanup()
     except (run.BenchError, OSError, subprocess.CalledProcessError) as e:

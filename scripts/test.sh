@@ -98,7 +98,7 @@ fi
 # not judged here: machines are noisy; see BENCHMARKS.md).
 step "benchmark smoke run (bench/smoke.sh)"
 set +e
-BENCH_PID="$server_pid" bash bench/smoke.sh "$COUCH_URL"
+BENCH_PID="$server_pid" BENCH_TLS_BIN="${bin:-}" bash bench/smoke.sh "$COUCH_URL"
 bench_rc=$?
 set -e
 

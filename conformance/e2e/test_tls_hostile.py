@@ -96,6 +96,8 @@ def test_500_unfinished_handshakes_leave_the_server_responsive_and_bounded(serve
         assert status == 200 and b'"ok"' in body
         assert time.monotonic() - started < 2, "a normal HTTPS request waits behind the stalled handshakes"
         growth = server.rss_bytes() - rss_before
+        print(f"500 stalled handshakes: RSS +{growth / 2**20:.1f} MiB, {server.threads() - threads_before} threads,"
+              f" an HTTPS request meanwhile took {time.monotonic() - started:.3f} s")
         assert server.threads() >= threads_before + 400, "the handshakes should each hold a thread meanwhile"
         assert growth < 96 * 1024 * 1024, f"RSS grew {growth / 2**20:.1f} MiB for 500 stalled handshakes"
         # The header timeout frees them all.

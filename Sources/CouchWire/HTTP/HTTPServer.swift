@@ -33,6 +33,10 @@ public typealias HTTPHandler = @Sendable (HTTPRequestHead, HTTPRequestBody, HTTP
 ///   plus one second per `minimumBodyRate` bytes received, so a trickled body cannot hold a slot for long.
 /// - **Limits** (`HTTPLimits`) are checked while bytes arrive; violations answer 400/413/414/431 with a
 ///   CouchDB-style JSON body and `Connection: close`.
+/// - **TLS** (`HTTPServerConfiguration.tls`): the connection thread runs the handshake (OpenSSL, see
+///   `TLSStream`) within the first request's `headerTimeout`, then speaks through `HTTPTLSTransport`; parsing,
+///   limits and timeouts are the same `HTTPTransport` code paths as for plain TCP. Over the cap, a TLS
+///   connection is closed without a 503 (it could not be read mid-handshake).
 /// - **Shutdown** stops accepting, wakes idle connections so they close, lets busy ones finish their current
 ///   request (up to a timeout), then shuts the remaining sockets down so blocked reads and writes fail.
 ///   Shared state lives in one lock-protected registry.
@@ -172,8 +176,13 @@ public final class HTTPServer: Sendable {
         return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Answers 503 without blocking the accept thread, then closes.
+    /// Answers 503 without blocking the accept thread, then closes. On a TLS port it only closes: a plain
+    /// answer would be garbage to a client in the middle of its handshake, and a handshake would block.
     private func refuseOverCapacity(_ socket: HTTPSocket) {
+        guard configuration.tls == nil else {
+            close(socket.descriptor)
+            return
+        }
         let response = HTTPStatus.errorResponse(.serviceUnavailable, serverHeader: configuration.serverHeader)
         try? socket.send(response, stall: .zero)
         socket.shutdownWrite()
