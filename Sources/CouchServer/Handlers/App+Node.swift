@@ -13,8 +13,13 @@ extension App {
     /// Erlang node has when it is not distributed, and `nodeName`.
     static let nodeAliases: Set<String> = ["_local", "nonode@nohost", nodeName]
 
+    /// CouchDB answers these to HEAD as to GET but names only GET in its 405.
+    private static func requireGET(_ request: Request) throws(CouchError) {
+        guard request.method == "GET" || request.method == "HEAD" else { throw .methodNotAllowed("GET") }
+    }
+
     func membership(_ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
+        try App.requireGET(request)
         try reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
     }
 
@@ -23,20 +28,23 @@ extension App {
         guard segments.count >= 2 else { throw CouchError.badRequest("Incomplete path to _node request") }
         guard App.nodeAliases.contains(segments[1]) else { throw CouchError.notFound("no such node: \(segments[1])") }
         if segments.count == 2 {
-            try require(request, "GET", "HEAD")
+            // CouchDB names the node for `_local`; a node named outright answers its own `/` (the request is
+            // handed to that node's local HTTP layer).
+            guard segments[1] == "_local" else { return try serverRoot(request, reply) }
+            try App.requireGET(request)
             return try reply.json(200, ["name": .string(App.nodeName)])
         }
         switch segments[2] {
         case "_stats":
-            try require(request, "GET", "HEAD")
+            try App.requireGET(request)
             try reply.json(200, MetricTree.extract(segments[3...], from: statsTree().json))
         case "_prometheus" where segments.count == 3:
-            try require(request, "GET", "HEAD")
+            try App.requireGET(request)
             var headers = HTTPHeaders()
             headers.set("Content-Type", App.prometheusContentType)
             try reply.bytes(200, Array(prometheusText().utf8), headers: headers)
         case "_system" where segments.count == 3:
-            try require(request, "GET", "HEAD")
+            try App.requireGET(request)
             try reply.json(200, systemJSON())
         default:
             throw CouchError.notFound("missing")
