@@ -28,7 +28,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case tlsFailed(String, String)
     /// Bad options (`_replicate` body, command line).
     case badRequest(String)
-    /// Stopped by `cancel`.
+    /// Stopped by `cancel`, or by `stop` once the checkpoint is written.
     case cancelled
 
     public var description: String {
