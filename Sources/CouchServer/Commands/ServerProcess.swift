@@ -53,6 +53,7 @@ final class ServerProcess: Sendable {
         configuration.bodyTimeout = .seconds(options.bodyTimeoutSeconds)
         configuration.headerTimeout = .seconds(options.headerTimeoutSeconds)
         configuration.serverHeader = "couchlite/\(App.version)"
+        configuration.traffic = app.traffic
         let handlerApp = app
         let handler: HTTPHandler = { head, body, writer in handlerApp.handle(head, body, writer) }
         if let plainPort = options.port {
@@ -127,15 +128,23 @@ final class ServerProcess: Sendable {
         for server in servers { server.waitUntilStopped() }
     }
 
-    /// Stops on SIGINT/SIGTERM (in-flight requests finish), then closes the store.
+    /// Stops on SIGINT/SIGTERM (replications checkpoint, in-flight requests finish), then closes the store.
     func runUntilSignalled(log: Logger) {
-        let sources = installSignalHandlers(process: self, log: log)
+        let sources = installSignalHandlers(self, log: log)
         waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         withExtendedLifetime(sources) {}
+    }
+
+    /// The order of a graceful stop: replications first, while the server and the local databases they
+    /// checkpoint into still answer (their `_replicate` requests then end too), then the HTTP server.
+    func shutdown() {
+        app.replicatorDatabase.withLock { $0 }?.stop()
+        app.replications.stopAll(within: .seconds(10))
+        shutdown(timeout: .seconds(10))
     }
 
     /// Tunes the process once, before any server starts.
@@ -148,7 +157,7 @@ final class ServerProcess: Sendable {
 }
 
 /// Stops the server on SIGINT/SIGTERM, handled on a Dispatch queue of its own.
-private func installSignalHandlers(process: ServerProcess, log: Logger) -> [any DispatchSourceSignal] {
+private func installSignalHandlers(_ process: ServerProcess, log: Logger) -> [any DispatchSourceSignal] {
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     let queue = DispatchQueue(label: "couchlite.signals")
@@ -156,7 +165,7 @@ private func installSignalHandlers(process: ServerProcess, log: Logger) -> [any 
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
         source.setEventHandler {
             log.info("shutting down", ["signal": String(signalNumber)])
-            process.shutdown(timeout: .seconds(10))
+            process.shutdown()
         }
         source.resume()
         return source

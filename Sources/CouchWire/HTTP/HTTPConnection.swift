@@ -45,7 +45,9 @@ final class HTTPConnection {
 
     /// Serves requests until the connection ends, then closes the socket.
     func run() {
+        configuration.traffic?.connectionOpened()
         defer {
+            configuration.traffic?.connectionClosed()
             transport.finish()
             registry.removeAndClose(id, socket: socket)
         }

@@ -40,6 +40,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// `headerTimeout` of accept (with the first request head), and a client that sends plain HTTP instead
     /// is answered 400 and closed.
     public var tls: TLSContext?
+    /// Where the connections count their bytes and themselves (`_node/_local/_stats`); nil counts nothing.
+    public var traffic: HTTPTraffic?
 
     /// Creates a configuration; every parameter has the documented default.
     public init(
