@@ -79,8 +79,8 @@ def start_server(binary: str, work_dir: str):
     return proc, targets[0], targets[1]
 
 
-def push_photos_round(ctx) -> tuple[float, float | None, list[str]]:
-    db = ctx.create_db(f"photos-{ctx.target.scheme}")
+def push_photos_round(ctx, index: int) -> tuple[float, float | None, list[str]]:
+    db = ctx.create_db(f"photos-{ctx.target.scheme}-{index}")
     mp = ctx.wrk(f"push-photos-{ctx.target.scheme}", "push_photos_multipart.lua",
                  [db, ctx.photos(), ctx.nonce], connections=4)
     return mp["units"] / run.MB / mp["seconds"], mp["server_cpu_pct"], run.wrk_errors(mp)
@@ -174,9 +174,9 @@ def main(argv) -> int:
             if "push-photos" in workloads:
                 rates = {"http": [], "https": []}
                 cpu = {"http": [], "https": []}
-                for _ in range(args.rounds):
+                for index in range(args.rounds):
                     for ctx in (plain, secure):
-                        rate, cpu_pct, errs = push_photos_round(ctx)
+                        rate, cpu_pct, errs = push_photos_round(ctx, index)
                         scheme = ctx.target.scheme
                         rates[scheme].append(rate)
                         cpu[scheme].append(cpu_pct)
@@ -205,6 +205,7 @@ def main(argv) -> int:
                 metrics.update({f"idle_{k}": v for k, v in result.items()})
         finally:
             plain.cleanup()
+            secure.cleanup()
     except (run.BenchError, OSError, subprocess.CalledProcessError) as e:
         errors.append(f"{type(e).__name__}: {e}")
     finally:

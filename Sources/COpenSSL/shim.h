@@ -15,15 +15,20 @@
 // OpenSSL spells much of its API as function-like macros over SSL_CTX_ctrl/BIO_ctrl (or with 64-bit
 // shifted constants), which Swift cannot import. These one-line wrappers give them names Swift can call.
 
-/// TLS 1.2 and 1.3 only, no renegotiation, no compression; partial writes (the caller loops) from a buffer
-/// that may move between retries; buffers released while idle (thousands of idle connections stay small);
-/// an EOF without close_notify reads as end of stream (HTTP framing detects truncation itself).
+/// TLS 1.2 and 1.3 only, no renegotiation, no compression; our cipher order, not the client's (AES-128-GCM
+/// first: as safe here and cheaper than AES-256); partial writes (the caller loops) from a buffer that may
+/// move between retries; buffers released while idle (thousands of idle connections stay small); read-ahead
+/// into a 64 KiB buffer, so a bulk upload costs one recv per few records instead of two per record; an EOF
+/// without close_notify reads as end of stream (HTTP framing detects truncation itself).
 static inline int couchlite_tls_apply_policy(SSL_CTX *ctx) {
     if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) return 0;
     if (SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) != 1) return 0;
-    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF
+                                 | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                               | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
     return 1;
 }
 

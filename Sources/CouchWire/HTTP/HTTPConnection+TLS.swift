@@ -42,6 +42,8 @@ final class HTTPTLSTransport: HTTPTransport {
     func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> HTTPSocket.ReceiveOutcome {
         do throws(TLSError) {
             let count = try stream.receive(into: buffer, deadline: deadline)
+            // Counted as plain HTTP bytes (`_stats`), without TLS's framing.
+            if count > 0 { socket.traffic?.didReceive(count) }
             return count == 0 && buffer.count > 0 ? .endOfStream : .received(count)
         } catch {
             switch error {
@@ -55,6 +57,7 @@ final class HTTPTLSTransport: HTTPTransport {
     func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
         do throws(TLSError) {
             try stream.send(bytes, timeout: stall)
+            socket.traffic?.didSend(bytes.count)
         } catch {
             throw error == .timeout ? .timeout : .clientGone
         }

@@ -18,7 +18,7 @@ final class HTTPSocket {
 
     let descriptor: Int32
     /// Counts the bytes this socket moves (nil: not counted, as for in-process socket pairs).
-    private let traffic: HTTPTraffic?
+    let traffic: HTTPTraffic?
 
     init(descriptor: Int32, traffic: HTTPTraffic? = nil) {
         self.descriptor = descriptor

@@ -179,7 +179,20 @@ public final class TLSStream: @unchecked Sendable {
         while true {
             ERR_clear_error()
             var count = 0
-            if SSL_read_ex(ssl, base, buffer.count, &count) == 1 { return count }
+            if SSL_read_ex(ssl, base, buffer.count, &count) == 1 {
+                // One record is at most 16 KiB; what read-ahead already holds is taken too, without waiting, so a
+                // caller reading a large body gets buffers as full as a plain recv would give (fewer, larger
+                // writes downstream). A failure here is left for the next call to report.
+                while count < buffer.count, SSL_has_pending(ssl) == 1 {
+                    var more = 0
+                    guard SSL_read_ex(ssl, base + count, buffer.count - count, &more) == 1 else {
+                        ERR_clear_error()
+                        break
+                    }
+                    count += more
+                }
+                return count
+            }
             let code = SSL_get_error(ssl, 0)
             switch code {
             case SSL_ERROR_WANT_READ: try wait(Int16(POLLIN), deadline)
