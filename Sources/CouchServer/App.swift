@@ -1,5 +1,6 @@
 import CouchWire
 import Foundation
+import QueryServer
 import RevTree
 import Synchronization
 
@@ -27,6 +28,10 @@ final class App: Sendable {
     let compactions = Compactions()
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
+    /// Runs design functions (filters, `validate_doc_update`, views) in JavaScript worker processes.
+    let queryServer: QueryServer
+    /// Each database's validating design documents.
+    let designFunctions = DesignFunctionCache()
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -40,6 +45,13 @@ final class App: Sendable {
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         self.gallery = GalleryState(dataDir: options.dataDir)
+        var limits = WorkerLimits()
+        limits.heapBytes = options.jsHeapMiB * 1024 * 1024
+        limits.addressSpaceBytes = max(limits.addressSpaceBytes, limits.heapBytes * 2 + 1024 * 1024 * 1024)
+        queryServer = QueryServer(
+            QueryServerConfiguration(
+                maxWorkers: options.jsWorkers, timeout: .milliseconds(options.jsTimeoutMilliseconds), limits: limits)
+        ) { message in log.info("design function log", ["message": message]) }
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
