@@ -192,6 +192,7 @@ final class App: Sendable {
                 }
                 throw CouchError.notImplemented("couchlite keeps no view indexes (_info).")
             }
+            if let reason = App.unsupportedDesignEndpoints[segments[3]] { throw CouchError.notImplemented(reason) }
             if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
                 throw CouchError.notImplemented(
                     "couchlite does not execute design document functions (\(segments[3])).")
@@ -226,6 +227,18 @@ final class App: Sendable {
         let list = HostAllowList(options.allowedHosts + hosts)
         allowedHosts.withLock { $0 = list }
     }
+
+    /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
+    /// rewrite URLs rather than replicate data), with the reason given in their 501.
+    static let unsupportedDesignEndpoints: [String: String] = [
+        "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render it "
+            + "in the client.",
+        "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
+            + "rows in the client.",
+        "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with PUT "
+            + "or _bulk_docs (validate_doc_update still applies).",
+        "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database directly.",
+    ]
 
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
