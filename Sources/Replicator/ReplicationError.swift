@@ -24,6 +24,8 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case insufficientStorage(String)
     /// Bad options (`_replicate` body, command line).
     case badRequest(String)
+    /// The source has no such filter function (`filter: "ddoc/name"`); the reason as CouchDB words it.
+    case filterNotFound(String)
     /// Stopped by `cancel`.
     case cancelled
 
@@ -41,6 +43,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
         case .httpStatus(let status, let detail): "unexpected HTTP \(status): \(detail)"
         case .insufficientStorage(let endpoint): "the disk of \(endpoint) is full"
         case .badRequest(let reason): reason
+        case .filterNotFound(let reason): reason
         case .cancelled: "replication cancelled"
         }
     }

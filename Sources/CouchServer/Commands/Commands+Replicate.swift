@@ -15,6 +15,8 @@ extension Commands {
           --create-target           create TARGET if it does not exist
           --doc-ids ID,ID,...       only these documents
           --selector JSON           only documents matching this Mango selector
+          --filter DDOC/NAME        only documents the source's JavaScript filter function passes
+          --query-params JSON       the filter's req.query (a JSON object of strings)
           --since SEQ               start at this update sequence instead of the checkpoint
           --batch-size N            _changes rows per batch (default 500)
           --checkpoint-docs N       checkpoint after every N documents (default 5000; also every 30 s)
@@ -49,6 +51,12 @@ extension Commands {
                         throw OptionsError("--selector needs a JSON object")
                     }
                     options.selector = selector
+                case "--filter": options.filter = try value(argument)
+                case "--query-params":
+                    guard let params = (try? JSON.parse(try value(argument)))?.objectValue else {
+                        throw OptionsError("--query-params needs a JSON object")
+                    }
+                    options.queryParams = params
                 case "--since":
                     let text = try value(argument)
                     options.sinceSeq = (try? JSON.parse(text)) ?? .string(text)
@@ -88,10 +96,16 @@ extension Commands {
             let source = try endpoint(positional[0])
             let target = try endpoint(positional[1])
             if let app { options.replicatorIdentity = app.serverUUID }
-            replication = Replication(source: source, target: target, options: options)
+            replication = try Replication.resolvingFilter(source: source, target: target, options: options)
+        } catch let error as ReplicationError {
+            printError("\(error)")
+            switch error {
+            case .badRequest, .filterNotFound: return 64
+            default: return Commands.exitStatus(error)
+            }
         } catch {
             printError("\(error)")
-            return error is ReplicationError ? 64 : 1
+            return 1
         }
         printError(
             "replicating \(replication.source.display) -> \(replication.target.display) "

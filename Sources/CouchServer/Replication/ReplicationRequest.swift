@@ -4,7 +4,8 @@ import Replicator
 
 /// A `_replicate` body (or a `_replicator` document) turned into endpoints and options, as CouchDB
 /// reads it: `source`/`target` as a URL, `{"url","headers","auth"}`, or (couchlite only) the name of a
-/// local database; `continuous`, `create_target`, `doc_ids`, `filter: "_selector"` with `selector`,
+/// local database; `continuous`, `create_target`, `doc_ids`, `filter: "_selector"` with `selector`, `filter:
+/// "ddoc/name"` (a JavaScript filter of the source) with `query_params`,
 /// `since_seq`, `worker_batch_size`, `checkpoint_interval` (ms), `cancel`.
 struct ReplicationRequest {
     var source: Endpoint
@@ -28,9 +29,18 @@ struct ReplicationRequest {
             options.docIDs = list.compactMap(\.stringValue)
         }
         if let filter = body["filter"], !filter.isNull {
-            guard filter.stringValue == "_selector" else {
-                throw .badRequest("couchlite replicates with `filter: \"_selector\"` only (no JavaScript filters)")
+            guard let name = filter.stringValue else { throw .badRequest("`filter` must be a string") }
+            if name != "_selector" {
+                // A JavaScript filter of the source (`ddoc/name`); its code is fetched when the job is made.
+                guard name.split(separator: "/", omittingEmptySubsequences: false).count == 2,
+                    !name.hasPrefix("/"), !name.hasSuffix("/")
+                else { throw .badRequest("Invalid filter. Must match `ddocname/filtername`.") }
+                options.filter = name
             }
+        }
+        if let params = body["query_params"], !params.isNull {
+            guard let object = params.objectValue else { throw .badRequest("`query_params` must be a JSON object") }
+            options.queryParams = object
         }
         if let selector = body["selector"], !selector.isNull {
             guard selector.objectValue != nil else { throw .badRequest("`selector` must be a JSON object") }
