@@ -84,20 +84,43 @@ public final class QueryServer: Sendable {
     public func filter(_ ddoc: DesignDocument, name: String, docs: [JSON], request: JSON)
         throws(QueryServerError) -> [Bool]
     {
-        let response = try call([ddoc]) { bodies in
+        try filter(ddoc, name: name, serializedDocs: docs.map { $0.serialized() }, request: request)
+    }
+
+    /// `filter` with each document already serialized (a JSON object's text, trusted to be valid): a feed builds
+    /// them from stored bodies without parsing them.
+    public func filter(_ ddoc: DesignDocument, name: String, serializedDocs: [[UInt8]], request: JSON)
+        throws(QueryServerError) -> [Bool]
+    {
+        let response = try callSerialized([ddoc]) { bodies in
             var message = JSONObject()
             message["op"] = "filter"
             message["key"] = .string(ddoc.key)
             if bodies.contains(ddoc.key) { message["ddoc"] = .object(ddoc.body) }
             message["name"] = .string(name)
-            message["docs"] = .array(docs)
             message["req"] = request
-            return message
+            return QueryServer.serialize(message, appendingArray: "docs", of: serializedDocs)
         }
-        guard let results = response.arrayValue, results.count == docs.count else {
+        guard let results = response.arrayValue, results.count == serializedDocs.count else {
             throw .workerFailed("filter answered \(response.serializedString.prefix(200))")
         }
         return results.map { $0.boolValue == true }
+    }
+
+    /// `message` serialized with one more member, `name`, an array of already serialized values.
+    static func serialize(_ message: JSONObject, appendingArray name: String, of elements: [[UInt8]]) -> [UInt8] {
+        var bytes = JSON.object(message).serialized()
+        bytes.removeLast()  // the closing brace
+        bytes.reserveCapacity(bytes.count + elements.reduce(0) { $0 + $1.count + 1 } + name.utf8.count + 8)
+        if !message.isEmpty { bytes.append(UInt8(ascii: ",")) }
+        JSON.appendQuoted(name, to: &bytes)
+        bytes += [UInt8(ascii: ":"), UInt8(ascii: "[")]
+        for (index, element) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += element
+        }
+        bytes += [UInt8(ascii: "]"), UInt8(ascii: "}")]
+        return bytes
     }
 
     /// Runs the map functions `views.<name>.map` of `ddoc` for each document.
@@ -218,11 +241,17 @@ public final class QueryServer: Sendable {
     private func call(_ ddocs: [DesignDocument], _ build: (Set<String>) -> JSONObject) throws(QueryServerError)
         -> JSON
     {
+        try callSerialized(ddocs) { bodies in JSON.object(build(bodies)).serialized() }
+    }
+
+    private func callSerialized(_ ddocs: [DesignDocument], _ build: (Set<String>) -> [UInt8]) throws(QueryServerError)
+        -> JSON
+    {
         let response: JSONObject = try pool.withWorker { (worker, deadline) throws(QueryServerError) -> JSONObject in
             if worker.knownDesignDocuments.count > 64 { worker.knownDesignDocuments.removeAll() }
             var bodies = Set(ddocs.map(\.key)).subtracting(worker.knownDesignDocuments)
             for _ in 0..<2 {
-                let request = JSON.object(build(bodies)).serialized()
+                let request = build(bodies)
                 let bytes = try worker.call(request, deadline: deadline, timeout: pool.configuration.timeout)
                 guard case .object(let response)? = try? JSON.parse(bytes) else {
                     worker.kill()

@@ -165,24 +165,23 @@ struct ChangesFeed {
     private func functionFilter(_ page: [ChangeRow]) throws -> [[RevID]]? {
         guard case .function(let ddoc, let name) = query.filter else { return nil }
         guard !page.isEmpty else { return [] }
-        var docs: [JSON] = []
+        var docs: [[UInt8]] = []
         var owners: [(row: Int, rev: RevID)] = []
         var options = RenderOptions()
         options.revs = true
+        let winners = query.allDocsStyle ? [] : try database.winningRevisions(page.map(\.id))
         for (index, change) in page.enumerated() {
             let revisions: [StoredRevision] =
-                query.allDocsStyle
-                ? try database.leafRevisions(change.id)
-                : (try database.revision(change.id, rev: nil)).map { [$0] } ?? []
+                query.allDocsStyle ? try database.leafRevisions(change.id) : winners[index].map { [$0] } ?? []
+            let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
             for revision in revisions {
-                let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
-                docs.append(.object(try renderer.render(revision)))
+                docs.append(try FilterDocument.serialized(id: change.id, revision, renderer: renderer))
                 owners.append((index, revision.rev))
             }
         }
         let verdicts: [Bool]
         do {
-            verdicts = try app.queryServer.filter(ddoc, name: name, docs: docs, request: filterRequest)
+            verdicts = try app.queryServer.filter(ddoc, name: name, serializedDocs: docs, request: filterRequest)
         } catch {
             throw CouchError(error)
         }
