@@ -1,4 +1,7 @@
 import CouchWire
+import Dispatch
+import Foundation
+import Synchronization
 
 /// A design document as the query server sees it. Functions are compiled once per `key` in each worker, so
 /// the key must change whenever the body does: it is the database, the id and the revision.
@@ -79,6 +82,9 @@ public final class QueryServer: Sendable {
     /// Workers started so far (one more after each killed worker is replaced).
     public var workersStarted: Int { pool.workersStarted }
 
+    /// Process ids of the idle workers (for tests and diagnostics).
+    public var workerPIDs: [Int32] { pool.idlePIDs }
+
     /// Runs `filters.<name>` of `ddoc` on each document: `fun.apply(ddoc, [doc, req])`, truthy → true.
     /// - Throws: `.function` if it threw for any document (the whole batch fails, as in CouchDB).
     public func filter(_ ddoc: DesignDocument, name: String, docs: [JSON], request: JSON)
@@ -90,6 +96,42 @@ public final class QueryServer: Sendable {
     /// `filter` with each document already serialized (a JSON object's text, trusted to be valid): a feed builds
     /// them from stored bodies without parsing them.
     public func filter(_ ddoc: DesignDocument, name: String, serializedDocs: [[UInt8]], request: JSON)
+        throws(QueryServerError) -> [Bool]
+    {
+        // A big batch is halved over two workers at once: the JavaScript of one half runs while the other's
+        // documents are being parsed, and a feed uses both cores.
+        guard serializedDocs.count >= QueryServer.parallelBatch, pool.configuration.maxWorkers > 1 else {
+            return try filterBatch(ddoc, name: name, serializedDocs: serializedDocs, request: request)
+        }
+        let middle = serializedDocs.count / 2
+        let halves = [Array(serializedDocs[..<middle]), Array(serializedDocs[middle...])]
+        let second = Mutex<Result<[Bool], QueryServerError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { [self] in
+            let outcome = Result { () throws(QueryServerError) -> [Bool] in
+                try filterBatch(ddoc, name: name, serializedDocs: halves[1], request: request)
+            }
+            second.withLock { $0 = outcome }
+            done.signal()
+        }
+        let first = Result { () throws(QueryServerError) -> [Bool] in
+            try filterBatch(ddoc, name: name, serializedDocs: halves[0], request: request)
+        }
+        done.wait()
+        let results = [first, second.withLock { $0 }]
+        var verdicts: [Bool] = []
+        verdicts.reserveCapacity(serializedDocs.count)
+        for outcome in results {
+            guard let outcome else { throw .workerFailed("a filter batch did not run") }
+            verdicts += try outcome.get()
+        }
+        return verdicts
+    }
+
+    /// Batches at least this big are filtered by two workers at once.
+    static let parallelBatch = 128
+
+    private func filterBatch(_ ddoc: DesignDocument, name: String, serializedDocs: [[UInt8]], request: JSON)
         throws(QueryServerError) -> [Bool]
     {
         let response = try callSerialized([ddoc]) { bodies in

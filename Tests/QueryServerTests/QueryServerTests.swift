@@ -45,6 +45,25 @@ struct QueryServerTests {
         #expect(results == [false, true, false])
     }
 
+    @Test func bigBatchesKeepTheirOrderOverTwoWorkers() throws {
+        let server = makeServer(workers: 2)
+        let design = try ddoc(#"{"filters":{"m":"function(doc) { return doc.n % 3 == 0 }"}}"#)
+        let batch = (0..<1000).map { JSON.object(JSONObject([("n", .int($0))])) }
+        #expect(try server.filter(design, name: "m", docs: batch, request: .null) == (0..<1000).map { $0 % 3 == 0 })
+        #expect(server.workersStarted == 2)
+    }
+
+    @Test func aWorkerKilledWhileIdleIsReplacedWithoutFailingTheCall() throws {
+        let server = makeServer(workers: 1)
+        let design = try ddoc(#"{"filters":{"t":"function() { return true }"}}"#)
+        #expect(try server.filter(design, name: "t", docs: [.null], request: .null) == [true])
+        #expect(server.workerPIDs.count == 1)
+        for pid in server.workerPIDs { kill(pid, SIGKILL) }
+        usleep(200_000)
+        #expect(try server.filter(design, name: "t", docs: [.null], request: .null) == [true])
+        #expect(server.workersStarted == 2)
+    }
+
     @Test func mapEmitsPerDocAndPerView() throws {
         let server = makeServer()
         let design = try ddoc(

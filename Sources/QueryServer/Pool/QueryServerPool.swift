@@ -63,6 +63,8 @@ final class QueryServerPool: Sendable {
     /// Workers started since the pool was made (a test sees a killed worker replaced).
     var workersStarted: Int { state.withLock { $0.started } }
 
+    var idlePIDs: [Int32] { state.withLock { $0.idle.map(\.pid) } }
+
     /// Runs `body` with a worker for at most the configured timeout.
     func withWorker<T>(_ body: (WorkerProcess, ContinuousClock.Instant) throws(QueryServerError) -> T)
         throws(QueryServerError) -> T
@@ -108,7 +110,11 @@ final class QueryServerPool: Sendable {
             }
             available.unlock()
             switch claim {
-            case .idle(let worker): return worker
+            case .idle(let worker):
+                // A worker that died while idle (killed from outside) is not this call's failure: take another.
+                guard worker.hasExited() else { return worker }
+                worker.kill()
+                release()
             case .start:
                 do {
                     return try WorkerProcess(

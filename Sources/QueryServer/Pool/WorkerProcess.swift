@@ -136,6 +136,19 @@ final class WorkerProcess: @unchecked Sendable {
         return "signal \(status & 0x7F)"
     }
 
+    /// Whether the process has ended (reaped here if so); a cheap check before an idle worker is reused.
+    func hasExited() -> Bool {
+        guard !isDead else { return true }
+        var status: Int32 = 0
+        let reaped = waitpid(pid, &status, WNOHANG)
+        guard reaped == pid else { return false }
+        exitStatus = status
+        isDead = true
+        close(toWorker)
+        close(fromWorker)
+        return true
+    }
+
     /// Kills and reaps the worker and closes its pipes; safe to call more than once.
     func kill() {
         guard !isDead else { return }
