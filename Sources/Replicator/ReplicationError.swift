@@ -26,7 +26,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case badRequest(String)
     /// The source has no such filter function (`filter: "ddoc/name"`); the reason as CouchDB words it.
     case filterNotFound(String)
-    /// Stopped by `cancel`.
+    /// Stopped by `cancel`, or by `stop` once the checkpoint is written.
     case cancelled
 
     public var description: String {
