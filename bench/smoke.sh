@@ -8,11 +8,13 @@
 #   BENCH_TLS_BIN=<couchlite>   optional: also smoke-run bench/tls.py (HTTPS) with its own server
 #
 # Exits non-zero if any workload errors (bad status, per-item error, lost longpoll wakeup,
-# short attachment) or if the run exceeds SMOKE_TIMEOUT_S.
+# short attachment) or if the run exceeds SMOKE_TIMEOUT_S; then smoke-runs bench/filtered_changes.py (1,000 docs,
+# a JavaScript filter) under FILTER_SMOKE_TIMEOUT_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly SMOKE_TIMEOUT_S=60   # hard cap on the whole smoke run, seconds
+readonly SMOKE_TIMEOUT_S=60   # hard cap on the smoke run of bench/run, seconds
+readonly FILTER_SMOKE_TIMEOUT_S=30   # and on that of bench/filtered_changes.py
 
 url="${1:-${COUCH_URL:-}}"
 if [ -z "$url" ]; then
@@ -27,3 +29,5 @@ timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url"
 if [ -n "${BENCH_TLS_BIN:-}" ]; then
   timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/tls.py --smoke --server-bin "$BENCH_TLS_BIN"
 fi
+# The JavaScript filter benchmark (bench/filtered_changes.py) over a few documents, capped on its own.
+exec timeout --kill-after=5 "$FILTER_SMOKE_TIMEOUT_S" python3 bench/filtered_changes.py --url "$url" --docs 1000 --runs 1

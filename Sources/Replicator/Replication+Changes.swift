@@ -29,6 +29,15 @@ extension Replication {
             query += "&filter=_selector"
             body = .object(JSONObject([("selector", selector)]))
         }
+        if let filter = options.filter, options.docIDs == nil, options.selector == nil {
+            // As CouchDB's replicator: the filter's name and each query parameter in the URL of a GET.
+            query += "&filter=" + PathEncoding.query(filter)
+            for (name, value) in options.queryParams ?? JSONObject() {
+                query +=
+                    "&" + PathEncoding.query(name) + "="
+                    + PathEncoding.query(value.stringValue ?? value.serializedString)
+            }
+        }
         let request = source.request(
             body == nil ? "GET" : "POST", "/_changes?" + query, json: body, timeout: .seconds(70))
         let reply = try expect(try call(source, request), source, [200])

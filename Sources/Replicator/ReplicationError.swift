@@ -28,6 +28,8 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case tlsFailed(String, String)
     /// Bad options (`_replicate` body, command line).
     case badRequest(String)
+    /// The source has no such filter function (`filter: "ddoc/name"`); the reason as CouchDB words it.
+    case filterNotFound(String)
     /// Stopped by `cancel`, or by `stop` once the checkpoint is written.
     case cancelled
 
@@ -47,6 +49,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
         case .certificateRejected(let peer, let reason): "refused the certificate of \(peer): \(reason)"
         case .tlsFailed(let peer, let detail): "TLS with \(peer) failed: \(detail)"
         case .badRequest(let reason): reason
+        case .filterNotFound(let reason): reason
         case .cancelled: "replication cancelled"
         }
     }

@@ -1,4 +1,5 @@
 import CouchWire
+import Foundation
 
 /// What a replication does besides copying everything once (CouchDB's `_replicate` fields).
 public struct ReplicationOptions: Sendable {
@@ -10,6 +11,14 @@ public struct ReplicationOptions: Sendable {
     public var docIDs: [String]?
     /// Only documents matching this Mango selector (`filter=_selector`).
     public var selector: JSON?
+    /// A JavaScript filter of the source, `ddoc/name`: the source's `_changes` is read with `filter=ddoc/name`.
+    public var filter: String?
+    /// Sent with the filter, each member as a query parameter (the filter's `req.query`).
+    public var queryParams: JSONObject?
+    /// The filter function's source, fetched from the source before the replication is made
+    /// (`Replication.resolvingFilter`): it is part of the replication id, so an edited filter starts
+    /// over from the beginning, as in CouchDB.
+    public var filterCode: String?
     /// Start here instead of at the checkpoint.
     public var sinceSeq: JSON?
     /// `_changes` rows handled per batch.
@@ -39,6 +48,11 @@ public struct ReplicationOptions: Sendable {
         var fields: [(String, JSON)] = []
         if let docIDs { fields.append(("doc_ids", .array(docIDs.sorted().map(JSON.string)))) }
         if let selector { fields.append(("selector", selector)) }
+        if let filter {
+            fields.append(("filter", .string(filter)))
+            fields.append(("filter_code", .string(filterCode?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")))
+            fields.append(("query_params", .object(queryParams ?? JSONObject())))
+        }
         return .object(JSONObject(fields))
     }
 }

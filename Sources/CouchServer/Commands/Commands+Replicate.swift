@@ -40,6 +40,17 @@ extension Commands {
                 }
                 s.options.selector = selector
             },
+            .init(
+                flag: "--filter", valueName: "DDOC/NAME",
+                help: "only documents the source's JavaScript filter function passes"
+            ) { $0.options.filter = $1 },
+            .init(flag: "--query-params", valueName: "JSON", help: "the filter's req.query, a JSON object") {
+                s, v throws(OptionsError) in
+                guard let params = (try? JSON.parse(v))?.objectValue else {
+                    throw OptionsError("--query-params needs a JSON object")
+                }
+                s.options.queryParams = params
+            },
             .init(flag: "--since", valueName: "SEQ", help: "start at this update sequence instead of the checkpoint") {
                 $0.options.sinceSeq = (try? JSON.parse($1)) ?? .string($1)
             },
@@ -104,10 +115,16 @@ extension Commands {
             let source = try endpoint(positional[0])
             let target = try endpoint(positional[1])
             if let app { options.replicatorIdentity = app.serverUUID }
-            replication = Replication(source: source, target: target, options: options)
+            replication = try Replication.resolvingFilter(source: source, target: target, options: options)
+        } catch let error as ReplicationError {
+            printError("\(error)")
+            switch error {
+            case .badRequest, .filterNotFound: return 64
+            default: return Commands.exitStatus(error)
+            }
         } catch {
             printError("\(error)")
-            return error is ReplicationError ? 64 : 1
+            return 1
         }
         printError(
             "replicating \(replication.source.display) -> \(replication.target.display) "

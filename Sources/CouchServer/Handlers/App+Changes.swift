@@ -1,5 +1,6 @@
 import CouchWire
 import Foundation
+import QueryServer
 import RevTree
 
 /// `GET/POST /db/_changes` with every feed type.
@@ -9,6 +10,9 @@ extension App {
         if request.method == "POST" { try requireJSONContent(request) }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(app: self, database: database, query: query, reply: reply)
+        if case .function = query.filter {
+            feed.filterRequest = try filterRequest(database, request, body: query.body)
+        }
         // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
         // in-process connections carry no client address).
         let counted = query.feed != .normal && request.head.remoteAddress != nil
@@ -31,6 +35,11 @@ struct ChangesFeed {
     private var stoppedAtLimit = false
     /// The next descending page reads rows below this seq.
     private var descendingCursor = Int.max
+    /// `req` for a JavaScript filter (`filter=ddoc/name`).
+    var filterRequest: JSON = .null
+    /// Whether the response head has been sent. It waits for the first byte of the body, so that a filter that
+    /// fails on the first page is answered with its error status, as CouchDB answers it.
+    private var begun = false
 
     init(app: App, database: Database, query: ChangesQuery, reply: Reply) {
         self.app = app
@@ -43,8 +52,8 @@ struct ChangesFeed {
     var reply: Reply { out.reply }
 
     mutating func run() throws {
-        try begin()
         try scan()
+        try begin()
         // A heartbeat keeps a live feed open indefinitely; otherwise it ends at the timeout.
         let deadline = query.heartbeat == nil ? ContinuousClock.now + query.timeout : nil
         switch query.feed {
@@ -72,6 +81,8 @@ struct ChangesFeed {
     // MARK: Framing
 
     private mutating func begin() throws {
+        guard !begun else { return }
+        begun = true
         var headers = HTTPHeaders()
         if query.feed == .eventsource {
             headers.set("Content-Type", "text/event-stream")
@@ -82,6 +93,7 @@ struct ChangesFeed {
     }
 
     private mutating func end() throws {
+        try begin()
         let pending = try pendingCount()
         switch query.feed {
         case .normal, .longpoll:
@@ -131,7 +143,8 @@ struct ChangesFeed {
             } else {
                 try database.changes(since: lastSeq, limit: ChangesFeed.pageSize, descending: false, collect)
             }
-            for change in page {
+            let passing = try functionFilter(page)
+            for (index, change) in page.enumerated() {
                 if limitReached {
                     stoppedAtLimit = true
                     break pages
@@ -139,17 +152,55 @@ struct ChangesFeed {
                 // Like CouchDB's shard counters, `last_seq` follows every row read, filtered out or not.
                 lastSeq = change.seq
                 descendingCursor = change.seq
-                try emit(change)
+                if let passing {
+                    guard !passing[index].isEmpty else { continue }
+                    try emit(change, revs: passing[index])
+                } else {
+                    try emit(change)
+                }
             }
             guard page.count == ChangesFeed.pageSize else { break }
         }
-        try out.flush()
+        if begun { try out.flush() }
     }
 
-    private mutating func emit(_ change: ChangeRow) throws {
+    /// For `filter=ddoc/name`, the revisions of each row of `page` that pass, one call to the query server for
+    /// the whole page (`couch_changes:filter` sends a document's leaves with `style=all_docs`, its winner
+    /// otherwise); nil for any other filter.
+    private func functionFilter(_ page: [ChangeRow]) throws -> [[RevID]]? {
+        guard case .function(let ddoc, let name) = query.filter else { return nil }
+        guard !page.isEmpty else { return [] }
+        var docs: [[UInt8]] = []
+        var owners: [(row: Int, rev: RevID)] = []
+        var options = RenderOptions()
+        options.revs = true
+        let winners = query.allDocsStyle ? [] : try database.winningRevisions(page.map(\.id))
+        for (index, change) in page.enumerated() {
+            let revisions: [StoredRevision] =
+                query.allDocsStyle ? try database.leafRevisions(change.id) : winners[index].map { [$0] } ?? []
+            let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
+            for revision in revisions {
+                docs.append(try FilterDocument.serialized(id: change.id, revision, renderer: renderer))
+                owners.append((index, revision.rev))
+            }
+        }
+        let verdicts: [Bool]
+        do {
+            verdicts = try app.queryServer.filter(ddoc, name: name, serializedDocs: docs, request: filterRequest)
+        } catch {
+            throw CouchError(error)
+        }
+        var passing = [[RevID]](repeating: [], count: page.count)
+        for (offset, verdict) in verdicts.enumerated() where verdict && offset < owners.count {
+            passing[owners[offset].row].append(owners[offset].rev)
+        }
+        return passing
+    }
+
+    private mutating func emit(_ change: ChangeRow, revs filtered: [RevID]? = nil) throws {
         var doc: (rendered: JSONObject, inline: [AttachmentInfo])?
         switch query.filter {
-        case .none: break
+        case .none, .function: break
         case .docIDs(let ids): guard ids.contains(change.id) else { return }
         case .design: guard change.id.hasBytePrefix("_design/") else { return }
         case .selector(let selector):
@@ -157,10 +208,11 @@ struct ChangesFeed {
             guard let doc, selector.matches(.object(doc.rendered)) else { return }
         }
         if query.includeDocs, doc == nil { doc = try renderWinner(change) }
+        try begin()
         var row = JSONObject()
         row["seq"] = carriesSeq ? Seq.json(change.seq) : .null
         row["id"] = .string(change.id)
-        let revs = query.allDocsStyle ? change.leaves.map(\.rev) : [change.winner]
+        let revs = filtered ?? (query.allDocsStyle ? change.leaves.map(\.rev) : [change.winner])
         row["changes"] = .array(revs.map { ["rev": .string($0.description)] })
         if change.deleted { row["deleted"] = true }
         switch query.feed {

@@ -14,7 +14,14 @@ extension App {
             return try cancelReplication(id, reply)
         }
         let parsed = try ReplicationRequest(body, app: self)
-        let replication = Replication(source: parsed.source, target: parsed.target, options: parsed.options)
+        let replication: Replication
+        do {
+            replication = try Replication.resolvingFilter(
+                source: parsed.source, target: parsed.target, options: parsed.options)
+        } catch {
+            let (status, name) = App.replicationErrorStatus(error)
+            return try reply.json(status, ["error": .string(name), "reason": .string(error.description)])
+        }
         if parsed.cancel { return try cancelReplication(replication.fullID, reply) }
         let job = ReplicationJobs.Job(replication, docID: nil)
         if parsed.options.continuous {
@@ -50,6 +57,7 @@ extension App {
         case .unauthorized: (401, "unauthorized")
         case .forbidden: (403, "forbidden")
         case .badRequest: (400, "bad_request")
+        case .filterNotFound: (404, "not_found")
         case .cancelled: (500, "cancelled")
         default: (500, "replication_failed")
         }

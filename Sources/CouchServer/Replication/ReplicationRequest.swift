@@ -4,11 +4,12 @@ import Replicator
 
 /// A `_replicate` body (or a `_replicator` document) turned into endpoints and options, as CouchDB
 /// reads it: `source`/`target` as a URL, `{"url","headers","auth"}`, or (couchlite only) the name of a
-/// local database; `continuous`, `create_target`, `doc_ids`, `filter: "_selector"` with `selector`,
-/// `since_seq`, `worker_batch_size`, `checkpoint_interval` (ms), `cancel`. An `https://` endpoint object
-/// may carry couchlite's certificate options, which CouchDB has only server-wide (`[replicator]
-/// verify_ssl_certificates`, `ssl_trusted_certificates_file`): `couchlite_pin`, `couchlite_cacert`,
-/// `couchlite_insecure` (see `PeerTrust`); a URL's `#sha256=` fragment pins it too.
+/// local database; `continuous`, `create_target`, `doc_ids`, `filter: "_selector"` with `selector`, `filter:
+/// "ddoc/name"` (a JavaScript filter of the source) with `query_params`, `since_seq`, `worker_batch_size`,
+/// `checkpoint_interval` (ms), `cancel`. An `https://` endpoint object may carry couchlite's certificate options,
+/// which CouchDB has only server-wide (`[replicator] verify_ssl_certificates`, `ssl_trusted_certificates_file`):
+/// `couchlite_pin`, `couchlite_cacert`, `couchlite_insecure` (see `PeerTrust`); a URL's `#sha256=` fragment pins
+/// it too.
 struct ReplicationRequest {
     var source: Endpoint
     var target: Endpoint
@@ -31,9 +32,18 @@ struct ReplicationRequest {
             options.docIDs = list.compactMap(\.stringValue)
         }
         if let filter = body["filter"], !filter.isNull {
-            guard filter.stringValue == "_selector" else {
-                throw .badRequest("couchlite replicates with `filter: \"_selector\"` only (no JavaScript filters)")
+            guard let name = filter.stringValue else { throw .badRequest("`filter` must be a string") }
+            if name != "_selector" {
+                // A JavaScript filter of the source (`ddoc/name`); its code is fetched when the job is made.
+                guard name.split(separator: "/", omittingEmptySubsequences: false).count == 2,
+                    !name.hasPrefix("/"), !name.hasSuffix("/")
+                else { throw .badRequest("Invalid filter. Must match `ddocname/filtername`.") }
+                options.filter = name
             }
+        }
+        if let params = body["query_params"], !params.isNull {
+            guard let object = params.objectValue else { throw .badRequest("`query_params` must be a JSON object") }
+            options.queryParams = object
         }
         if let selector = body["selector"], !selector.isNull {
             guard selector.objectValue != nil else { throw .badRequest("`selector` must be a JSON object") }

@@ -134,7 +134,14 @@ final class ReplicatorDatabase: Sendable {
             record(id, rev: rev, failed: error.reason)
             return
         }
-        let replication = Replication(source: request.source, target: request.target, options: request.options)
+        let replication: Replication
+        do {
+            replication = try Replication.resolvingFilter(
+                source: request.source, target: request.target, options: request.options)
+        } catch {
+            record(id, rev: rev, failed: error.description)
+            return
+        }
         let job = ReplicationJobs.Job(replication, docID: id)
         docs.withLock {
             $0[id] = DocState(

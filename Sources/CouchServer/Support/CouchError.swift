@@ -38,6 +38,9 @@ enum CouchError: Error, Equatable {
     case internalError(String)
     /// The disk is full (ENOSPC, SQLite's "database or disk is full"): 507, as CouchDB answers it.
     case insufficientStorage
+    /// A design function's failure as CouchDB reports it: the error a function threw (`unknown_error`, an
+    /// `Error`'s name), `compilation_error`, or `os_process_error` for a worker that timed out or died.
+    case designFunction(status: Int, error: String, reason: String)
 
     var status: Int {
         switch self {
@@ -57,6 +60,7 @@ enum CouchError: Error, Equatable {
         case .unknownError, .internalError: 500
         case .notImplemented: 501
         case .insufficientStorage: 507
+        case .designFunction(let status, _, _): status
         }
     }
 
@@ -84,6 +88,7 @@ enum CouchError: Error, Equatable {
         case .unknownError, .internalError: "unknown_error"
         case .insufficientStorage: "insufficient_storage"
         case .gone: "gone"
+        case .designFunction(_, let error, _): error
         }
     }
 
@@ -107,6 +112,7 @@ enum CouchError: Error, Equatable {
         case .rangeNotSatisfiable: "Requested range not satisfiable"
         case .internalError: "An internal error occurred; the server log has the details."
         case .insufficientStorage: "There is not enough free space on the server's disk."
+        case .designFunction(_, _, let reason): reason
         }
     }
 

@@ -51,6 +51,19 @@ extension Database {
         }
     }
 
+    /// The winning revision of each id (nil where the document is not stored), read with one connection:
+    /// what a feed that looks at every document (a JavaScript filter) reads per page.
+    public func winningRevisions(_ ids: [String]) throws -> [StoredRevision?] {
+        try readers.read { connection in
+            try ids.map { id in
+                guard let doc = try Database.loadDocument(id, connection), let winner = doc.tree.winner?.rev else {
+                    return nil
+                }
+                return try Database.storedRevision(winner, of: doc.stored, connection)
+            }
+        }
+    }
+
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
         try readers.read { connection in
