@@ -150,6 +150,8 @@ struct ChangesFeed {
         case .selector(let selector):
             doc = try renderWinner(change)
             guard let doc, selector.matches(.object(doc.rendered)) else { return }
+        case .view(let group, let number):
+            guard try passesView(change, group, number) else { return }
         }
         if query.includeDocs, doc == nil { doc = try renderWinner(change) }
         var row = JSONObject()
@@ -181,6 +183,15 @@ struct ChangesFeed {
         guard let interval = query.seqInterval else { return true }
         let remaining = query.seqCountdown - emitted
         return remaining % interval == 0
+    }
+
+    /// `couch_query_servers:filter_view`: the winner (deleted ones too, as `{_id,_rev,_deleted}`) passes when the
+    /// view's map function emits anything for it.
+    private func passesView(_ change: ChangeRow, _ group: ViewGroup, _ number: Int) throws -> Bool {
+        guard let revision = try database.revision(change.id, rev: nil) else { return false }
+        let doc = try DocumentRenderer(id: change.id, info: nil, options: RenderOptions(), inline: nil).render(revision)
+        let emits = try app.views.engine.map(group, [.object(doc)])
+        return emits.first.map { number < $0.count && !$0[number].isEmpty } ?? false
     }
 
     private func renderWinner(_ change: ChangeRow) throws -> (rendered: JSONObject, inline: [AttachmentInfo])? {
