@@ -46,8 +46,9 @@ private func reduce(_ reducer: BuiltinReducer, _ values: [String], keys: [String
     }
 
     @Test func sumOfObjectsIsMemberwiseAndRecursive() throws {
-        #expect(try reduce(.sum, [#"{"a":1,"b":[1,2]}"#, #"{"b":[1],"c":{"d":2}}"#, #"{"c":{"d":3}}"#])
-            == #"{"a":1,"b":[2,2],"c":{"d":5}}"#)
+        #expect(
+            try reduce(.sum, [#"{"a":1,"b":[1,2]}"#, #"{"b":[1],"c":{"d":2}}"#, #"{"c":{"d":3}}"#])
+                == #"{"a":1,"b":[2,2],"c":{"d":5}}"#)
         // Members come out in key order, as Erlang's `lists:sort` leaves them.
         #expect(try reduce(.sum, [#"{"z":1,"a":2}"#]) == #"{"a":2,"z":1}"#)
     }
@@ -64,17 +65,21 @@ private func reduce(_ reducer: BuiltinReducer, _ values: [String], keys: [String
         #expect(try JSON.parse(try reduce(.sum, ["null"]))["caused_by"] == .null)
         #expect(try JSON.parse(try reduce(.sum, ["true"]))["error"] == "builtin_reduce_error")
         // An error object emitted as a value is the result as it is.
-        #expect(try reduce(.sum, [#"{"error":"builtin_reduce_error","reason":"r"}"#, "1"])
-            == #"{"error":"builtin_reduce_error","reason":"r"}"#)
+        #expect(
+            try reduce(.sum, [#"{"error":"builtin_reduce_error","reason":"r"}"#, "1"])
+                == #"{"error":"builtin_reduce_error","reason":"r"}"#)
     }
 
     @Test func statsOfNumbersArraysAndPreaggregates() throws {
         #expect(try reduce(.stats, ["2"]) == #"{"sum":2,"count":1,"min":2,"max":2,"sumsqr":4}"#)
         #expect(try reduce(.stats, ["1", "-3", "2.5"]) == #"{"sum":0.5,"count":3,"min":-3,"max":2.5,"sumsqr":16.25}"#)
-        #expect(try reduce(.stats, ["[1,2]", "[3,4]"])
-            == #"[{"sum":4,"count":2,"min":1,"max":3,"sumsqr":10},{"sum":6,"count":2,"min":2,"max":4,"sumsqr":20}]"#)
-        #expect(try reduce(.stats, [#"{"sum":10,"count":4,"min":1,"max":5,"sumsqr":40}"#, "2"])
-            == #"{"sum":12,"count":5,"min":1,"max":5,"sumsqr":44}"#)
+        #expect(
+            try reduce(.stats, ["[1,2]", "[3,4]"])
+                == #"[{"sum":4,"count":2,"min":1,"max":3,"sumsqr":10},{"sum":6,"count":2,"min":2,"max":4,"sumsqr":20}]"#
+        )
+        #expect(
+            try reduce(.stats, [#"{"sum":10,"count":4,"min":1,"max":5,"sumsqr":40}"#, "2"])
+                == #"{"sum":12,"count":5,"min":1,"max":5,"sumsqr":44}"#)
     }
 
     @Test func statsRefusesWhatIsNotANumber() {
@@ -103,7 +108,11 @@ private func reduce(_ reducer: BuiltinReducer, _ values: [String], keys: [String
             var right = reducer.accumulator()
             for i in 0..<50 {
                 try whole.add(key: .int(i), value: .int(i))
-                if i < 20 { try left.add(key: .int(i), value: .int(i)) } else { try right.add(key: .int(i), value: .int(i)) }
+                if i < 20 {
+                    try left.add(key: .int(i), value: .int(i))
+                } else {
+                    try right.add(key: .int(i), value: .int(i))
+                }
             }
             try left.merge(right)
             #expect(left.result == whole.result, "\(reducer)")

@@ -22,7 +22,9 @@ private func j(_ text: String) throws -> JSON { try JSON.parse(text) }
 
     /// The ASCII order CouchDB 3.4.3 gave for one-character keys (recorded from a live server).
     @Test func asciiOrderMatchesCouchDB() {
-        let order = Array("\t\n\u{0B}\u{0C}\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789aAbBcCdDeEfFgGhHiIjJkKlLmMnNoOpPqQrRsStTuUvVwWxXyYzZ")
+        let order = Array(
+            "\t\n\u{0B}\u{0C}\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789aAbBcCdDeEfFgGhHiIjJkKlLmMnNoOpPqQrRsStTuUvVwWxXyYzZ"
+        )
         for (i, c) in order.enumerated().dropLast() {
             let next = order[i + 1]
             #expect(
@@ -34,8 +36,10 @@ private func j(_ text: String) throws -> JSON { try JSON.parse(text) }
     /// Multi-level comparison as ICU's: letters first, then accents, then case; controls ignored.
     @Test func stringLevelsMatchCouchDB() {
         // Recorded from CouchDB 3.4.3: each sorts strictly before the next.
-        let ordered = ["a", "A", "ä", "a b", "a-b", "ab", "aB", "Ab", "AB", "ab-", "b", "e", "E", "é", "É", "ss", "ß", "z",
-                       "ω", "Ω", "ア", "日"]
+        let ordered = [
+            "a", "A", "ä", "a b", "a-b", "ab", "aB", "Ab", "AB", "ab-", "b", "e", "E", "é", "É", "ss", "ß", "z",
+            "ω", "Ω", "ア", "日",
+        ]
         for (a, b) in zip(ordered, ordered.dropFirst()) {
             #expect(ViewCollation.compare(.string(a), .string(b)) == -1, "\(a) < \(b)")
         }

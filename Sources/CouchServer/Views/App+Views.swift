@@ -234,7 +234,8 @@ struct Reduction {
 
     mutating func add(key: JSON, docID: String, value: [UInt8]) throws {
         if var accumulator {
-            let parsed = accumulator.reducer == .count || accumulator.reducer == .approxCountDistinct
+            let parsed =
+                accumulator.reducer == .count || accumulator.reducer == .approxCountDistinct
                 ? JSON.null : try JSON.parse(value)
             do {
                 try accumulator.add(key: key, value: parsed)

@@ -15,7 +15,8 @@ public enum BuiltinReducer: String, Sendable, CaseIterable {
         let trimmed = source.drop { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
         guard trimmed.hasPrefix("_") else { return nil }
         // The longest name first, so `_stats…` is never taken for a shorter one.
-        for reducer in [BuiltinReducer.approxCountDistinct, .stats, .count, .sum] where trimmed.hasPrefix(reducer.rawValue) {
+        for reducer in [BuiltinReducer.approxCountDistinct, .stats, .count, .sum]
+        where trimmed.hasPrefix(reducer.rawValue) {
             self = reducer
             return
         }
@@ -127,7 +128,10 @@ public struct ReduceAccumulator: Sendable {
             count += other.count
         case .sum:
             guard sumError == nil else { return }
-            if let error = other.sumError { return sumError = error }
+            if let error = other.sumError {
+                sumError = error
+                return
+            }
             do {
                 sum = try SumValue.add(other.sum.json, to: sum)
             } catch {
@@ -261,7 +265,9 @@ enum SumValue: Sendable {
                 out.append((left[i].key, try add(left[i].value, to: right[j].value)))
                 i += 1
                 j += 1
-            } else if j >= right.count || (i < left.count && left[i].key.utf8.lexicographicallyPrecedes(right[j].key.utf8)) {
+            } else if j >= right.count
+                || (i < left.count && left[i].key.utf8.lexicographicallyPrecedes(right[j].key.utf8))
+            {
                 out.append((left[i].key, plain(left[i].value)))
                 i += 1
             } else {

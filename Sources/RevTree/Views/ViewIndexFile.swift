@@ -143,7 +143,9 @@ public final class ViewIndexFile: Sendable {
                 for (docID, emits, fresh) in documents {
                     if !fresh {
                         try removedCounts.bind(1, docID)
-                        while try removedCounts.step() { counts[removedCounts.int(0), default: 0] -= removedCounts.int(1) }
+                        while try removedCounts.step() {
+                            counts[removedCounts.int(0), default: 0] -= removedCounts.int(1)
+                        }
                         removedCounts.reset()
                         try remove.bind(1, docID)
                         while try remove.step() {}
