@@ -20,6 +20,10 @@ let package = Package(
         .systemLibrary(name: "CQRencode", path: "Sources/CQRencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
+        // Duktape, the embedded JavaScript engine of the query-server workers.
+        .systemLibrary(name: "CDuktape", path: "Sources/CDuktape", providers: [.apt(["duktape-dev"])]),
+        // posix_spawn with closefrom, prctl and setrlimit for the query-server workers.
+        .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
         // glibc's <malloc.h>, for arena tuning in the server.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
@@ -31,6 +35,9 @@ let package = Package(
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
+        // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
+        .target(
+            name: "QueryServer", dependencies: ["CDuktape", "CProcess", "CouchWire"], swiftSettings: swiftSettings),
         // Decoding, downscaling and orienting photos in C (libjpeg and libpng report errors by longjmp).
         .target(name: "CThumbnail", dependencies: ["CJPEG", "CPNG"]),
         // Thumbnails of photos and their cache on disk. Knows nothing of HTTP.
@@ -40,10 +47,12 @@ let package = Package(
             name: "CouchServer",
             dependencies: [
                 "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails", "Replicator",
+                "QueryServer",
             ],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
-        .executableTarget(name: "couchlite-server", dependencies: ["CouchServer"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "couchlite-server", dependencies: ["CouchServer", "QueryServer"], swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
@@ -54,6 +63,8 @@ let package = Package(
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree", "CZlib"],

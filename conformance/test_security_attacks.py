@@ -156,28 +156,16 @@ def test_users_security_editable_when_operator_allows(open_users):
         delete_user(open_users, name)
 
 
-def test_validate_doc_update_is_refused_not_ignored(couch, db):
-    """Issue 18 item 6: a validate function couchlite would never run is refused, not stored."""
+def test_validate_doc_update_is_enforced_not_ignored(couch, db):
+    """Issue 18 item 6, then issue 17: a stored validate function is enforced on every write, replicated ones
+    and admins' included (test_validate_doc_update.py covers each path)."""
     ddoc = {"validate_doc_update": "function(newDoc, oldDoc, userCtx) { throw({forbidden: 'no'}); }"}
-    if not is_couchlite(couch):
-        # CouchDB stores it and runs it: the function then refuses every write.
-        assert couch.put(f"/{db}/_design/guard", json=ddoc).status_code == 201
-        r = couch.put(f"/{db}/doc", json={})
-        assert r.status_code == 403 and r.json() == {"error": "forbidden", "reason": "no"}, r.text
-        return
-    r = couch.put(f"/{db}/_design/guard", json=ddoc)
-    assert r.status_code == 501 and r.json()["error"] == "not_implemented", r.text
-    r = couch.post(f"/{db}/_bulk_docs", json={"docs": [dict(ddoc, _id="_design/bulk")]})
-    assert r.status_code == 201 and r.json()[0]["error"] == "not_implemented", r.text
-    r = couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [
-        dict(ddoc, _id="_design/replicated", _rev="1-abc")]})
-    assert r.status_code == 201 and r.json() and r.json()[0]["error"] == "not_implemented", r.text
-    r = couch.put(f"/{db}/_design/replicated?new_edits=false", json=dict(ddoc, _rev="1-abc"))
-    assert r.status_code == 501, r.text
-    for ddoc_id in ("guard", "bulk", "replicated"):
-        assert couch.get(f"/{db}/_design/{ddoc_id}").status_code == 404
-    # a write meant to be guarded by it stays possible only because nothing was stored to pretend
-    assert couch.put(f"/{db}/_design/views", json={"views": {}}).status_code == 201
+    assert couch.put(f"/{db}/_design/guard", json=ddoc).status_code == 201
+    r = couch.put(f"/{db}/doc", json={})
+    assert r.status_code == 403 and r.json() == {"error": "forbidden", "reason": "no"}, r.text
+    r = couch.post(f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [{"_id": "replicated", "_rev": "1-abc"}]})
+    assert r.status_code == 201 and r.json()[0]["error"] == "forbidden", r.text
+    assert couch.get(f"/{db}/replicated").status_code == 404
 
 
 def self_made_hash(password, iterations, salt=None):

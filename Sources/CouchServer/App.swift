@@ -1,5 +1,6 @@
 import CouchWire
 import Foundation
+import QueryServer
 import RevTree
 import Synchronization
 
@@ -29,6 +30,10 @@ final class App: Sendable {
     let gallery: GalleryState
     /// View indexes and the engine that maps for them (Views/).
     let views: ViewIndexes
+    /// Runs design functions (filters, `validate_doc_update`, views) in JavaScript worker processes.
+    let queryServer: QueryServer
+    /// Each database's validating design documents.
+    let designFunctions = DesignFunctionCache()
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -42,7 +47,14 @@ final class App: Sendable {
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         self.gallery = GalleryState(dataDir: options.dataDir)
-        views = ViewIndexes(directory: options.dataDir + "/views")
+        var limits = WorkerLimits()
+        limits.heapBytes = options.jsHeapMiB * 1024 * 1024
+        limits.addressSpaceBytes = max(limits.addressSpaceBytes, limits.heapBytes * 2 + 1024 * 1024 * 1024)
+        queryServer = QueryServer(
+            QueryServerConfiguration(
+                maxWorkers: options.jsWorkers, timeout: .milliseconds(options.jsTimeoutMilliseconds), limits: limits)
+        ) { message in log.info("design function log", ["message": message]) }
+        views = ViewIndexes(directory: options.dataDir + "/views", engine: QueryServerViewEngine(server: queryServer))
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
@@ -184,10 +196,7 @@ final class App: Sendable {
                 guard segments.count == 5 else { throw CouchError.notFound("missing") }
                 return try designView(database, design: segments[2], view: segments[4], request, reply)
             }
-            if segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
-                throw CouchError.notImplemented(
-                    "couchlite does not execute design document functions (\(segments[3])).")
-            }
+            if let reason = App.unsupportedDesignEndpoints[segments[3]] { throw CouchError.notImplemented(reason) }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
         case "_security": return try securityObject(database, request, reply)
         case "_temp_view": throw CouchError.gone("Temporary views are not supported in CouchDB")
@@ -219,6 +228,18 @@ final class App: Sendable {
         let list = HostAllowList(options.allowedHosts + hosts)
         allowedHosts.withLock { $0 = list }
     }
+
+    /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
+    /// rewrite URLs rather than replicate data), with the reason given in their 501.
+    static let unsupportedDesignEndpoints: [String: String] = [
+        "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render it "
+            + "in the client.",
+        "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
+            + "rows in the client.",
+        "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with PUT "
+            + "or _bulk_docs (validate_doc_update still applies).",
+        "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database directly.",
+    ]
 
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]

@@ -1,5 +1,6 @@
 import CouchServer
 import Foundation
+import QueryServer
 
 // couchlite: a thin command line over the CouchServer library. A bare `couchlite [options]` is
 // `couchlite serve [options]`, as the server was run before it had subcommands.
@@ -23,6 +24,8 @@ case "replicate": status = replicate(Array(arguments.dropFirst()), environment)
 case "push": status = push(Array(arguments.dropFirst()), environment)
 case "receive": status = receive(Array(arguments.dropFirst()), environment)
 case "help": status = help()
+// Hidden: the JavaScript worker the server starts for design functions (QueryServer).
+case "query-server": status = QueryWorker.run(Array(arguments.dropFirst()))
 default: status = serve(arguments, environment)
 }
 exit(status)

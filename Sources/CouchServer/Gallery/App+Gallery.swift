@@ -240,7 +240,7 @@ extension App {
             docID: id, path: [], deleted: false,
             body: JSON.object(PhotoDocument.fields(name: name, taken: modified, size: stored.length)).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try database.applyEdits([write]).first else {
+        guard let outcome = try applyValidatedEdits(database, [write]).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {

@@ -216,7 +216,7 @@ extension App {
         }
         let write = RevisionWrite(
             docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body, attachments: refs)
-        guard let outcome = try database.applyEdits([write]).first else {
+        guard let outcome = try applyValidatedEdits(database, [write]).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {

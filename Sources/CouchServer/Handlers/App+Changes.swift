@@ -1,5 +1,6 @@
 import CouchWire
 import Foundation
+import QueryServer
 import RevTree
 
 /// `GET/POST /db/_changes` with every feed type.
@@ -9,6 +10,9 @@ extension App {
         if request.method == "POST" { try requireJSONContent(request) }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(app: self, database: database, query: query, reply: reply)
+        if case .function = query.filter {
+            feed.filterRequest = try filterRequest(database, request, body: query.body)
+        }
         try feed.run()
     }
 }
@@ -26,6 +30,11 @@ struct ChangesFeed {
     private var stoppedAtLimit = false
     /// The next descending page reads rows below this seq.
     private var descendingCursor = Int.max
+    /// `req` for a JavaScript filter (`filter=ddoc/name`).
+    var filterRequest: JSON = .null
+    /// Whether the response head has been sent. It waits for the first byte of the body, so that a filter that
+    /// fails on the first page is answered with its error status, as CouchDB answers it.
+    private var begun = false
 
     init(app: App, database: Database, query: ChangesQuery, reply: Reply) {
         self.app = app
@@ -38,8 +47,8 @@ struct ChangesFeed {
     var reply: Reply { out.reply }
 
     mutating func run() throws {
-        try begin()
         try scan()
+        try begin()
         // A heartbeat keeps a live feed open indefinitely; otherwise it ends at the timeout.
         let deadline = query.heartbeat == nil ? ContinuousClock.now + query.timeout : nil
         switch query.feed {
@@ -67,6 +76,8 @@ struct ChangesFeed {
     // MARK: Framing
 
     private mutating func begin() throws {
+        guard !begun else { return }
+        begun = true
         var headers = HTTPHeaders()
         if query.feed == .eventsource {
             headers.set("Content-Type", "text/event-stream")
@@ -77,6 +88,7 @@ struct ChangesFeed {
     }
 
     private mutating func end() throws {
+        try begin()
         let pending = try pendingCount()
         switch query.feed {
         case .normal, .longpoll:
@@ -126,7 +138,8 @@ struct ChangesFeed {
             } else {
                 try database.changes(since: lastSeq, limit: ChangesFeed.pageSize, descending: false, collect)
             }
-            for change in page {
+            let passing = try pageFilter(page)
+            for (index, change) in page.enumerated() {
                 if limitReached {
                     stoppedAtLimit = true
                     break pages
@@ -134,30 +147,107 @@ struct ChangesFeed {
                 // Like CouchDB's shard counters, `last_seq` follows every row read, filtered out or not.
                 lastSeq = change.seq
                 descendingCursor = change.seq
-                try emit(change)
+                if let passing {
+                    guard !passing[index].isEmpty else { continue }
+                    try emit(change, revs: passing[index])
+                } else {
+                    try emit(change)
+                }
             }
             guard page.count == ChangesFeed.pageSize else { break }
         }
-        try out.flush()
+        if begun { try out.flush() }
     }
 
-    private mutating func emit(_ change: ChangeRow) throws {
+    /// The passing revisions of each row of `page` for the filters that run JavaScript over a whole page at once;
+    /// nil for the others, decided row by row in `emit`.
+    private func pageFilter(_ page: [ChangeRow]) throws -> [[RevID]]? {
+        switch query.filter {
+        case .function: return try functionFilter(page)
+        case .view(let group, let number): return try viewFilter(page, group, number)
+        default: return nil
+        }
+    }
+
+    /// `filter=_view` (`couch_query_servers:filter_view`): a revision passes when the view's map function emits
+    /// anything for it (deleted revisions are mapped too, as `{_id,_rev,_deleted}`); the whole page is mapped in
+    /// one call to the engine.
+    private func viewFilter(_ page: [ChangeRow], _ group: ViewGroup, _ number: Int) throws -> [[RevID]] {
+        var docs: [JSON] = []
+        var owners: [(row: Int, rev: RevID)] = []
+        var options = RenderOptions()
+        options.revs = true
+        for (index, change) in page.enumerated() {
+            let revisions: [StoredRevision] =
+                query.allDocsStyle
+                ? try database.leafRevisions(change.id)
+                : (try database.revision(change.id, rev: nil)).map { [$0] } ?? []
+            for revision in revisions {
+                let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
+                docs.append(.object(try renderer.render(revision)))
+                owners.append((index, revision.rev))
+            }
+        }
+        var passing = [[RevID]](repeating: [], count: page.count)
+        guard !docs.isEmpty else { return passing }
+        let emits = try app.views.engine.map(group, docs)
+        for (offset, perView) in emits.enumerated() where offset < owners.count {
+            guard number < perView.count, !perView[number].isEmpty else { continue }
+            passing[owners[offset].row].append(owners[offset].rev)
+        }
+        return passing
+    }
+
+    /// For `filter=ddoc/name`, the revisions of each row of `page` that pass, one call to the query server for
+    /// the whole page (`couch_changes:filter` sends a document's leaves with `style=all_docs`, its winner
+    /// otherwise); nil for any other filter.
+    private func functionFilter(_ page: [ChangeRow]) throws -> [[RevID]]? {
+        guard case .function(let ddoc, let name) = query.filter else { return nil }
+        guard !page.isEmpty else { return [] }
+        var docs: [JSON] = []
+        var owners: [(row: Int, rev: RevID)] = []
+        var options = RenderOptions()
+        options.revs = true
+        for (index, change) in page.enumerated() {
+            let revisions: [StoredRevision] =
+                query.allDocsStyle
+                ? try database.leafRevisions(change.id)
+                : (try database.revision(change.id, rev: nil)).map { [$0] } ?? []
+            for revision in revisions {
+                let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
+                docs.append(.object(try renderer.render(revision)))
+                owners.append((index, revision.rev))
+            }
+        }
+        let verdicts: [Bool]
+        do {
+            verdicts = try app.queryServer.filter(ddoc, name: name, docs: docs, request: filterRequest)
+        } catch {
+            throw CouchError(error)
+        }
+        var passing = [[RevID]](repeating: [], count: page.count)
+        for (offset, verdict) in verdicts.enumerated() where verdict && offset < owners.count {
+            passing[owners[offset].row].append(owners[offset].rev)
+        }
+        return passing
+    }
+
+    private mutating func emit(_ change: ChangeRow, revs filtered: [RevID]? = nil) throws {
         var doc: (rendered: JSONObject, inline: [AttachmentInfo])?
         switch query.filter {
-        case .none: break
+        case .none, .function, .view: break
         case .docIDs(let ids): guard ids.contains(change.id) else { return }
         case .design: guard change.id.hasBytePrefix("_design/") else { return }
         case .selector(let selector):
             doc = try renderWinner(change)
             guard let doc, selector.matches(.object(doc.rendered)) else { return }
-        case .view(let group, let number):
-            guard try passesView(change, group, number) else { return }
         }
         if query.includeDocs, doc == nil { doc = try renderWinner(change) }
+        try begin()
         var row = JSONObject()
         row["seq"] = carriesSeq ? Seq.json(change.seq) : .null
         row["id"] = .string(change.id)
-        let revs = query.allDocsStyle ? change.leaves.map(\.rev) : [change.winner]
+        let revs = filtered ?? (query.allDocsStyle ? change.leaves.map(\.rev) : [change.winner])
         row["changes"] = .array(revs.map { ["rev": .string($0.description)] })
         if change.deleted { row["deleted"] = true }
         switch query.feed {
@@ -183,15 +273,6 @@ struct ChangesFeed {
         guard let interval = query.seqInterval else { return true }
         let remaining = query.seqCountdown - emitted
         return remaining % interval == 0
-    }
-
-    /// `couch_query_servers:filter_view`: the winner (deleted ones too, as `{_id,_rev,_deleted}`) passes when the
-    /// view's map function emits anything for it.
-    private func passesView(_ change: ChangeRow, _ group: ViewGroup, _ number: Int) throws -> Bool {
-        guard let revision = try database.revision(change.id, rev: nil) else { return false }
-        let doc = try DocumentRenderer(id: change.id, info: nil, options: RenderOptions(), inline: nil).render(revision)
-        let emits = try app.views.engine.map(group, [.object(doc)])
-        return emits.first.map { number < $0.count && !$0[number].isEmpty } ?? false
     }
 
     private func renderWinner(_ change: ChangeRow) throws -> (rendered: JSONObject, inline: [AttachmentInfo])? {

@@ -31,7 +31,7 @@ extension App {
         let write = RevisionWrite(
             docID: targetID, path: targetRev.map { [$0] } ?? [], deleted: source.deleted,
             body: source.body ?? Array("{}".utf8), attachments: source.attachments.map { .stored($0) })
-        guard let result = try database.applyEdits([write]).first else {
+        guard let result = try applyValidatedEdits(database, [write]).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch result.result {

@@ -210,7 +210,9 @@ extension App {
     ) throws -> RevID {
         let write = try makeWrite(
             database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
-        let results = newEdits ? try database.applyEdits([write]) : try database.applyReplicated([write])
+        let results =
+            newEdits
+            ? try applyValidatedEdits(database, [write]) : try applyValidatedReplicated(database, [write])
         guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
         switch result.result {
         case .success(let rev): return rev
@@ -224,7 +226,6 @@ extension App {
         followed: FollowedAttachments?
     ) throws -> RevisionWrite {
         try requireDesignWriteAccess(database, docID: docID)  // members may not write design docs (issue 6)
-        try App.refuseUnenforcedValidation(docID: docID, input)
         let path: [RevID]
         if newEdits {
             path = base.map { [$0] } ?? []
@@ -239,17 +240,6 @@ extension App {
             throw CouchError.documentTooLarge(docID)
         }
         return RevisionWrite(docID: docID, path: path, deleted: input.deleted, body: body, attachments: attachments)
-    }
-}
-
-extension App {
-    /// couchlite does not run design functions yet, so a `validate_doc_update` would be stored and
-    /// silently never enforced: refuse it (501 `not_implemented`) instead of pretending it protects
-    /// anything (issue 18, item 6). Every document write, replicated ones included, passes here.
-    static func refuseUnenforcedValidation(docID: String, _ input: DocumentInput) throws(CouchError) {
-        guard docID.hasBytePrefix("_design/"), !input.deleted, input.body["validate_doc_update"] != nil else { return }
-        throw .notImplemented(
-            "couchlite does not run validate_doc_update functions yet, so it refuses design documents that have one.")
     }
 }
 

@@ -176,7 +176,7 @@ extension App {
                 database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
             let names = Set(uploads.map(\.name))
             write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
-            guard let outcome = try database.applyEdits([write]).first else {
+            guard let outcome = try applyValidatedEdits(database, [write]).first else {
                 throw CouchError.unknownError("store returned no result")
             }
             switch outcome.result {

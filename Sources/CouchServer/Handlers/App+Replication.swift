@@ -65,11 +65,28 @@ extension App {
                         database, docID: entry.docID, input: entry.input, base: entry.input.rev, newEdits: newEdits,
                         followed: nil))
                 writeIndex.append(index)
-            } catch let error as CouchError where [401, 403, 501].contains(error.status) {
-                // A refused write is the document's own item, as a validation function's verdict is in CouchDB:
-                // access (401/403) and the refusal of a `validate_doc_update` couchlite cannot run (501).
+            } catch let error as CouchError where [401, 403].contains(error.status) {
+                // A refused write is the document's own item, as a validation function's verdict is in CouchDB.
                 results[index] = App.bulkItem(entry.docID, error)
             }
+        }
+        // `validate_doc_update` verdicts are per document too (CouchDB's replicated items also name the rev).
+        let verdicts = try validateWrites(database, writes, newEdits: newEdits)
+        if verdicts.contains(where: { $0 != nil }) {
+            var keptWrites: [RevisionWrite] = []
+            var keptIndex: [Int] = []
+            for (offset, verdict) in verdicts.enumerated() {
+                guard let verdict else {
+                    keptWrites.append(writes[offset])
+                    keptIndex.append(writeIndex[offset])
+                    continue
+                }
+                let write = writes[offset]
+                results[writeIndex[offset]] = App.bulkItem(
+                    write.docID, verdict, rev: newEdits ? nil : write.path.first?.description)
+            }
+            writes = keptWrites
+            writeIndex = keptIndex
         }
         let outcomes: [WriteResult]
         do {
@@ -104,8 +121,13 @@ extension App {
     }
 
     /// A per-document `_bulk_docs` failure: `{"id","error","reason"}` (`chttpd_db:update_doc_result_to_json`).
-    static func bulkItem(_ docID: String, _ error: CouchError) -> JSON {
-        ["id": .string(docID), "error": .string(error.error), "reason": .string(error.reason)]
+    static func bulkItem(_ docID: String, _ error: CouchError, rev: String? = nil) -> JSON {
+        guard let rev else {
+            return ["id": .string(docID), "error": .string(error.error), "reason": .string(error.reason)]
+        }
+        return [
+            "id": .string(docID), "rev": .string(rev), "error": .string(error.error), "reason": .string(error.reason),
+        ]
     }
 
     /// `POST /db/_revs_diff` (`{"id":{"missing":[…],"possible_ancestors":[…]}}`, fully present ids

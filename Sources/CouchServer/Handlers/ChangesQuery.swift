@@ -1,4 +1,5 @@
 import CouchWire
+import QueryServer
 import RevTree
 
 /// The parameters of one `_changes` request, read as `chttpd_db:parse_changes_query` reads them: names in any
@@ -15,6 +16,8 @@ struct ChangesQuery {
         case design
         /// `filter=_view`: documents the view's map function emits for.
         case view(ViewGroup, Int)
+        /// `filter=ddoc/name`: the design document's `filters.<name>` in JavaScript.
+        case function(DesignDocument, name: String)
     }
 
     var feed = Feed.normal
@@ -30,6 +33,8 @@ struct ChangesQuery {
     /// Where `seq_interval`'s countdown starts: the limit as given (negative too), else `unlimited`.
     var seqCountdown = ChangesQuery.unlimited
     var filter = Filter.none
+    /// A `POST`'s JSON body (filters see it as `req.body`).
+    var body: JSONObject?
 
     /// Default wait of a live feed with no heartbeat (CouchDB's `changes_timeout`, 60 s).
     static let defaultTimeout = Duration.seconds(60)
@@ -90,7 +95,11 @@ struct ChangesQuery {
                 throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
             }
         }
-        filter = try ChangesQuery.filter(filterName, request, database)
+        let body: JSONObject? =
+            request.method == "POST" && request.body.hasBody
+            ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
+        self.body = body
+        filter = try ChangesQuery.filter(filterName, request, database, body: body)
     }
 
     private static func integer(_ value: String) throws(CouchError) -> Int {
@@ -114,12 +123,10 @@ struct ChangesQuery {
     }
 
     /// `couch_changes:configure_filter`: the built-in filters, and for `ddoc/name` the same lookups CouchDB makes
-    /// (404 `missing` for no design document, 404 `missing json key: …` for no such function) before answering
-    /// 501, since couchlite runs no JavaScript.
-    private static func filter(_ name: String?, _ request: Request, _ database: Database) throws -> Filter {
-        let body: JSONObject? =
-            request.method == "POST" && request.body.hasBody
-            ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
+    /// (404 `missing` for no design document, 404 `missing json key: …` for no such function).
+    private static func filter(_ name: String?, _ request: Request, _ database: Database, body: JSONObject?) throws
+        -> Filter
+    {
         guard let name, !name.isEmpty else { return .none }
         switch name {
         case "_doc_ids":
@@ -163,21 +170,21 @@ struct ChangesQuery {
             guard parts.count == 2 else {
                 throw CouchError.badRequest("`filter` must be of the form `designname/filtername`")
             }
-            try requireFunction(database, design: parts[0], member: "filters", name: parts[1])
-            throw CouchError.notImplemented("couchlite does not execute filter functions (filter=\(name)).")
+            let ddoc = try requireFunction(database, design: parts[0], member: "filters", name: parts[1])
+            return .function(ddoc, name: String(parts[1]))
         }
     }
 
     /// 404 unless `_design/<design>` exists with `<member>.<name>` (`couch_util:get_nested_json_value`).
-    private static func requireFunction(_ database: Database, design: Substring, member: String, name: Substring)
-        throws
+    @discardableResult
+    static func requireFunction(_ database: Database, design: Substring, member: String, name: Substring)
+        throws -> DesignDocument
     {
-        let id = "_design/" + design
-        guard let info = try database.document(id), !info.deleted,
-            let revision = try database.revision(id, rev: nil), let body = revision.body
-        else { throw CouchError.notFound("missing") }
-        let fields = try? JSON.parse(body)
-        guard let functions = fields?[member] else { throw CouchError.notFound("missing json key: \(member)") }
+        guard let ddoc = try DesignFunctionCache.designDocument(database, "_design/" + design) else {
+            throw CouchError.notFound("missing")
+        }
+        guard let functions = ddoc.body[member] else { throw CouchError.notFound("missing json key: \(member)") }
         guard functions[String(name)] != nil else { throw CouchError.notFound("missing json key: \(name)") }
+        return ddoc
     }
 }

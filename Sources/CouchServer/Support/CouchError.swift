@@ -40,6 +40,9 @@ enum CouchError: Error, Equatable {
     case insufficientStorage
     /// 500 `invalid_value`: a built-in reduce given values it cannot reduce (`_stats` of a string).
     case invalidValue(String)
+    /// A design function's failure as CouchDB reports it: the error a function threw (`unknown_error`, an
+    /// `Error`'s name), `compilation_error`, or `os_process_error` for a worker that timed out or died.
+    case designFunction(status: Int, error: String, reason: String)
 
     var status: Int {
         switch self {
@@ -59,6 +62,7 @@ enum CouchError: Error, Equatable {
         case .unknownError, .internalError, .invalidValue: 500
         case .notImplemented: 501
         case .insufficientStorage: 507
+        case .designFunction(let status, _, _): status
         }
     }
 
@@ -87,6 +91,7 @@ enum CouchError: Error, Equatable {
         case .insufficientStorage: "insufficient_storage"
         case .gone: "gone"
         case .invalidValue: "invalid_value"
+        case .designFunction(_, let error, _): error
         }
     }
 
@@ -111,6 +116,7 @@ enum CouchError: Error, Equatable {
         case .rangeNotSatisfiable: "Requested range not satisfiable"
         case .internalError: "An internal error occurred; the server log has the details."
         case .insufficientStorage: "There is not enough free space on the server's disk."
+        case .designFunction(_, _, let reason): reason
         }
     }
 

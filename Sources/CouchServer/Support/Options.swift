@@ -29,6 +29,13 @@ struct Options: Sendable {
     /// CouchDB's `[couchdb] users_db_security_editable`: whether admins may change `_users/_security`
     /// (to open sign-up, for instance). Off by default, as in CouchDB 3.
     var usersDBSecurityEditable = false
+    /// Longest a design function call (one batch) may run before its worker is killed, in ms (CouchDB's
+    /// `os_process_timeout`, 5000).
+    var jsTimeoutMilliseconds = 5000
+    /// Most JavaScript worker processes at once.
+    var jsWorkers = 4
+    /// Most MiB one worker's JavaScript heap may hold.
+    var jsHeapMiB = 256
 
     /// One row of the option table.
     struct Spec: Sendable {
@@ -146,6 +153,29 @@ struct Options: Sendable {
                 throw OptionsError("--pbkdf2-iterations must be \(range.lowerBound)...\(range.upperBound)")
             }
             o.pbkdf2Iterations = n
+        },
+        Spec(
+            flag: "--js-timeout", environment: "COUCHLITE_JS_TIMEOUT", valueName: "MS",
+            help: "longest a filter/validate/map batch may run before its JavaScript worker is killed, default 5000"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), (10...3_600_000).contains(n) else {
+                throw OptionsError("--js-timeout must be 10...3600000")
+            }
+            o.jsTimeoutMilliseconds = n
+        },
+        Spec(
+            flag: "--js-workers", environment: "COUCHLITE_JS_WORKERS", valueName: "N",
+            help: "most JavaScript worker processes running design functions at once, default 4"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), (1...256).contains(n) else { throw OptionsError("--js-workers must be 1...256") }
+            o.jsWorkers = n
+        },
+        Spec(
+            flag: "--js-heap-mib", environment: "COUCHLITE_JS_HEAP_MIB", valueName: "MIB",
+            help: "most MiB one JavaScript worker's heap may hold, default 256"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), (8...16384).contains(n) else { throw OptionsError("--js-heap-mib must be 8...16384") }
+            o.jsHeapMiB = n
         },
         Spec(
             flag: "--users-db-security-editable", environment: "COUCHLITE_USERS_DB_SECURITY_EDITABLE",

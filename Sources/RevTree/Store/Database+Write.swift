@@ -55,6 +55,8 @@ extension Database {
         if abortOnInvalid, let index = invalid.firstIndex(where: { $0 != nil }), let error = invalid[index] {
             throw BatchAborted(docID: writes[index].docID, error: error)
         }
+        let touchesDesign = writes.contains { $0.docID.utf8.starts(with: "_design/".utf8) }
+        defer { if touchesDesign { designDocumentsChanged() } }
         return try writer.perform { connection in
             var meta = try Meta.load(connection)
             var results = [WriteResult]()

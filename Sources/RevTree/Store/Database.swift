@@ -22,6 +22,7 @@ public final class Database: Sendable {
     /// The uuid this database file was created with: a database deleted and created again under the same name
     /// has a new one, so state kept beside it (view indexes) can tell it is stale.
     public let uuid: String
+    private let designWrites = Atomic<Int>(0)
 
     struct Published {
         var updateSeq: Int
@@ -78,6 +79,13 @@ public final class Database: Sendable {
 
     /// The latest committed update sequence.
     public var updateSeq: Int { published.withLock { $0.updateSeq } }
+
+    /// A count of committed batches that wrote a `_design/` document: a cache of what design documents
+    /// hold (their validation functions) is current while this has not moved since it was read.
+    public var designGeneration: Int { designWrites.load(ordering: .acquiring) }
+
+    /// Called after a batch that wrote design documents committed.
+    func designDocumentsChanged() { designWrites.wrappingAdd(1, ordering: .releasing) }
 
     /// `_revs_limit`: how many revisions each branch keeps.
     public var revsLimit: Int { published.withLock { $0.revsLimit } }

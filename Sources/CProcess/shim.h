@@ -1,0 +1,67 @@
+#ifndef COUCHLITE_CPROCESS_SHIM_H
+#define COUCHLITE_CPROCESS_SHIM_H
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+/// Starts `path` with `argv` (NULL-terminated), its standard input and output the given descriptors and its
+/// standard error the caller's; every other descriptor is closed in the child (the server's sockets and
+/// database files must not live on in a worker), and SIGPIPE is back to its default there. Returns the pid,
+/// or -1 with errno set.
+static inline pid_t couchlite_spawn(const char *path, char *const argv[], int stdin_fd, int stdout_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+    if (posix_spawnattr_init(&attributes) != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return -1;
+    }
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, path, &actions, &attributes, argv, NULL);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+/// A pipe whose ends are close-on-exec (`pipe2` needs _GNU_SOURCE, which would change glibc's structs for
+/// this module only). Workers are spawned with every other descriptor closed anyway.
+static inline int couchlite_pipe(int fds[2]) {
+    if (pipe(fds) != 0) return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+
+/// Caps the calling process's address space and CPU seconds (soft and hard alike; 0 leaves one as it is).
+static inline int couchlite_limit_process(unsigned long long address_space, unsigned long long cpu_seconds) {
+    struct rlimit limit;
+    if (address_space) {
+        limit.rlim_cur = limit.rlim_max = address_space;
+        if (setrlimit(RLIMIT_AS, &limit) != 0) return -1;
+    }
+    if (cpu_seconds) {
+        limit.rlim_cur = cpu_seconds;
+        limit.rlim_max = cpu_seconds + 5;
+        if (setrlimit(RLIMIT_CPU, &limit) != 0) return -1;
+    }
+    return 0;
+}
+#endif

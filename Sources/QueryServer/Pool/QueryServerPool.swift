@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+/// How the server runs its JavaScript workers.
+public struct QueryServerConfiguration: Sendable {
+    /// The `couchlite` executable the workers are started from (`/proc/self/exe` by default).
+    public var executable: String
+    /// Most workers alive at once; a call waits for a free one (as long as its timeout allows).
+    public var maxWorkers: Int
+    /// Longest one call (one batch) may run before its worker is killed (CouchDB's `os_process_timeout`).
+    public var timeout: Duration
+    public var limits: WorkerLimits
+    /// Largest message either side accepts.
+    public var maxPayload: Int
+    /// Calls after which a worker is retired and replaced (bounds what a long-lived heap accumulates).
+    public var maxCallsPerWorker: Int
+
+    public init(
+        executable: String = QueryServerConfiguration.currentExecutable, maxWorkers: Int = 4,
+        timeout: Duration = .seconds(5), limits: WorkerLimits = WorkerLimits(),
+        maxPayload: Int = Frame.defaultMaxPayload,
+        maxCallsPerWorker: Int = 100_000
+    ) {
+        self.executable = executable
+        self.maxWorkers = max(1, maxWorkers)
+        self.timeout = timeout
+        self.limits = limits
+        self.maxPayload = maxPayload
+        self.maxCallsPerWorker = maxCallsPerWorker
+    }
+
+    /// This process's own executable, resolved once (a replaced binary on disk is not what runs).
+    public static let currentExecutable: String = {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }()
+}
+
+/// A small pool of query-server worker processes. A call takes an idle worker (or starts one, up to
+/// `maxWorkers`, or waits for one), sends its request, and returns the worker unless anything went wrong, in
+/// which case the worker has been killed and a fresh one is started on the next call. Thread-safe.
+final class QueryServerPool: Sendable {
+    let configuration: QueryServerConfiguration
+    private let state = Mutex(State())
+    private let available = NSCondition()
+
+    private struct State {
+        var idle: [WorkerProcess] = []
+        var alive = 0
+        var started = 0
+    }
+
+    init(_ configuration: QueryServerConfiguration) {
+        self.configuration = configuration
+    }
+
+    deinit {
+        state.withLock { state in
+            for worker in state.idle { worker.kill() }
+            state.idle.removeAll()
+        }
+    }
+
+    /// Workers started since the pool was made (a test sees a killed worker replaced).
+    var workersStarted: Int { state.withLock { $0.started } }
+
+    /// Runs `body` with a worker for at most the configured timeout.
+    func withWorker<T>(_ body: (WorkerProcess, ContinuousClock.Instant) throws(QueryServerError) -> T)
+        throws(QueryServerError) -> T
+    {
+        let deadline = ContinuousClock.now + configuration.timeout
+        let worker = try checkOut(deadline: deadline)
+        do {
+            let result = try body(worker, deadline)
+            checkIn(worker)
+            return result
+        } catch {
+            checkIn(worker)
+            throw error
+        }
+    }
+
+    private enum Claim {
+        case idle(WorkerProcess)
+        case start
+        case wait
+    }
+
+    private func checkOut(deadline: ContinuousClock.Instant) throws(QueryServerError) -> WorkerProcess {
+        while true {
+            // The claim is decided under the condition's lock, so a check-in between it and `wait` still wakes us.
+            available.lock()
+            let claim: Claim = state.withLock { state in
+                if let worker = state.idle.popLast() { return .idle(worker) }
+                if state.alive < configuration.maxWorkers {
+                    state.alive += 1
+                    state.started += 1
+                    return .start
+                }
+                return .wait
+            }
+            if case .wait = claim {
+                let signalled = available.wait(until: Date() + (deadline - ContinuousClock.now).seconds)
+                available.unlock()
+                if !signalled && ContinuousClock.now >= deadline {
+                    throw .timeout(seconds: configuration.timeout.seconds)
+                }
+                continue
+            }
+            available.unlock()
+            switch claim {
+            case .idle(let worker): return worker
+            case .start:
+                do {
+                    return try WorkerProcess(
+                        executable: configuration.executable, limits: configuration.limits,
+                        maxPayload: configuration.maxPayload)
+                } catch {
+                    release()
+                    throw error
+                }
+            case .wait:
+                continue
+            }
+        }
+    }
+
+    private func checkIn(_ worker: WorkerProcess) {
+        if worker.isDead || worker.calls >= configuration.maxCallsPerWorker {
+            worker.kill()
+            release()
+            return
+        }
+        state.withLock { $0.idle.append(worker) }
+        signal()
+    }
+
+    private func release() {
+        state.withLock { $0.alive -= 1 }
+        signal()
+    }
+
+    private func signal() {
+        available.lock()
+        available.signal()
+        available.unlock()
+    }
+}

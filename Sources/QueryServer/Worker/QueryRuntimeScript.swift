@@ -1,0 +1,274 @@
+/// The JavaScript half of a query-server worker, evaluated once when the worker starts. It evaluates to the
+/// dispatcher, which the Swift half keeps in Duktape's heap stash (out of reach of user code, which could
+/// otherwise replace a global) and calls with each request's JSON text; it returns the response's JSON text.
+///
+/// What design functions see is what CouchDB's query server gives them: the globals `emit`, `log`,
+/// `toJSON`, `isArray`, `sum` and `require` (CommonJS modules stored in the design document, `views/lib`
+/// only for map functions); a filter is called as `fun.apply(ddoc, [doc, req])`, a validation as
+/// `fun.apply(ddoc, [newDoc, oldDoc, userCtx, secObj])`, a map as `fun(doc)`, a reduce as
+/// `fun(keys, values, rereduce)`. The helpers are reinstalled before every request, so a function that
+/// reassigns `emit` cannot change what another design document's functions call. Built-ins the runtime itself
+/// relies on are captured before any user code runs.
+enum QueryRuntimeScript {
+    static let source = #"""
+        (function () {
+          "use strict";
+          var global = (0, eval)("this");
+          var parse = JSON.parse, stringify = JSON.stringify, arrayIsArray = Array.isArray;
+          var objectKeys = Object.keys, hasOwn = Object.prototype.hasOwnProperty, ErrorType = Error;
+          var globalEval = eval;
+          var MAX_DDOCS = 64, MAX_REDUCERS = 256;
+          var ddocs = {}, ddocOrder = [], reducers = {}, reducerCount = 0;
+          var logs = [], emitted = null, current = null;
+
+          function fail(error, reason) { return { error: error, reason: reason }; }
+
+          function compile(source) {
+            var fn;
+            if (typeof source !== "string") {
+              throw fail("compilation_error", "Expression does not eval to a function. (" + String(source) + ")");
+            }
+            try {
+              fn = globalEval("(" + source + "\n)");
+            } catch (e) {
+              throw fail("compilation_error", String(e) + " (" + source + ")");
+            }
+            if (typeof fn !== "function") {
+              throw fail("compilation_error", "Expression does not eval to a function. (" + source + ")");
+            }
+            return fn;
+          }
+
+          function emit(key, value) {
+            if (emitted === null) { throw fail("not_a_map", "emit() is only available in a map function"); }
+            emitted[emitted.length] = [key === undefined ? null : key, value === undefined ? null : value];
+          }
+
+          function log(message) {
+            if (typeof message !== "string") { message = stringify(message); }
+            if (logs.length < 1000) { logs[logs.length] = String(message).slice(0, 65536); }
+          }
+
+          function sum(values) {
+            var total = 0;
+            for (var i = 0; i < values.length; i++) { total += values[i]; }
+            return total;
+          }
+
+          function unsupported(name) {
+            return function () { throw fail("not_supported", name + "() is not available: couchlite runs no _list"); };
+          }
+
+          // CommonJS modules of `root` (the design document, or `{views: {lib}}` for map functions).
+          function makeRequire(root, cache, parentPath) {
+            return function (name) {
+              if (typeof name !== "string") { throw fail("invalid_require_path", "require() takes a string"); }
+              var parts = name.split("/"), path = [], i, node = root;
+              if (name.charAt(0) === ".") { path = parentPath.slice(0); }
+              for (i = 0; i < parts.length; i++) {
+                if (parts[i] === "..") {
+                  if (path.length === 0) {
+                    throw fail("invalid_require_path", "Object has no parent " + stringify(name));
+                  }
+                  path.length = path.length - 1;
+                } else if (parts[i] !== "." && parts[i] !== "") {
+                  path[path.length] = parts[i];
+                }
+              }
+              var id = path.join("/");
+              if (hasOwn.call(cache, id)) { return cache[id].exports; }
+              for (i = 0; i < path.length; i++) {
+                if (node === null || typeof node !== "object" || !hasOwn.call(node, path[i])) {
+                  throw fail("invalid_require_path",
+                    "Object has no property " + stringify(path[i]) + ". " + stringify(name));
+                }
+                node = node[path[i]];
+              }
+              if (typeof node !== "string") {
+                throw fail("invalid_require_path", "Module " + stringify(name) + " is not a string of source");
+              }
+              var module = { id: id, exports: {} };
+              cache[id] = module;
+              var body;
+              try {
+                body = globalEval("(function (module, exports, require) {" + node + "\n})");
+              } catch (e) {
+                delete cache[id];
+                throw fail("compilation_error", String(e) + " (module " + id + ")");
+              }
+              body.call(module.exports, module, module.exports, makeRequire(root, cache, path.slice(0, -1)));
+              return module.exports;
+            };
+          }
+
+          function installGlobals(requireFunction) {
+            global.emit = emit;
+            global.log = log;
+            global.sum = sum;
+            global.toJSON = function (value) { return stringify(value); };
+            global.isArray = function (value) { return arrayIsArray(value); };
+            global.require = requireFunction;
+            global.send = unsupported("send");
+            global.getRow = unsupported("getRow");
+            global.start = unsupported("start");
+            global.provides = unsupported("provides");
+            global.registerType = unsupported("registerType");
+          }
+
+          function noRequire() { throw fail("invalid_require_path", "require() needs a design document"); }
+
+          // A design document compiled once per (database, id, rev) key; functions are compiled on first use.
+          function entry(message) {
+            var key = message.key, found = hasOwn.call(ddocs, key) ? ddocs[key] : null;
+            if (found === null) {
+              if (message.ddoc === undefined) { return null; }
+              var ddoc = message.ddoc, views = ddoc.views;
+              var viewLib = views !== null && typeof views === "object" ? views.lib : undefined;
+              found = {
+                ddoc: ddoc, filters: {}, views: {}, validate: null,
+                require: makeRequire(ddoc, {}, []),
+                mapRequire: makeRequire({ views: { lib: viewLib } }, {}, [])
+              };
+              ddocs[key] = found;
+              ddocOrder[ddocOrder.length] = key;
+              if (ddocOrder.length > MAX_DDOCS) { delete ddocs[ddocOrder.shift()]; }
+            }
+            return found;
+          }
+
+          function member(object, name) {
+            return object !== null && typeof object === "object" && hasOwn.call(object, name)
+              ? object[name] : undefined;
+          }
+
+          function thrown(e) {
+            if (e instanceof ErrorType) { return fail(e.name || "Error", e.message === undefined ? "" : e.message); }
+            if (e !== null && typeof e === "object") {
+              if (typeof e.error === "string" && e.reason !== undefined) { return fail(e.error, e.reason); }
+              return fail("unnamed_error", e);
+            }
+            return fail("unnamed_error", e === undefined ? null : e);
+          }
+
+          var ops = {
+            filter: function (message) {
+              var found = entry(message);
+              if (found === null) { return { unknown_ddoc: message.key }; }
+              var fn = hasOwn.call(found.filters, message.name) ? found.filters[message.name] : null;
+              if (fn === null) {
+                fn = compile(member(member(found.ddoc, "filters"), message.name));
+                found.filters[message.name] = fn;
+              }
+              installGlobals(found.require);
+              var docs = message.docs, req = message.req, results = [];
+              for (var i = 0; i < docs.length; i++) { results[i] = fn.apply(found.ddoc, [docs[i], req]) ? true : false; }
+              return { ok: results };
+            },
+
+            map: function (message) {
+              var found = entry(message);
+              if (found === null) { return { unknown_ddoc: message.key }; }
+              var names = message.views, fns = [], i, j;
+              for (j = 0; j < names.length; j++) {
+                var fn = hasOwn.call(found.views, names[j]) ? found.views[names[j]] : null;
+                if (fn === null) {
+                  fn = compile(member(member(member(found.ddoc, "views"), names[j]), "map"));
+                  found.views[names[j]] = fn;
+                }
+                fns[j] = fn;
+              }
+              installGlobals(found.mapRequire);
+              var docs = message.docs, results = [];
+              for (i = 0; i < docs.length; i++) {
+                var perView = [];
+                for (j = 0; j < fns.length; j++) {
+                  emitted = [];
+                  try {
+                    fns[j](docs[i]);
+                    perView[j] = emitted;
+                  } catch (e) {
+                    perView[j] = thrown(e);
+                  }
+                  emitted = null;
+                }
+                results[i] = perView;
+              }
+              return { ok: results };
+            },
+
+            reduce: function (message) {
+              var sources = message.sources, results = [];
+              installGlobals(noRequire);
+              for (var j = 0; j < sources.length; j++) {
+                var fn = hasOwn.call(reducers, sources[j]) ? reducers[sources[j]] : null;
+                if (fn === null) {
+                  fn = compile(sources[j]);
+                  if (reducerCount >= MAX_REDUCERS) { reducers = {}; reducerCount = 0; }
+                  reducers[sources[j]] = fn;
+                  reducerCount++;
+                }
+                var value = fn(message.rereduce ? null : message.keys, message.values, message.rereduce ? true : false);
+                results[j] = value === undefined ? null : value;
+              }
+              return { ok: results };
+            },
+
+            validate: function (message) {
+              var entries = [], i, j;
+              for (j = 0; j < message.ddocs.length; j++) {
+                var found = entry(message.ddocs[j]);
+                if (found === null) { return { unknown_ddoc: message.ddocs[j].key }; }
+                if (found.validate === null) { found.validate = compile(member(found.ddoc, "validate_doc_update")); }
+                entries[j] = found;
+              }
+              var items = message.items, results = [];
+              for (i = 0; i < items.length; i++) {
+                var outcome = null;
+                for (j = 0; j < entries.length && outcome === null; j++) {
+                  installGlobals(entries[j].require);
+                  try {
+                    entries[j].validate.apply(entries[j].ddoc,
+                      [items[i].new, items[i].old, message.userCtx, message.secObj]);
+                  } catch (e) {
+                    outcome = validationOutcome(e);
+                  }
+                }
+                results[i] = outcome;
+              }
+              return { ok: results };
+            }
+          };
+
+          // couch_query_servers: a thrown object whose only member is `forbidden` or `unauthorized` refuses the
+          // write with 403 or 401; an Error is an error named after it; anything else is `unknown_error`.
+          function validationOutcome(e) {
+            if (e instanceof ErrorType) { return fail(e.name || "Error", e.message === undefined ? "" : e.message); }
+            if (e !== null && typeof e === "object" && !arrayIsArray(e)) {
+              var keys = objectKeys(e);
+              if (keys.length === 1 && keys[0] === "forbidden") { return { forbidden: e.forbidden }; }
+              if (keys.length === 1 && keys[0] === "unauthorized") { return { unauthorized: e.unauthorized }; }
+            }
+            return fail("unknown_error", e === undefined ? null : e);
+          }
+
+          return function (text) {
+            var response;
+            logs = [];
+            emitted = null;
+            try {
+              var message = parse(text);
+              var op = hasOwn.call(ops, message.op) ? ops[message.op] : null;
+              response = op === null ? fail("unknown_command", "unknown command " + stringify(message.op)) : op(message);
+            } catch (e) {
+              response = thrown(e);
+            }
+            if (logs.length > 0) { response.log = logs; }
+            try {
+              return stringify(response);
+            } catch (e) {
+              return stringify(fail("invalid_result", String(e)));
+            }
+          };
+        })()
+        """#
+}

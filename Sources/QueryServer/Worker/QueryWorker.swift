@@ -1,0 +1,95 @@
+import CProcess
+import Foundation
+
+/// The worker side of the query server: `couchlite query-server` reads framed requests on standard input,
+/// runs each in its Duktape heap and writes the framed response on standard output, until its input ends.
+/// The server starts workers with `QueryServerPool`; nothing else should.
+public enum QueryWorker {
+    /// Runs the worker loop; returns the process's exit status.
+    /// - Parameter arguments: `--heap-limit BYTES`, `--address-space BYTES`, `--cpu-seconds N` (each optional).
+    public static func run(_ arguments: [String]) -> Int32 {
+        var limits = WorkerLimits()
+        var index = 0
+        while index < arguments.count {
+            let value = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
+            switch (arguments[index], value) {
+            case ("--heap-limit", let value?): limits.heapBytes = value
+            case ("--address-space", let value?): limits.addressSpaceBytes = value
+            case ("--cpu-seconds", let value?): limits.cpuSeconds = value
+            default:
+                FileHandle.standardError.write(Data("query-server: unknown argument \(arguments[index])\n".utf8))
+                return 64
+            }
+            index += 2
+        }
+        // A worker never outlives the server. Not PR_SET_PDEATHSIG: it fires when the *thread* that spawned the
+        // worker ends (a connection thread), not the server. An idle worker sees its input close; a busy one
+        // (a script in a loop) is ended by this watchdog within a second of being orphaned.
+        let parent = getppid()
+        Thread.detachNewThread {
+            while true {
+                sleep(1)
+                if getppid() != parent { _exit(0) }
+            }
+        }
+        if couchlite_limit_process(
+            UInt64(max(limits.addressSpaceBytes, 0)), UInt64(max(limits.cpuSeconds, 0))) != 0
+        {
+            FileHandle.standardError.write(Data("query-server: setrlimit failed\n".utf8))
+        }
+        let runtime: DuktapeRuntime
+        do {
+            runtime = try DuktapeRuntime(heapLimit: limits.heapBytes)
+        } catch {
+            FileHandle.standardError.write(Data("query-server: \(error.reason)\n".utf8))
+            return 70
+        }
+        var decoder = FrameDecoder()
+        var chunk = [UInt8](repeating: 0, count: 256 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return 0 }
+            decoder.feed(chunk[0..<count])
+            do {
+                while let request = try decoder.next() {
+                    let response = runtime.dispatch(request)
+                    guard writeAll(Frame.encode(response)) else { return 0 }
+                }
+            } catch {
+                FileHandle.standardError.write(Data("query-server: bad frame: \(error)\n".utf8))
+                return 65
+            }
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { return false }
+            offset += written
+        }
+        return true
+    }
+}
+
+/// The bounds a worker puts on itself at start.
+public struct WorkerLimits: Sendable, Equatable {
+    /// Most bytes the JavaScript heap may hold (Duktape's allocator refuses more: a `RangeError`).
+    public var heapBytes = 256 * 1024 * 1024
+    /// `RLIMIT_AS`: the process's whole address space, a backstop under the heap limit.
+    public var addressSpaceBytes = 2 * 1024 * 1024 * 1024
+    /// `RLIMIT_CPU` over the worker's life: a backstop; the pool's per-call timeout is what stops a loop.
+    public var cpuSeconds = 3600
+
+    public init() {}
+
+    var arguments: [String] {
+        [
+            "--heap-limit", String(heapBytes), "--address-space", String(addressSpaceBytes), "--cpu-seconds",
+            String(cpuSeconds),
+        ]
+    }
+}
