@@ -37,7 +37,7 @@ private func j(_ text: String) throws -> JSON { try JSON.parse(text) }
     @Test func stringLevelsMatchCouchDB() {
         // Recorded from CouchDB 3.4.3: each sorts strictly before the next.
         let ordered = [
-            "a", "A", "ä", "a b", "a-b", "ab", "aB", "Ab", "AB", "ab-", "b", "e", "E", "é", "É", "ss", "ß", "z",
+            "a", "A", "ä", "a b", "a-b", "ab", "aB", "Ab", "AB", "ab-", "æ", "b", "e", "E", "é", "É", "ss", "ß", "z",
             "ω", "Ω", "ア", "日",
         ]
         for (a, b) in zip(ordered, ordered.dropFirst()) {

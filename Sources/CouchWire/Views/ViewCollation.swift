@@ -153,10 +153,15 @@ public enum ViewCollation {
             default:
                 break
             }
-            if scalar.value == 0xDF {  // ß expands to "ss" with a tertiary difference, as in ICU
-                let s = asciiPrimary[Int(UInt8(ascii: "s"))]
-                elements.append(Element(primary: s, secondary: commonSecondary, tertiary: 3))
-                elements.append(Element(primary: s, secondary: commonSecondary, tertiary: 3))
+            if let expansion = expansions[scalar.value] {
+                // Ligatures sort as their letters with a tertiary difference (ß after "ss", æ among "ae…"); letters
+                // with a stroke (ø, đ, ł) as their base letter with a secondary one, as in ICU's root order.
+                for (letter, secondary, tertiary) in expansion {
+                    elements.append(
+                        Element(
+                            primary: asciiPrimary[Int(letter)], secondary: commonSecondary + secondary,
+                            tertiary: tertiary))
+                }
                 continue
             }
             let lower = properties.lowercaseMapping.unicodeScalars
@@ -166,6 +171,22 @@ public enum ViewCollation {
         }
         return elements
     }
+
+    /// Characters that are not decomposable but that ICU sorts with ASCII letters: (letter, extra secondary weight,
+    /// tertiary weight) each.
+    private static let expansions: [UInt32: [(UInt8, UInt32, UInt8)]] = [
+        0xDF: [(UInt8(ascii: "s"), 0, 3), (UInt8(ascii: "s"), 0, 3)],  // ß
+        0xE6: [(UInt8(ascii: "a"), 0, 3), (UInt8(ascii: "e"), 0, 3)],  // æ
+        0xC6: [(UInt8(ascii: "a"), 0, 4), (UInt8(ascii: "e"), 0, 4)],  // Æ
+        0x153: [(UInt8(ascii: "o"), 0, 3), (UInt8(ascii: "e"), 0, 3)],  // œ
+        0x152: [(UInt8(ascii: "o"), 0, 4), (UInt8(ascii: "e"), 0, 4)],  // Œ
+        0xF8: [(UInt8(ascii: "o"), 0x20_0000, 1)],  // ø
+        0xD8: [(UInt8(ascii: "o"), 0x20_0000, 2)],  // Ø
+        0x111: [(UInt8(ascii: "d"), 0x20_0000, 1)],  // đ
+        0x110: [(UInt8(ascii: "d"), 0x20_0000, 2)],  // Đ
+        0x142: [(UInt8(ascii: "l"), 0x20_0000, 1)],  // ł
+        0x141: [(UInt8(ascii: "l"), 0x20_0000, 2)],  // Ł
+    ]
 
     private static func appendASCII(_ byte: UInt8, to elements: inout [Element]) {
         let primary = asciiPrimary[Int(byte)]
