@@ -21,4 +21,6 @@ fi
 pid_args=()
 if [ -n "${BENCH_PID:-}" ]; then pid_args=(--pid "$BENCH_PID"); fi
 
-exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+# Views (issue 17): a build over 2,000 documents, checked answers.
+exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/views.py --smoke "$url"

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from conftest import is_couchlite
+from test_auth import users  # noqa: F401 (the fixture)
 
 BY_K = "function(doc) { if (doc.k !== undefined) emit(doc.k, doc.v === undefined ? null : doc.v); }"
 
@@ -294,3 +295,24 @@ def test_missing_design_document_and_bad_json(couch, kdb):
     r = couch.post(f"/{kdb}/_design/d/_view/k", data=b"[1]", headers={"Content-Type": "application/json"})
     assert r.status_code == 400
     assert couch.request("PUT", f"/{kdb}/_design/d/_view/k", json={}).status_code == 405
+
+
+def test_members_query_views_but_only_admins_change_them(couch, kdb, users):
+    import requests
+
+    member, outsider = users(), users()
+    security = {"admins": {"names": [], "roles": []}, "members": {"names": [member[0]], "roles": []}}
+    assert couch.put(f"/{kdb}/_security", json=security).status_code == 200
+    as_member = requests.Session()
+    as_member.auth = member
+    as_outsider = requests.Session()
+    as_outsider.auth = outsider
+    url = couch.url(f"/{kdb}/_design/d/_view/k")
+    assert as_member.get(url, params={"key": "1"}).status_code == 200
+    r = as_member.post(url, json={"keys": [1, 2]})
+    assert r.status_code == 200 and len(r.json()["rows"]) == 4
+    assert as_outsider.get(url).status_code == 403
+    assert as_outsider.post(url, json={"keys": [1]}).status_code == 403
+    assert as_member.put(couch.url(f"/{kdb}/_design/x"), json={"views": {}}).status_code == 403
+    assert as_member.post(couch.url(f"/{kdb}/_view_cleanup"), json={}).status_code == 401
+    assert as_member.get(couch.url(f"/{kdb}/_design/d/_info")).status_code == 200

@@ -152,6 +152,7 @@ extension App {
         var skip = query.skip
         var remaining = query.limit ?? Int.max
         var reduction = Reduction(definition: definition, group: index.group, view: view, engine: engine)
+        let needsKey = level != .none || definition.builtin == nil || definition.builtin == .approxCountDistinct
         var groupKey: (sortKey: [UInt8], json: JSON)?
         func emitGroup() throws {
             guard let key = groupKey else { return }
@@ -177,7 +178,8 @@ extension App {
                     return true
                 }
                 for row in page {
-                    let key = try JSON.parse(row.key)
+                    // Keys are parsed only when something looks at them (groups, distinct counts, JavaScript).
+                    let key = needsKey ? try JSON.parse(row.key) : .null
                     let grouped = App.groupKey(key, row.sortKey, level)
                     if let current = groupKey, current.sortKey != grouped.sortKey { try emitGroup() }
                     guard remaining > 0 else { break }
