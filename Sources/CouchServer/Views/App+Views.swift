@@ -116,6 +116,8 @@ extension App {
             }
             var options = query.render
             options.conflicts = query.conflicts == true
+            // Attachment bodies are not inlined into view rows: they stay stubs (`attachments=true` is accepted).
+            options.attachments = false
             if let info = try database.document(id), rev != nil || !info.deleted,
                 let revision = try database.revision(id, rev: rev), !revision.deleted
             {
