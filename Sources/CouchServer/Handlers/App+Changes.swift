@@ -13,6 +13,11 @@ extension App {
         if case .function = query.filter {
             feed.filterRequest = try filterRequest(database, request, body: query.body)
         }
+        // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
+        // in-process connections carry no client address).
+        let counted = query.feed != .normal && request.head.remoteAddress != nil
+        if counted { metrics.changesFeedOpened() }
+        defer { if counted { metrics.changesFeedClosed() } }
         try feed.run()
     }
 }
