@@ -23,7 +23,8 @@ struct HostileFunctionTests {
         #expect(throws: QueryServerError.self) { try server.filter(deep, name: "r", docs: [.null], request: .null) }
         #expect(
             try server.filter(
-                try ddoc(#"{"filters":{"ok":"function(){ return 1 }"}}"#), name: "ok", docs: [.null], request: .null)
+                try ddoc(#"{"filters":{"ok":"function(){ return 1 }"}}"#, rev: "2-b"), name: "ok", docs: [.null],
+                request: .null)
                 == [true])
     }
 
