@@ -30,4 +30,6 @@ if [ -n "${BENCH_TLS_BIN:-}" ]; then
   timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/tls.py --smoke --server-bin "$BENCH_TLS_BIN"
 fi
 # The JavaScript filter benchmark (bench/filtered_changes.py) over a few documents, capped on its own.
-exec timeout --kill-after=5 "$FILTER_SMOKE_TIMEOUT_S" python3 bench/filtered_changes.py --url "$url" --docs 1000 --runs 1
+timeout --kill-after=5 "$FILTER_SMOKE_TIMEOUT_S" python3 bench/filtered_changes.py --url "$url" --docs 1000 --runs 1
+# Views (issue 17): a build over 2,000 documents, checked answers.
+exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/views.py --smoke "$url"

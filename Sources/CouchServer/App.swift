@@ -32,6 +32,8 @@ final class App: Sendable {
     let traffic = HTTPTraffic()
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
+    /// View indexes and the engine that maps for them (Views/).
+    let views: ViewIndexes
     /// Runs design functions (filters, `validate_doc_update`, views) in JavaScript worker processes.
     let queryServer: QueryServer
     /// Each database's validating design documents.
@@ -56,6 +58,7 @@ final class App: Sendable {
             QueryServerConfiguration(
                 maxWorkers: options.jsWorkers, timeout: .milliseconds(options.jsTimeoutMilliseconds), limits: limits)
         ) { message in log.info("design function log", ["message": message]) }
+        views = ViewIndexes(directory: options.dataDir + "/views", engine: QueryServerViewEngine(server: queryServer))
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
@@ -170,6 +173,8 @@ final class App: Sendable {
             try databaseRoot(first, request, reply)
             // A created or deleted database starts again from the default `_security`.
             if request.method == "PUT" || request.method == "DELETE" { access.security.reset(first) }
+            // A deleted database's indexes go with it (a new one of the same name has another uuid anyway).
+            if request.method == "DELETE" && reply.status == 200 { views.drop(first) }
             return
         }
         let database = try openDatabase(first)
@@ -194,21 +199,17 @@ final class App: Sendable {
             guard segments.count >= 3 else { throw CouchError.notFound("missing") }
             let docID = "_design/" + segments[2]
             if segments.count == 3 { return try document(database, docID, request, reply) }
-            if segments[3] == "_info" {
-                guard let ddoc = try database.document(docID), !ddoc.deleted else {
-                    throw CouchError.notFound("missing")
-                }
-                throw CouchError.notImplemented("couchlite keeps no view indexes (_info).")
+            if segments[3] == "_info" { return try designInfo(database, design: segments[2], request, reply) }
+            if segments[3] == "_view" {
+                guard segments.count == 5 else { throw CouchError.notFound("missing") }
+                return try designView(database, design: segments[2], view: segments[4], request, reply)
             }
             if let reason = App.unsupportedDesignEndpoints[segments[3]] { throw CouchError.notImplemented(reason) }
-            if segments[3] == "_view" || segments[3] == "_list" || segments[3] == "_show" || segments[3] == "_update" {
-                throw CouchError.notImplemented(
-                    "couchlite does not execute design document functions (\(segments[3])).")
-            }
             return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
         case "_security": return try securityObject(database, request, reply)
         case "_temp_view": throw CouchError.gone("Temporary views are not supported in CouchDB")
-        case "_find", "_index", "_explain", "_design_docs", "_purge", "_view_cleanup":
+        case "_view_cleanup": return try viewCleanup(database, request, reply)
+        case "_find", "_index", "_explain", "_design_docs", "_purge":
             throw CouchError.notImplemented("\(second) is not supported by couchlite.")
         default:
             // `_local%2Fx` and `_design%2Fx` arrive as one segment.

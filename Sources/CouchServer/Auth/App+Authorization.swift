@@ -102,6 +102,10 @@ extension App {
             return false
         }
         let second = request.segments[1]
+        // `POST /db/_design/d/_view/v` is a query with its keys in the body: members may run it.
+        if request.method == "POST", second == "_design", request.segments.count == 5, request.segments[3] == "_view" {
+            return false
+        }
         return (second == "_design" && request.segments.count >= 3) || second.hasBytePrefix("_design/")
     }
 

@@ -143,7 +143,7 @@ struct ChangesFeed {
             } else {
                 try database.changes(since: lastSeq, limit: ChangesFeed.pageSize, descending: false, collect)
             }
-            let passing = try functionFilter(page)
+            let passing = try pageFilter(page)
             for (index, change) in page.enumerated() {
                 if limitReached {
                     stoppedAtLimit = true
@@ -162,6 +162,45 @@ struct ChangesFeed {
             guard page.count == ChangesFeed.pageSize else { break }
         }
         if begun { try out.flush() }
+    }
+
+    /// The passing revisions of each row of `page` for the filters that run JavaScript over a whole page at once;
+    /// nil for the others, decided row by row in `emit`.
+    private func pageFilter(_ page: [ChangeRow]) throws -> [[RevID]]? {
+        switch query.filter {
+        case .function: return try functionFilter(page)
+        case .view(let group, let number): return try viewFilter(page, group, number)
+        default: return nil
+        }
+    }
+
+    /// `filter=_view` (`couch_query_servers:filter_view`): a revision passes when the view's map function emits
+    /// anything for it (deleted revisions are mapped too, as `{_id,_rev,_deleted}`); the whole page is mapped in
+    /// one call to the engine.
+    private func viewFilter(_ page: [ChangeRow], _ group: ViewGroup, _ number: Int) throws -> [[RevID]] {
+        var docs: [JSON] = []
+        var owners: [(row: Int, rev: RevID)] = []
+        var options = RenderOptions()
+        options.revs = true
+        for (index, change) in page.enumerated() {
+            let revisions: [StoredRevision] =
+                query.allDocsStyle
+                ? try database.leafRevisions(change.id)
+                : (try database.revision(change.id, rev: nil)).map { [$0] } ?? []
+            for revision in revisions {
+                let renderer = DocumentRenderer(id: change.id, info: nil, options: options, inline: nil)
+                docs.append(.object(try renderer.render(revision)))
+                owners.append((index, revision.rev))
+            }
+        }
+        var passing = [[RevID]](repeating: [], count: page.count)
+        guard !docs.isEmpty else { return passing }
+        let emits = try app.views.engine.map(group, docs)
+        for (offset, perView) in emits.enumerated() where offset < owners.count {
+            guard number < perView.count, !perView[number].isEmpty else { continue }
+            passing[owners[offset].row].append(owners[offset].rev)
+        }
+        return passing
     }
 
     /// For `filter=ddoc/name`, the revisions of each row of `page` that pass, one call to the query server for
@@ -200,7 +239,7 @@ struct ChangesFeed {
     private mutating func emit(_ change: ChangeRow, revs filtered: [RevID]? = nil) throws {
         var doc: (rendered: JSONObject, inline: [AttachmentInfo])?
         switch query.filter {
-        case .none, .function: break
+        case .none, .function, .view: break
         case .docIDs(let ids): guard ids.contains(change.id) else { return }
         case .design: guard change.id.hasBytePrefix("_design/") else { return }
         case .selector(let selector):

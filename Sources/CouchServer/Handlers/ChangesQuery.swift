@@ -14,6 +14,8 @@ struct ChangesQuery {
         case docIDs(Set<String>)
         case selector(Selector)
         case design
+        /// `filter=_view`: documents the view's map function emits for.
+        case view(ViewGroup, Int)
         /// `filter=ddoc/name`: the design document's `filters.<name>` in JavaScript.
         case function(DesignDocument, name: String)
     }
@@ -156,7 +158,11 @@ struct ChangesQuery {
                 throw CouchError.badRequest("`view` must be of the form `designname/viewname`")
             }
             try requireFunction(database, design: parts[0], member: "views", name: parts[1])
-            throw CouchError.notImplemented("couchlite does not execute views; filter=_view is not supported.")
+            let group = try ViewGroup.load(database, design: String(parts[0]))
+            guard let (number, _) = group.view(named: String(parts[1])) else {
+                throw CouchError.notFound("missing json key: map")
+            }
+            return .view(group, number)
         default:
             if name.hasBytePrefix("_") { throw CouchError.badRequest("unknown builtin filter name") }
             let parts = name.split(separator: "/")

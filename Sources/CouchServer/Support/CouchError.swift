@@ -38,6 +38,8 @@ enum CouchError: Error, Equatable {
     case internalError(String)
     /// The disk is full (ENOSPC, SQLite's "database or disk is full"): 507, as CouchDB answers it.
     case insufficientStorage
+    /// 500 `invalid_value`: a built-in reduce given values it cannot reduce (`_stats` of a string).
+    case invalidValue(String)
     /// A design function's failure as CouchDB reports it: the error a function threw (`unknown_error`, an
     /// `Error`'s name), `compilation_error`, or `os_process_error` for a worker that timed out or died.
     case designFunction(status: Int, error: String, reason: String)
@@ -57,7 +59,7 @@ enum CouchError: Error, Equatable {
         case .tooLarge, .documentTooLarge: 413
         case .badContentType: 415
         case .rangeNotSatisfiable: 416
-        case .unknownError, .internalError: 500
+        case .unknownError, .internalError, .invalidValue: 500
         case .notImplemented: 501
         case .insufficientStorage: 507
         case .designFunction(let status, _, _): status
@@ -88,6 +90,7 @@ enum CouchError: Error, Equatable {
         case .unknownError, .internalError: "unknown_error"
         case .insufficientStorage: "insufficient_storage"
         case .gone: "gone"
+        case .invalidValue: "invalid_value"
         case .designFunction(_, let error, _): error
         }
     }
@@ -97,7 +100,8 @@ enum CouchError: Error, Equatable {
         case .badRequest(let reason), .docValidation(let reason), .illegalDocID(let reason), .unauthorized(let reason),
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
-            .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason):
+            .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason),
+            .invalidValue(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
         case .contentMD5Mismatch: "Possible message corruption."

@@ -19,6 +19,9 @@ public final class Database: Sendable {
     let readers: ReaderPool
     let checkpointer: Checkpointer
     private let published: PublishedState
+    /// The uuid this database file was created with: a database deleted and created again under the same name
+    /// has a new one, so state kept beside it (view indexes) can tell it is stale.
+    public let uuid: String
     private let designWrites = Atomic<Int>(0)
 
     struct Published {
@@ -53,6 +56,9 @@ public final class Database: Sendable {
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
         statement.reset()
+        let uuidStatement = try connection.prepare("SELECT uuid FROM db_meta WHERE id = 1")
+        uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
+        uuidStatement.reset()
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         let published = PublishedState(initial)
         self.published = published
