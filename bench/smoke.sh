@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Smoke run of the benchmark suite: every workload for about a second with small data
-# (2,000 seeded docs, 300 feeds, 8 photos, a 4 MiB attachment) against a running server.
-# Checks that nothing errors under load, not how fast it is. Finishes in well under 60 s.
+# (2,000 seeded docs, 300 feeds, 8 photos, a 4 MiB attachment) against a running server, then
+# the soak (bench/soak.py) with 50 clients for 6 s. Checks that nothing errors under load, not
+# how fast it is. Each part finishes in well under 60 s.
 #
 #   bench/smoke.sh [URL]        URL defaults to $COUCH_URL (http://user:pass@host:port)
 #   BENCH_PID=<server pid>      optional: also sample the server's RSS
 #
 # Exits non-zero if any workload errors (bad status, per-item error, lost longpoll wakeup,
-# short attachment) or if the run exceeds SMOKE_TIMEOUT_S.
+# short attachment, failed soak request, lost acknowledged document) or if a part exceeds
+# SMOKE_TIMEOUT_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-readonly SMOKE_TIMEOUT_S=60   # hard cap on the whole smoke run, seconds
+readonly SMOKE_TIMEOUT_S=60   # hard cap on each part of the smoke run, seconds
+readonly SOAK_CLIENTS=50      # concurrent soak clients
+readonly SOAK_SECONDS=6       # soak duration, seconds
 
 url="${1:-${COUCH_URL:-}}"
 if [ -z "$url" ]; then
@@ -21,4 +25,6 @@ fi
 pid_args=()
 if [ -n "${BENCH_PID:-}" ]; then pid_args=(--pid "$BENCH_PID"); fi
 
-exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/run --smoke --url "$url" "${pid_args[@]}"
+exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/soak.py --url "$url" "${pid_args[@]}" \
+  --clients "$SOAK_CLIENTS" --duration "$SOAK_SECONDS" --dbs 4 --photo-kib 32
