@@ -21,7 +21,9 @@ what CouchDB answers (each check is in the role's code). At the end the driver c
 document a push had acknowledged is in its database. Reported: requests and failures per type,
 5xx count, p50/p99 latency per type (request sent → whole answer read; for `continuous` the
 time to the response head, as the feed then stays open until its timeout), the server's RSS and
-open file descriptors sampled at start and every minute, one JSON line at the end.
+open file descriptors sampled at start, every minute, when the clients are done and once more
+after the clean-up ("after": what the server keeps once every client has gone), one JSON line at
+the end.
 
     python3 bench/soak.py                                # release build, 2,000 clients, 300 s
     python3 bench/soak.py --server-bin .build/debug/couchlite --clients 50 --duration 10
@@ -74,6 +76,7 @@ HEARTBEAT_MS = 5_000
 REQUEST_TIMEOUT_S = 60           # one request, head to last byte (continuous: its timeout + this)
 FINISH_GRACE_S = 60              # after the duration, operations in flight may finish within this
 RSS_INTERVAL_S = 60              # RSS and fd samples
+AFTER_SETTLE_S = 3               # pause after the clean-up before the last sample
 FD_HEADROOM = 512                # file descriptors beyond one per client
 
 
@@ -595,6 +598,10 @@ class Soak:
         missing = await self.verify()
         if not args.keep:
             await self.cleanup()
+        # Every client has hung up and the databases are gone: what the server still holds now is what it
+        # would keep for good (a leaked socket or database file shows here).
+        await asyncio.sleep(AFTER_SETTLE_S)
+        samples.append(self.sample("after"))
         return elapsed, samples, missing
 
 
