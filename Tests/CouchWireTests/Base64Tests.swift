@@ -111,4 +111,21 @@ import Testing
         }
         #expect(decoded > 0)
     }
+
+    /// Found profiling the `base64` fuzz target: `encode` reserved exactly `count + needed` on every call, and
+    /// `reserveCapacity` allocates exactly that, so a stream of small pieces copied the whole output on every piece
+    /// (quadratic). Appending must grow the buffer geometrically, like `append` does.
+    @Test func streamingIntoOneBufferGrowsItGeometrically() {
+        var encoder = Base64Encoder()
+        var output: [UInt8] = []
+        var capacities = Set<Int>()
+        let piece: [UInt8] = [1, 2, 3]
+        for _ in 0..<4096 {
+            encoder.update(piece, into: &output)
+            capacities.insert(output.capacity)
+        }
+        #expect(output.count == 4096 * 4)
+        // Doubling from 4 to 16 KiB is 13 sizes; exact reservations were 4,096.
+        #expect(capacities.count < 40, "\(capacities.count) reallocations for 4,096 pieces")
+    }
 }

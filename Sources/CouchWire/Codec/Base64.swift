@@ -28,8 +28,13 @@ public enum Base64 {
     public static func encodedCount(_ count: Int) -> Int { (count + 2) / 3 * 4 }
 
     /// Appends the padded base64 text of `bytes` to `output`.
+    ///
+    /// Room is reserved at least doubling the capacity: `reserveCapacity` allocates exactly what it is asked for,
+    /// so reserving `count + needed` on every call made a stream of small pieces (`Base64Encoder` fed byte by
+    /// byte) reallocate and copy the whole output each time, quadratic in its length.
     public static func encode(_ bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) {
-        output.reserveCapacity(output.count + encodedCount(bytes.count))
+        let needed = output.count + encodedCount(bytes.count)
+        if needed > output.capacity { output.reserveCapacity(max(needed, 2 * output.capacity)) }
         let table = alphabet.utf8Start
         let whole = bytes.count - bytes.count % 3
         var i = 0

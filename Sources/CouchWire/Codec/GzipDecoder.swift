@@ -24,6 +24,10 @@ public final class GzipDecoder {
     private var atMemberEnd = false
     private var sawInput = false
     private var failure: GzipError?
+    /// The step buffer `inflate` writes into, allocated at the first input and kept: a fresh zero-filled 64 KiB
+    /// array per call made every small input (a slow upload's packets; the fuzz target feeding single bytes) cost
+    /// a 64 KiB allocation and memset.
+    private var scratch: UnsafeMutableRawBufferPointer?
 
     /// Creates a decoder.
     /// - Parameter limit: Most decoded bytes to accept, in bytes.
@@ -42,6 +46,7 @@ public final class GzipDecoder {
     }
 
     deinit {
+        scratch?.deallocate()
         inflateEnd(stream)
         stream.deinitialize(count: 1)
         stream.deallocate()
@@ -107,14 +112,15 @@ public final class GzipDecoder {
         guard let base = input.baseAddress, input.count > 0 else { return }
         sawInput = true
         var offset = 0
-        var scratch = [UInt8](repeating: 0, count: Self.stepSize)
+        let scratch = self.scratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.stepSize, alignment: 1)
+        self.scratch = scratch
         while offset < input.count {
             // avail_in is 32-bit; feed large inputs in pieces.
             let piece = min(input.count - offset, 1 << 30)
             stream.pointee.next_in = UnsafeMutablePointer(
                 mutating: base.advanced(by: offset).assumingMemoryBound(to: Bytef.self))
             stream.pointee.avail_in = uInt(piece)
-            try drain(&scratch, sink)
+            try drain(scratch, sink)
             offset += piece - Int(stream.pointee.avail_in)
             stream.pointee.next_in = nil
             stream.pointee.avail_in = 0
@@ -122,7 +128,9 @@ public final class GzipDecoder {
     }
 
     /// Inflates until the current input is consumed and no output is pending.
-    private func drain(_ scratch: inout [UInt8], _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+    private func drain(
+        _ scratch: UnsafeMutableRawBufferPointer, _ sink: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         while true {
             if atMemberEnd {
                 // More bytes after a complete member: the next member starts.
@@ -131,21 +139,17 @@ public final class GzipDecoder {
                 atMemberEnd = false
             }
             let room = min(Self.stepSize - 1, limit - totalOut) + 1  // no overflow for a limit of Int.max
-            var produced = 0
-            let code = scratch.withUnsafeMutableBytes { out -> Int32 in
-                stream.pointee.next_out = out.baseAddress?.assumingMemoryBound(to: Bytef.self)
-                stream.pointee.avail_out = uInt(room)
-                let code = inflate(stream, Z_NO_FLUSH)
-                produced = room - Int(stream.pointee.avail_out)
-                stream.pointee.next_out = nil
-                stream.pointee.avail_out = 0
-                return code
-            }
+            stream.pointee.next_out = scratch.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.avail_out = uInt(room)
+            let code = inflate(stream, Z_NO_FLUSH)
+            let produced = room - Int(stream.pointee.avail_out)
+            stream.pointee.next_out = nil
+            stream.pointee.avail_out = 0
             totalOut += produced
             // Checked before the sink sees the step, so no consumer ever gets a byte past the limit.
             if totalOut > limit { throw GzipError.limitExceeded(limit: limit) }
             if produced > 0 {
-                try scratch.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[0..<produced])) }
+                try sink(UnsafeRawBufferPointer(rebasing: scratch[0..<produced]))
             }
             switch code {
             case Z_STREAM_END:
