@@ -69,12 +69,15 @@ final class Reply {
 
     func finish() throws(HTTPError) { try writer.finish() }
 
-    /// Sends a CouchDB error body, unless a response has already started (then the connection is
-    /// all that can be given up).
+    /// Sends a CouchDB error body. A stream that failed part-way is taken back when none of it was sent yet
+    /// (a `_changes` or `_all_docs` whose database was deleted under it answers 404 like any other request);
+    /// once bytes are out it is cut off, so the client sees the failure instead of a short, complete-looking
+    /// response.
     func error(_ error: CouchError, headers: HTTPHeaders = HTTPHeaders()) {
-        guard !writer.headSent else {
-            writer.closeAfterResponse()
-            return
+        if writer.headSent {
+            guard writer.retract() else { return writer.abort() }
+            status = 0
+            bytesSent = 0
         }
         do {
             try json(error.status, error.json, headers: headers)

@@ -30,6 +30,8 @@ public final class HTTPResponseWriter {
     private(set) var isBroken = false
     /// True when the engine closes the connection after this response.
     private(set) var willClose = false
+    /// True once any byte of this response went to the socket.
+    private var sentAny = false
 
     init(connection: HTTPConnection, request: HTTPRequestHead, body: HTTPRequestBody) {
         self.connection = connection
@@ -136,6 +138,7 @@ public final class HTTPResponseWriter {
         emitPendingChunk()
         guard !output.isEmpty else { return }
         do {
+            sentAny = true
             try connection.transport.send(output, stall: connection.configuration.sendStallTimeout)
         } catch {
             isBroken = true
@@ -172,6 +175,31 @@ public final class HTTPResponseWriter {
 
     /// Non-blocking: true when the peer has closed its side (for long-poll waits).
     public func isPeerClosed() -> Bool { connection.transport.isPeerClosed() }
+
+    /// Takes back a started response of which nothing has reached the socket yet (its head and body are still
+    /// buffered), so a failure found part-way through a stream can still be answered with an error of its own.
+    /// - Returns: false once bytes are out; the response can then only be cut off (`abort()`).
+    public func retract() -> Bool {
+        guard headSent, !sentAny, !isFinished, !isBroken else { return false }
+        output.removeAll()
+        pendingChunk.removeAll()
+        headSent = false
+        framing = .none
+        discardsBody = false
+        bodyBytesWritten = 0
+        willClose = false
+        connection.responseStarted = false
+        return true
+    }
+
+    /// Cuts off a response that has started: the connection closes without completing it, so the client sees a
+    /// truncated response as truncated (no last chunk, or fewer bytes than its Content-Length), never as a whole
+    /// one that ends early.
+    public func abort() {
+        if headSent && !isFinished { isBroken = true }
+        closeRequested = true
+        willClose = true
+    }
 
     /// Asks the engine to close the connection after this response (announced if the head is not sent yet).
     public func closeAfterResponse() {

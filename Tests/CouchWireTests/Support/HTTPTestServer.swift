@@ -53,6 +53,19 @@ func httpTestHandler(probe: HTTPHandlerProbe, gateCount: Int = 0) -> HTTPHandler
                     try writer.flush()
                 }
                 try writer.finish()
+            case "/fails-before-sending":
+                // A stream that fails while all of it is still buffered: it can still become an error.
+                try writer.writeHead(status: 200, headers: ["Content-Type": "application/json"], contentLength: nil)
+                try writer.write(Array("{\"rows\":[".utf8))
+                guard writer.retract() else { throw .responseMisuse("could not retract") }
+                try writer.respond(status: 404, headers: [:], body: Array("gone".utf8))
+            case "/fails-after-sending":
+                // A stream that fails after some of it went out: it can only be cut off.
+                try writer.writeHead(status: 200, headers: ["Content-Type": "application/json"], contentLength: nil)
+                try writer.write(Array("{\"rows\":[".utf8))
+                try writer.flush()
+                guard !writer.retract() else { throw .responseMisuse("retracted bytes already sent") }
+                writer.abort()
             case "/slow":
                 usleep(400_000)
                 try writer.respond(status: 200, headers: [:], body: Array("done".utf8))
