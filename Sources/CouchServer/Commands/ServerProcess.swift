@@ -25,7 +25,9 @@ final class ServerProcess: Sendable {
         // and their temporary files, security objects) is owner-only from its creation (issue 18).
         umask(0o077)
         try DataDirectory.create(options.dataDir)
-        let store = try Store(directory: options.dataDir + "/databases")
+        let store = try Store(
+            directory: options.dataDir + "/databases", maxOpenDatabases: options.maxDatabasesOpen,
+            alwaysOpen: App.systemDatabases)
         let uuid = try DataDirectory.serverUUID(options.dataDir)
         let (access, generated) = try AccessControl.setUp(options: options, store: store)
         generatedAdmin = generated

@@ -55,7 +55,7 @@ extension Database {
         if abortOnInvalid, let index = invalid.firstIndex(where: { $0 != nil }), let error = invalid[index] {
             throw BatchAborted(docID: writes[index].docID, error: error)
         }
-        return try writer.perform { connection in
+        return try write { connection in
             var meta = try Meta.load(connection)
             var results = [WriteResult]()
             results.reserveCapacity(writes.count)
@@ -87,7 +87,7 @@ extension Database {
         guard body.count <= StoreLimits.maxDocumentBytes else { throw StoreError.documentTooLarge(id) }
         let newRev = (rev ?? 0) &+ 1
         guard newRev >= 1 else { throw StoreError.invalidRev }
-        return try writer.perform { connection in
+        return try write { connection in
             try connection.run(
                 "INSERT OR REPLACE INTO local_docs (doc_id, rev, body) VALUES (?, ?, ?)",
                 [.text(id), .int(newRev), .blob(body)])
@@ -98,7 +98,7 @@ extension Database {
     /// Deletes a `_local` document.
     /// - Returns: whether it existed.
     public func deleteLocal(_ id: String) throws -> Bool {
-        try writer.perform { connection in
+        try write { connection in
             try connection.run("DELETE FROM local_docs WHERE doc_id = ?", [.text(id)])
             return connection.changes > 0
         }
@@ -109,7 +109,7 @@ extension Database {
     /// - Returns: the blob keys still referenced; the blob store may delete every other blob.
     @discardableResult
     public func compact() throws -> Set<String> {
-        try writer.perform(checkpointAfter: true) { connection in
+        try write(checkpointAfter: true) { connection in
             try Database.dropAncestorBodies(connection)
             return try Database.blobKeys(connection)
         }

@@ -1,0 +1,55 @@
+import Synchronization
+
+/// The bound on open databases (CouchDB's `max_dbs_open`): which databases have their engine open, and closing
+/// the least recently used idle ones once more than `limit` are.
+///
+/// A database is idle when nobody leases it (no operation running, no ``DatabaseLease`` held: an open feed, an
+/// attachment stream, a replication). When every open database is in use the bound is exceeded rather than a
+/// request failed (CouchDB answers `all_dbs_active` there); the excess closes as soon as leases end. Names in
+/// `exempt` (CouchDB's system databases) are never closed and not counted, as CouchDB's `sys_db`s.
+///
+/// Locking: a database's own lock may be held while this one is taken (``opened(_:)``, ``closed(_:)``), never
+/// the other way round; ``trim()`` takes its snapshot here and then each database's lock alone.
+final class OpenDatabases: Sendable {
+    /// Most databases kept open while idle.
+    let limit: Int
+    let exempt: Set<String>
+    private let open = Mutex<[ObjectIdentifier: Database]>([:])
+    private let clock = Atomic<UInt64>(0)
+
+    init(limit: Int, exempt: Set<String>) {
+        self.limit = max(1, limit)
+        self.exempt = exempt
+    }
+
+    /// How many counted databases are open now.
+    var count: Int { open.withLock { $0.count } }
+
+    /// The next value of the use clock.
+    func tick() -> UInt64 { clock.add(1, ordering: .relaxed).newValue }
+
+    /// `database` opened its engine.
+    func opened(_ database: Database) {
+        guard !exempt.contains(database.name) else { return }
+        open.withLock { $0[ObjectIdentifier(database)] = database }
+    }
+
+    /// `database` closed its engine.
+    func closed(_ database: Database) {
+        _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(database)) }
+    }
+
+    /// Closes idle databases, least recently used first, until at most `limit` are open or none is idle.
+    func trim() {
+        guard
+            let candidates = open.withLock({ open -> [Database]? in
+                open.count > limit ? Array(open.values) : nil
+            })
+        else { return }
+        var excess = candidates.count - limit
+        let byAge = candidates.map { ($0.lastUse.load(ordering: .relaxed), $0) }.sorted { $0.0 < $1.0 }
+        for (_, database) in byAge where excess > 0 {
+            if database.closeIfIdle() { excess -= 1 }
+        }
+    }
+}
