@@ -140,7 +140,8 @@ final class PhotoExporter: Sendable {
                 // Not the photo's fault: wait for space as long as it takes (a stop still ends the wait).
                 if !full {
                     full = true
-                    log.warning("disk full, waiting for free space", ["doc": row.id, "error": String(describing: error)])
+                    log.warning(
+                        "disk full, waiting for free space", ["doc": row.id, "error": String(describing: error)])
                     onDiskFull(true)
                 }
                 if shared.withLock({ $0.stopping }) {

@@ -41,7 +41,8 @@ final class ReceiveProgress: Sendable {
         state.withLock { state in
             guard state.fullIn != nil else { return }
             state.fullIn = nil
-            write((isTerminal ? "\r\u{1B}[K" : "") + "disk space available again, carrying on" + (isTerminal ? "" : "\n"))
+            write(
+                (isTerminal ? "\r\u{1B}[K" : "") + "disk space available again, carrying on" + (isTerminal ? "" : "\n"))
         }
     }
 
