@@ -16,6 +16,7 @@ final class OpenDatabases: Sendable {
     let exempt: Set<String>
     private let open = Mutex<[ObjectIdentifier: Database]>([:])
     private let clock = Atomic<UInt64>(0)
+    private let trimming = Mutex(())
 
     init(limit: Int, exempt: Set<String>) {
         self.limit = max(1, limit)
@@ -40,16 +41,17 @@ final class OpenDatabases: Sendable {
     }
 
     /// Closes idle databases, least recently used first, until at most `limit` are open or none is idle.
+    /// One trim runs at a time, re-counting before each close, so concurrent callers never close more than the
+    /// excess.
     func trim() {
-        guard
-            let candidates = open.withLock({ open -> [Database]? in
-                open.count > limit ? Array(open.values) : nil
-            })
-        else { return }
-        var excess = candidates.count - limit
-        let byAge = candidates.map { ($0.lastUse.load(ordering: .relaxed), $0) }.sorted { $0.0 < $1.0 }
-        for (_, database) in byAge where excess > 0 {
-            if database.closeIfIdle() { excess -= 1 }
+        guard count > limit else { return }
+        trimming.withLock { _ in
+            let candidates = open.withLock { Array($0.values) }
+            let byAge = candidates.map { ($0.lastUse.load(ordering: .relaxed), $0) }.sorted { $0.0 < $1.0 }
+            for (_, database) in byAge {
+                guard count > limit else { return }
+                _ = database.closeIfIdle()
+            }
         }
     }
 }
