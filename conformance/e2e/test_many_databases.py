@@ -9,6 +9,7 @@ CouchDB's system databases are), and from `GET /_node/_local/_stats` when the se
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import urllib.parse
 
@@ -93,3 +94,15 @@ def test_hundreds_of_databases_stay_within_max_dbs_open(servers):
     assert feed["status"] == 200
     assert [row["id"] for row in feed["body"]["results"]] == ["wake"]
     assert s.get(f"{base}/_all_dbs", timeout=30).json().count("db-0000") == 1
+
+
+def test_max_dbs_open_must_be_a_positive_integer():
+    binary = os.environ["COUCHLITE_BIN"]
+    for value in ("0", "-3", "lots"):
+        done = subprocess.run([binary, "--max-dbs-open", value, "--port", "0"], capture_output=True, timeout=30)
+        assert done.returncode == 64, (value, done.returncode)
+        assert b"--max-dbs-open must be a positive integer" in done.stderr
+    env = dict(os.environ, COUCHLITE_MAX_DBS_OPEN="0")
+    done = subprocess.run([binary, "--port", "0"], capture_output=True, timeout=30, env=env)
+    assert done.returncode == 64
+    assert b"--max-dbs-open must be a positive integer" in done.stderr
