@@ -189,7 +189,8 @@ def check_store_on_disk(data_dir: str) -> None:
 def test_full_data_dir_answers_507_loses_nothing_and_recovers(small_fs, servers):
     fs = small_fs(16)
     filler = write_filler(fs, 5)
-    server = servers("full", data_dir=os.path.join(fs, "data"))
+    # A bound of 2 open databases: reading the side databases while full closes and reopens them.
+    server = servers("full", args=("--max-dbs-open", "2"), data_dir=os.path.join(fs, "data"))
     source = servers("camera")
     s = requests.Session()
     s.auth = ("admin", "pass")
@@ -197,6 +198,10 @@ def test_full_data_dir_answers_507_loses_nothing_and_recovers(small_fs, servers)
     db = f"{base}/photos"
     assert s.put(db, timeout=TIMEOUT).status_code == 201
     ledger = Ledger()
+    sides = [f"{base}/side-{i}" for i in range(4)]
+    for side in sides:
+        assert s.put(side, timeout=TIMEOUT).status_code == 201
+        assert s.put(f"{side}/doc", json={"side": side}, timeout=TIMEOUT).status_code == 201
     holders = []
     for i in range(10):
         r = s.put(f"{db}/holder-{i}", json={}, timeout=TIMEOUT)
@@ -242,7 +247,12 @@ def test_full_data_dir_answers_507_loses_nothing_and_recovers(small_fs, servers)
     assert seen_full == {"PUT doc", "_bulk_docs", "inline attachment", "standalone attachment",
                          "multipart attachment", "replicated _bulk_docs", "_local doc"}
 
-    # Reads keep working while the disk is full.
+    # Reads keep working while the disk is full, also of databases closed by the bound and reopened.
+    for _ in range(2):
+        for side in sides:
+            r = s.get(f"{side}/doc", timeout=TIMEOUT)
+            assert r.status_code == 200, (side, r.status_code, r.text)
+            assert r.json()["side"] == side
     ledger.check(s, db)
     assert s.get(f"{db}/_all_docs", timeout=TIMEOUT).status_code == 200
     changes = s.get(f"{db}/_changes", timeout=TIMEOUT)

@@ -35,10 +35,19 @@ final class SQLiteConnection: @unchecked Sendable {
         // Defaults for every connection; the writer and readers set their own cache sizes. No memory-mapped I/O:
         // mapped pages count in resident memory once per connection (see `ReaderPool.mmapBytes`).
         sqlite3_exec(
-            db, "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes)",
-            nil, nil, nil)
+            db,
+            "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes); "
+                + "PRAGMA journal_size_limit = \(SQLiteConnection.walSizeLimitBytes)", nil, nil, nil)
+        // Persistent WAL: the last connection to close keeps the `-wal` (emptied, as a size limit is set) and the
+        // `-shm` file instead of deleting them. A database closed by the open-database bound can then be opened
+        // again on a full disk: creating the `-shm` anew needs free space (`SQLITE_IOERR_SHMSIZE`), so without
+        // this every read of it would fail until space is freed. The cost is the idle `-shm`, 32 KiB a database.
+        var persist: Int32 = 1
+        sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
 
+    /// WAL bytes kept after a checkpoint restarts the log (`journal_size_limit`); a closing database empties it.
+    static let walSizeLimitBytes = 16 << 20
     /// Page cache per connection, in KiB.
     static let cacheKiB = 2 * 1024
     /// Memory-mapped I/O window per connection, in bytes.
