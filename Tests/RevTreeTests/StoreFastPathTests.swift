@@ -205,6 +205,8 @@ import Testing
                 RevisionWrite(docID: "w\(batch)-\($0)", path: [r("1-a")], body: payload)
             }
             _ = try db.applyReplicated(writes)
+            // However loaded the machine, each background pass gets to run before the next commit.
+            while db.checkpointer.isRunning { Thread.sleep(forTimeInterval: 0.001) }
         }
         let size = (try FileManager.default.attributesOfItem(atPath: db.path + "-wal")[.size] as? NSNumber)?.intValue
         let bound = 3 * Checkpointer.walThresholdPages * 4096

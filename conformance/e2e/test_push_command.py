@@ -11,7 +11,9 @@ import pty
 import random
 import select
 import signal
+import socket
 import subprocess
+import threading
 import time
 
 import requests
@@ -89,14 +91,68 @@ def test_push_include_and_exclude(servers, tmp_path):
     assert set(peer_docs(peer, "drop")) == {"plain.jpg"}
 
 
+class SlowLink:
+    """A TCP relay to `port` that passes at most `rate` bytes a second towards the peer, so a push lasts
+    long enough to be interrupted on any machine, however fast; `rate = None` lifts the limit."""
+
+    def __init__(self, port: int, rate: int | None):
+        self.port, self.rate = port, rate
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url_port = self.listener.getsockname()[1]
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.port))
+            self.open += [client, upstream]
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, source, sink, limited):
+        try:
+            while chunk := source.recv(16384):
+                if limited and self.rate:
+                    time.sleep(len(chunk) / self.rate)
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self):
+        """Drops every open connection and what it still holds, as a link that fails."""
+        for s in self.open:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.open.clear()
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
 def test_interrupted_push_resumes_with_what_did_not_arrive(servers, tmp_path):
     peer = servers("peer")
     folder = tmp_path / "photos"
     names = [f"img {i:03d}.jpg" for i in range(40)]
-    make_folder(str(folder), names, size=3_000_000)
+    make_folder(str(folder), names, size=500_000)
     data_dir = str(tmp_path / "sender")
     binary = os.environ["COUCHLITE_BIN"]
-    proc = subprocess.Popen([binary, "push", str(folder), f"{peer.url}/drop", "--data-dir", data_dir],
+    # 20 MB at 2 MB/s: about 10 s to push, so the interrupt after three photos always lands mid-push.
+    link = SlowLink(peer.port, rate=2_000_000)
+    target = f"http://admin:pass@127.0.0.1:{link.url_port}/drop"
+    proc = subprocess.Popen([binary, "push", str(folder), target, "--data-dir", data_dir],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -106,12 +162,16 @@ def test_interrupted_push_resumes_with_what_did_not_arrive(servers, tmp_path):
         time.sleep(0.01)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
+    link.cut()   # what the relay still buffers must not arrive after the count below
+    time.sleep(0.5)
     arrived = requests.get(f"{peer.url}/drop", timeout=5).json()["doc_count"]
     assert proc.returncode == 130, err.decode()
     assert "run the same command again" in err.decode()
     assert 3 <= arrived < len(names), arrived
 
-    again = push([str(folder), f"{peer.url}/drop"], data_dir)
+    link.rate = None
+    again = push([str(folder), target], data_dir)
+    link.close()
     assert again.returncode == 0, again.stderr.decode()
     text = again.stderr.decode()
     assert f"{len(names) - arrived}/{len(names) - arrived} photos" in text, (arrived, text)

@@ -434,6 +434,47 @@ def test_drop_credentials_reach_only_what_a_push_needs(receivers):
     assert c.get(f"{base}/{db}").status_code == 200 and c.get(f"{base}/other").status_code == 403
 
 
+def test_drop_credentials_open_the_gallery_as_a_send_only_page(receivers):
+    """A phone without a replicator app signs in to the gallery with the one-time credentials and sends
+    photos from the browser; it still reads nothing back, and cannot upload anywhere else."""
+    receiver = receivers()
+    info = receiver.start()
+    admin, base, db = receiver.admin(), receiver.base, receiver.db
+    assert info["browser"] == f"{base}/_photos/"
+    assert admin.put(f"{base}/other").status_code == 201
+    c = requests.Session()
+    r = c.post(f"{base}/_session", json={"name": receiver.auth[0], "password": receiver.auth[1]})
+    assert r.status_code == 200 and "AuthSession" in c.cookies
+    assert c.get(f"{base}/_photos/").status_code == 200
+    assert c.get(f"{base}/_photos/app.js").status_code == 200
+    dbs = c.get(f"{base}/_photos/api/dbs").json()
+    assert dbs["databases"] == [] and dbs["drop"] == db
+    data = photo("jpg", 3000, random.Random(11))
+    same_origin = {"Origin": base, "Content-Type": "application/octet-stream"}
+    r = c.post(f"{base}/_photos/api/db/{db}/upload", params={"name": "from the browser.jpg", "type": "image/jpeg",
+               "modified": "1700000000000"}, data=data, headers=same_origin)
+    assert r.status_code == 201, r.text
+    doc_id = r.json()["id"]
+    assert wait_for_files(receiver.out, 1) == ["from the browser.jpg"]
+    with open(os.path.join(receiver.out, "from the browser.jpg"), "rb") as f:
+        assert f.read() == data
+    # Nothing of the album can be read back, nothing deleted, no other album written.
+    closed = [
+        ("GET", f"/_photos/api/db/{db}/photos"), ("GET", f"/_photos/api/db/{db}/photo/{doc_id}"),
+        ("GET", f"/_photos/api/db/{db}/thumb/{doc_id}/from the browser.jpg"),
+        ("GET", f"/_photos/api/db/{db}/download/{doc_id}/from the browser.jpg"),
+        ("DELETE", f"/_photos/api/db/{db}/doc/{doc_id}"), ("POST", "/_photos/api/db/other/upload"),
+        ("GET", "/_photos/api/db/other/photos"), ("GET", f"/_photos/api/db/{db}/upload"),
+    ]
+    for method, path in closed:
+        got = c.request(method, base + path, params={"name": "x.jpg"}, data=b"x", headers=same_origin).status_code
+        assert got in (401, 403), f"{method} {path} answered {got}"
+    assert admin.get(f"{base}/other/_all_docs").json()["rows"] == []
+    # A signed-in person sees their albums as before.
+    listing = admin.get(f"{base}/_photos/api/dbs").json()
+    assert "drop" not in listing and db in listing["databases"]
+
+
 def test_users_document_cannot_shadow_drop_account(receivers):
     receiver = receivers()
     receiver.start()

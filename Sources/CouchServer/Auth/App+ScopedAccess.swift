@@ -7,7 +7,7 @@ import CouchWire
 /// `GET /db`, `_revs_diff` (`_missing_revs` for old replicators), `_bulk_docs`, `PUT /db/doc` (multipart, or
 /// JSON after a 415), `_local` checkpoints and `_ensure_full_commit`. Reading documents back, feeds,
 /// `_all_docs`, `_security`, design documents, attachments on their own, other databases and every
-/// server-wide endpoint stay closed, so a phone holding the QR code cannot read the photos of anyone else
+/// server-wide endpoint stay closed (the gallery's drop page and its upload are open: `authorizeScopedGallery`), so a phone holding the QR code cannot read the photos of anyone else
 /// who used the same drop.
 extension App {
     /// The `_local` documents couchlite itself keeps in a database (the receive position); temporary accounts
@@ -23,6 +23,7 @@ extension App {
             return
         }
         if first == "_session" && segments.count == 1 { return }
+        if first == "_photos" { return try authorizeScopedGallery(segments, method, scope: scope) }
         guard Array(first.utf8) == Array(scope.utf8) else { throw App.scopeError(scope) }
         if segments.count == 1 {
             // `create_target` replications and PouchDB `PUT` the target first; what exists is 412 for them all,
@@ -45,6 +46,25 @@ extension App {
         }
         // A document write: multipart or JSON `PUT /db/doc`, never a design document.
         guard method == "PUT", segments.count == 2, !second.hasPrefix("_") else { throw App.scopeError(scope) }
+    }
+
+    /// The gallery as a drop page: its assets, the album list (which holds no album: a temporary account reads
+    /// nothing back) and uploads into its one database. A phone without a replicator app scans the QR code,
+    /// signs in with the one-time name and password, and sends photos from the browser.
+    private func authorizeScopedGallery(_ segments: [String], _ method: String, scope: String) throws(CouchError) {
+        let reading = method == "GET" || method == "HEAD"
+        switch segments.count {
+        case 1:
+            if reading { return }
+        case 2 where segments[1] != "api":
+            if reading { return }
+        case 3 where segments[1] == "api" && segments[2] == "dbs":
+            if reading { return }
+        case 5 where segments[1] == "api" && segments[2] == "db" && segments[4] == "upload":
+            if method == "POST" && Array(segments[3].utf8) == Array(scope.utf8) { return }
+        default: break
+        }
+        throw App.scopeError(scope)
     }
 
     /// For `_local` writers (also inside `_bulk_docs`): couchlite's own `_local` documents are off limits to

@@ -5,63 +5,73 @@ import Replicator
 import Synchronization
 
 extension Commands {
-    static let pushUsage = """
-        usage: couchlite push DIR URL [options]
+    /// What `couchlite push`'s command line sets.
+    struct PushSettings: Sendable {
+        var scanner = PhotoScanner()
+        var dataDir = "./data"
+        var outbox = "outbox"
+        var folderAndURL: [String] = []
+    }
 
-        Sends every photo and video under DIR (recursively) to URL, the database URL a receiver
-        prints (couchlite receive, a PhotoDrop phone, CouchDB). Each file becomes one document
-        {"type":"photo","name","taken","size"} in a local outbox database, its id from the file's
-        content hash, the file its attachment. Run it again after an interruption: only what did
-        not arrive is sent.
+    static let pushCommandLine = OptionTable<PushSettings>(
+        summary: """
+            usage: couchlite push DIR URL [options]
 
-        options:
-          --include GLOB            only files matching GLOB (path or name; repeatable)
-          --exclude GLOB            skip files matching GLOB (repeatable)
-          --data-dir DIR            where the outbox lives [$COUCHLITE_DATA_DIR, default ./data]
-          --outbox NAME             the outbox database (default outbox)
-          --help                    show this help
-
-        exit status: 0 everything is on the peer, 77 wrong user name or password, 69 peer
-        unreachable, 74 a disk is full, 130 interrupted, 1 anything else, 64 bad usage.
-        """
+            Sends every photo and video under DIR (recursively) to URL, the database URL a receiver
+            prints (couchlite receive, a PhotoDrop phone, CouchDB). Each file becomes one document
+            {"type":"photo","name","taken","size"} in a local outbox database, its id from the file's
+            content hash, the file its attachment. Run it again after an interruption: only what did
+            not arrive is sent.
+            """,
+        specs: [
+            .init(flag: "--include", valueName: "GLOB", help: "only files matching GLOB (path or name; repeatable)") {
+                $0.scanner.includes.append($1)
+            },
+            .init(flag: "--exclude", valueName: "GLOB", help: "skip files matching GLOB (repeatable)") {
+                $0.scanner.excludes.append($1)
+            },
+            .init(
+                flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+                help: "where the outbox lives, default ./data"
+            ) { s, v throws(OptionsError) in
+                guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
+                s.dataDir = v
+            },
+            .init(flag: "--outbox", valueName: "NAME", help: "the outbox database, default outbox") {
+                s, v throws(OptionsError) in
+                guard !v.isEmpty else { throw OptionsError("--outbox needs a database name") }
+                s.outbox = v
+            },
+        ],
+        footer: """
+            exit status: 0 everything is on the peer, 77 wrong user name or password, 69 peer
+            unreachable, 74 a disk is full, 130 interrupted, 1 anything else, 64 bad usage.
+            """)
 
     /// `couchlite push DIR URL`.
     public static func push(arguments: [String], environment: [String: String]) -> Int32 {
-        var positional: [String] = []
-        var scanner = PhotoScanner()
-        var dataDir = environment["COUCHLITE_DATA_DIR"] ?? "./data"
-        var outboxName = "outbox"
-        var index = 0
-        func value(_ flag: String) throws(OptionsError) -> String {
-            index += 1
-            guard index < arguments.count else { throw OptionsError("\(flag) needs a value") }
-            return arguments[index]
-        }
+        var settings = PushSettings()
         do {
-            while index < arguments.count {
-                let argument = arguments[index]
-                switch argument {
-                case "--help", "-h":
-                    print(pushUsage)
-                    return 0
-                case "--include": scanner.includes.append(try value(argument))
-                case "--exclude": scanner.excludes.append(try value(argument))
-                case "--data-dir": dataDir = try value(argument)
-                case "--outbox": outboxName = try value(argument)
-                default:
-                    if argument.hasPrefix("-") && argument.count > 1 {
-                        throw OptionsError("unknown option '\(argument)'")
-                    }
-                    positional.append(argument)
-                }
-                index += 1
+            guard
+                try pushCommandLine.parse(
+                    arguments, environment: environment, into: &settings,
+                    positional: { $0.folderAndURL.append($1) })
+            else {
+                print(pushCommandLine.usage)
+                return 0
             }
-            guard positional.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
-            guard Endpoint.isURL(positional[1]) else { throw OptionsError("\(positional[1]) is not an http:// URL") }
+            guard settings.folderAndURL.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
+            guard Endpoint.isURL(settings.folderAndURL[1]) else {
+                throw OptionsError("\(settings.folderAndURL[1]) is not an http:// URL")
+            }
         } catch {
-            printUsageError(String(describing: error), usage: pushUsage)
+            printUsageError(String(describing: error), usage: pushCommandLine.usage)
             return 64
         }
+        let positional = settings.folderAndURL
+        let scanner = settings.scanner
+        let dataDir = settings.dataDir
+        let outboxName = settings.outbox
         let display = ProgressDisplay()
         let app: App
         do {

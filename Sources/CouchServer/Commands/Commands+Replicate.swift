@@ -4,76 +4,87 @@ import Foundation
 import Replicator
 
 extension Commands {
-    static let replicateUsage = """
-        usage: couchlite replicate SOURCE TARGET [options]
+    /// What `couchlite replicate`'s command line sets.
+    struct ReplicateSettings: Sendable {
+        var options = ReplicationOptions()
+        var dataDir = "./data"
+        var sourceAndTarget: [String] = []
+    }
 
-        Replicates SOURCE into TARGET once (or continuously). Each is a database URL
-        (http://user:pass@host:5984/db) or the name of a database in --data-dir.
+    static let replicateCommandLine = OptionTable<ReplicateSettings>(
+        summary: """
+            usage: couchlite replicate SOURCE TARGET [options]
 
-        options:
-          --continuous              keep following SOURCE until interrupted (Ctrl-C)
-          --create-target           create TARGET if it does not exist
-          --doc-ids ID,ID,...       only these documents
-          --selector JSON           only documents matching this Mango selector
-          --since SEQ               start at this update sequence instead of the checkpoint
-          --batch-size N            _changes rows per batch (default 500)
-          --checkpoint-docs N       checkpoint after every N documents (default 5000; also every 30 s)
-          --data-dir DIR            where local databases live [$COUCHLITE_DATA_DIR, default ./data]
-          --help                    show this help
-        """
+            Replicates SOURCE into TARGET once (or continuously). Each is a database URL
+            (http://user:pass@host:5984/db) or the name of a database in --data-dir.
+            """,
+        specs: [
+            .init(flag: "--continuous", valueName: nil, help: "keep following SOURCE until interrupted (Ctrl-C)") {
+                s, v throws(OptionsError) in
+                s.options.continuous = try OptionSpec<ReplicateSettings>.boolean("--continuous", v)
+            },
+            .init(flag: "--create-target", valueName: nil, help: "create TARGET if it does not exist") {
+                s, v throws(OptionsError) in
+                s.options.createTarget = try OptionSpec<ReplicateSettings>.boolean("--create-target", v)
+            },
+            .init(flag: "--doc-ids", valueName: "ID,ID,...", help: "only these documents") {
+                $0.options.docIDs = $1.split(separator: ",").map(String.init)
+            },
+            .init(flag: "--selector", valueName: "JSON", help: "only documents matching this Mango selector") {
+                s, v throws(OptionsError) in
+                guard let selector = try? JSON.parse(v), selector.objectValue != nil else {
+                    throw OptionsError("--selector needs a JSON object")
+                }
+                s.options.selector = selector
+            },
+            .init(flag: "--since", valueName: "SEQ", help: "start at this update sequence instead of the checkpoint") {
+                $0.options.sinceSeq = (try? JSON.parse($1)) ?? .string($1)
+            },
+            .init(flag: "--batch-size", valueName: "N", help: "_changes rows per batch, default 500") {
+                s, v throws(OptionsError) in
+                guard let size = Int(v), size > 0 else { throw OptionsError("--batch-size needs a positive number") }
+                s.options.batchSize = size
+            },
+            .init(
+                flag: "--checkpoint-docs", valueName: "N",
+                help: "checkpoint after every N documents, default 5000 (and every 30 s)"
+            ) { s, v throws(OptionsError) in
+                guard let count = Int(v), count > 0 else {
+                    throw OptionsError("--checkpoint-docs needs a positive number")
+                }
+                s.options.checkpointDocs = count
+            },
+            .init(
+                flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+                help: "where local databases live, default ./data"
+            ) { s, v throws(OptionsError) in
+                guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
+                s.dataDir = v
+            },
+        ])
 
     /// `couchlite replicate SOURCE TARGET …`: prints CouchDB's `_replicate` answer on stdout.
     public static func replicate(arguments: [String], environment: [String: String]) -> Int32 {
-        var positional: [String] = []
-        var options = ReplicationOptions()
-        var dataDir = environment["COUCHLITE_DATA_DIR"] ?? "./data"
-        var index = 0
-        func value(_ flag: String) throws(OptionsError) -> String {
-            index += 1
-            guard index < arguments.count else { throw OptionsError("\(flag) needs a value") }
-            return arguments[index]
-        }
+        var settings = ReplicateSettings()
         do {
-            while index < arguments.count {
-                let argument = arguments[index]
-                switch argument {
-                case "--help", "-h":
-                    print(replicateUsage)
-                    return 0
-                case "--continuous": options.continuous = true
-                case "--create-target": options.createTarget = true
-                case "--doc-ids":
-                    options.docIDs = try value(argument).split(separator: ",").map(String.init)
-                case "--selector":
-                    guard let selector = try? JSON.parse(try value(argument)), selector.objectValue != nil else {
-                        throw OptionsError("--selector needs a JSON object")
-                    }
-                    options.selector = selector
-                case "--since":
-                    let text = try value(argument)
-                    options.sinceSeq = (try? JSON.parse(text)) ?? .string(text)
-                case "--batch-size":
-                    guard let size = Int(try value(argument)), size > 0 else {
-                        throw OptionsError("--batch-size needs a positive number")
-                    }
-                    options.batchSize = size
-                case "--checkpoint-docs":
-                    guard let count = Int(try value(argument)), count > 0 else {
-                        throw OptionsError("--checkpoint-docs needs a positive number")
-                    }
-                    options.checkpointDocs = count
-                case "--data-dir": dataDir = try value(argument)
-                default:
-                    if argument.hasPrefix("-") { throw OptionsError("unknown option '\(argument)'") }
-                    positional.append(argument)
-                }
-                index += 1
+            guard
+                try replicateCommandLine.parse(
+                    arguments, environment: environment, into: &settings,
+                    positional: { $0.sourceAndTarget.append($1) })
+            else {
+                print(replicateCommandLine.usage)
+                return 0
             }
-            guard positional.count == 2 else { throw OptionsError("replicate needs a SOURCE and a TARGET") }
+            guard settings.sourceAndTarget.count == 2 else {
+                throw OptionsError("replicate needs a SOURCE and a TARGET")
+            }
         } catch {
-            printUsageError(String(describing: error), usage: replicateUsage)
+            printUsageError(String(describing: error), usage: replicateCommandLine.usage)
             return 64
         }
+        let positional = settings.sourceAndTarget
+        var options = settings.options
+        let dataDir = settings.dataDir
         let log = Logger(label: "couchlite", level: .warning)
         var app: App?
         defer { if let app { LocalApp.close(app) } }

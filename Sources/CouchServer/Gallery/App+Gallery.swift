@@ -64,14 +64,23 @@ extension App {
         guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
         let database = try openDatabase(name)
         let user = UserContext.current
+        // A temporary account reaches only its upload here (`authorizeScopedGallery`), never by `_security`.
+        if let scope = user.scope {
+            guard Array(scope.utf8) == Array(name.utf8) else { throw App.scopeError(scope) }
+            return database
+        }
         guard access.security.security(of: name).isMember(user) else { throw App.securityError(user) }
         return database
     }
 
-    /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them).
+    /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them). A temporary
+    /// account reads none, and gets the one it may drop photos into as `drop`.
     private func galleryDatabases(_ request: Request, _ reply: Reply) throws {
         try require(request, "GET", "HEAD")
         let user = UserContext.current
+        if let scope = user.scope {
+            return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
+        }
         let names = store.databaseNames().filter { name in
             !name.hasBytePrefix("_") && access.security.security(of: name).isMember(user)
         }

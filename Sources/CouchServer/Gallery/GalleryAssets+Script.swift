@@ -76,6 +76,8 @@ extension GalleryAssets {
           $('signout').hidden = !state.user;
           if (!state.user) return showSignIn();
           try {
+            if (state.drop === undefined) state.drop = (await api('/_photos/api/dbs')).drop || null;
+            if (state.drop) return showDrop(state.drop);
             if (parts[0] === 'db' && parts[1]) {
               if (state.db !== parts[1]) await showGrid(parts[1]);
               if (parts[2] === 'photo' && parts[3]) await openPhoto(parts[3]);
@@ -124,6 +126,7 @@ extension GalleryAssets {
 
         $('signout').addEventListener('click', async () => {
           try { await api('/_session', { method: 'DELETE' }); } catch (e) { /* already out */ }
+          state.drop = undefined;
           location.hash = '#/';
           route();
         });
@@ -142,11 +145,30 @@ extension GalleryAssets {
             reply.databases.length ? list : el('p', { text: 'There is no database you may read.' }));
         }
 
+        // MARK: drop (one-time credentials of `couchlite receive`: send only, nothing to read back)
+
+        function showDrop(db) {
+          stopGrid();
+          state.db = db;
+          state.dropOnly = true;
+          $('crumb').textContent = '/ ' + db;
+          const input = el('input', { type: 'file', id: 'files', multiple: '', accept: 'image/*,video/*' });
+          input.addEventListener('change', () => { upload(Array.from(input.files)); input.value = ''; });
+          setMain(el('h1', { text: 'Send photos' }),
+            el('p', { id: 'drop-note', text: 'What you send here is saved on the receiving machine. ' +
+              'These credentials can only send: nothing can be read back with them.' }),
+            el('div', { class: 'toolbar' },
+              el('label', { class: 'button primary', for: 'files', text: 'Choose photos…' }), input,
+              el('span', { class: 'count', text: 'or drop files anywhere' })),
+            el('ul', { class: 'uploads', id: 'uploads' }));
+        }
+
         // MARK: grid
 
         function stopGrid() {
           state.live++;
           state.db = null;
+          state.dropOnly = false;
           if (state.observer) state.observer.disconnect();
         }
 
@@ -314,7 +336,7 @@ extension GalleryAssets {
                 bar.value = 100;
                 status.textContent = xhr.status === 200 ? 'already there' : 'done';
                 row.className = 'done';
-                if (state.db === db && reply) {
+                if (state.db === db && reply && !state.dropOnly) {
                   try { addItem(await api(dbPath(db) + '/photo/' + enc(reply.id)), true); updateCount(); }
                   catch (e) { /* the live feed will bring it */ }
                 }

@@ -13,14 +13,7 @@ struct ReceiveOptions: Sendable {
     var qrPNG: String?
     var json = false
 
-    /// One receive-only option (`value` false: a flag without a value).
-    struct Spec: Sendable {
-        let flag: String
-        let environment: String
-        let valueName: String?
-        let help: String
-        let apply: @Sendable (inout ReceiveOptions, String) throws(OptionsError) -> Void
-    }
+    typealias Spec = OptionSpec<ReceiveOptions>
 
     static let table: [Spec] = [
         Spec(
@@ -62,8 +55,7 @@ struct ReceiveOptions: Sendable {
             flag: "--once", environment: "COUCHLITE_RECEIVE_ONCE", valueName: nil,
             help: "end when the first push is complete (its checkpoint written, then quiet)"
         ) { o, v throws(OptionsError) in
-            guard let flag = Bool(v) else { throw OptionsError("--once takes no value (or true/false)") }
-            o.once = flag
+            o.once = try Spec.boolean("--once", v)
         },
         Spec(
             flag: "--qr-png", environment: "COUCHLITE_RECEIVE_QR_PNG", valueName: "FILE",
@@ -76,33 +68,26 @@ struct ReceiveOptions: Sendable {
             flag: "--json", environment: "COUCHLITE_RECEIVE_JSON", valueName: nil,
             help: "print one JSON line {url,user,expires,db,out} instead of the text and QR code"
         ) { o, v throws(OptionsError) in
-            guard let flag = Bool(v) else { throw OptionsError("--json takes no value (or true/false)") }
-            o.json = flag
+            o.json = try Spec.boolean("--json", v)
         },
     ]
 
-    /// `serve`'s options that mean the same here (`--bind` and `--port` differ in their defaults or help).
-    static let serverSpecs = Options.table.filter { $0.flag != "--bind" }
+    /// `serve`'s options that mean the same here (`--bind` differs in its default and help).
+    static let commandLine = OptionTable(
+        summary: """
+            usage: couchlite receive [options]
 
-    static var usage: String {
-        var lines = [
-            "usage: couchlite receive [options]", "",
-            "Receive photos: serve a drop database with one-time credentials, print its URL and QR code, and save",
-            "every photo pushed into it (CouchDB replicator, PouchDB, Couchbase Lite 1.x) in a folder.", "",
-            "options:",
-        ]
-        func row(_ flag: String, _ value: String?, _ help: String, _ environment: String) {
-            let left = "  \(flag)" + (value.map { " \($0)" } ?? "")
-            lines.append(left.padding(toLength: 30, withPad: " ", startingAt: 0) + help + " [$\(environment)]")
-        }
-        for spec in table { row(spec.flag, spec.valueName, spec.help, spec.environment) }
-        for spec in serverSpecs {
-            let help = spec.flag == "--log-level" ? "error, warning, info or debug; default warning here" : spec.help
-            row(spec.flag, spec.valueName, help, spec.environment)
-        }
-        lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
-        return lines.joined(separator: "\n")
-    }
+            Receive photos: serve a drop database with one-time credentials, print its URL and QR code, and save
+            every photo pushed into it (CouchDB replicator, PouchDB, Couchbase Lite 1.x) in a folder.
+            """,
+        specs: table
+            + Options.table.filter { $0.flag != "--bind" }.map { spec in
+                spec.lifted(
+                    \ReceiveOptions.server,
+                    help: spec.flag == "--log-level" ? "error, warning, info or debug; default warning here" : nil)
+            })
+
+    static var usage: String { commandLine.usage }
 
     /// Parses the environment first, then the arguments, which win.
     /// - Returns: nil when `--help` was asked for.
@@ -110,45 +95,7 @@ struct ReceiveOptions: Sendable {
         var options = ReceiveOptions()
         // Less chatter than `serve`: one line per request would bury the progress line.
         options.server.logLevel = .warning
-        for spec in table {
-            if let value = environment[spec.environment] { try spec.apply(&options, value) }
-        }
-        for spec in serverSpecs {
-            if let value = environment[spec.environment] { try spec.apply(&options.server, value) }
-        }
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--help" || argument == "-h" { return nil }
-            var name = argument
-            var value: String?
-            if let eq = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                name = String(argument[..<eq])
-                value = String(argument[argument.index(after: eq)...])
-            }
-            if let spec = table.first(where: { $0.flag == name }) {
-                if spec.valueName == nil {
-                    try spec.apply(&options, value ?? "true")
-                } else {
-                    if value == nil {
-                        index += 1
-                        guard index < arguments.count else { throw OptionsError("\(name) needs a value") }
-                        value = arguments[index]
-                    }
-                    try spec.apply(&options, value ?? "")
-                }
-            } else if let spec = serverSpecs.first(where: { $0.flag == name }) {
-                if value == nil {
-                    index += 1
-                    guard index < arguments.count else { throw OptionsError("\(name) needs a value") }
-                    value = arguments[index]
-                }
-                try spec.apply(&options.server, value ?? "")
-            } else {
-                throw OptionsError("unknown option '\(argument)'")
-            }
-            index += 1
-        }
+        guard try commandLine.parse(arguments, environment: environment, into: &options) else { return nil }
         return options
     }
 

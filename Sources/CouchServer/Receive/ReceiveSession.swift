@@ -20,6 +20,8 @@ final class ReceiveSession: Sendable {
         let user: String
         let password: String
         let url: String
+        /// The gallery's drop page, where a browser signs in with `user` and `password` to send photos.
+        let browser: String
         let expires: Date
     }
 
@@ -132,7 +134,9 @@ final class ReceiveSession: Sendable {
         let host = bind.contains(":") ? "[\(bind)]" : bind
         let url =
             "http://\(user):\(password)@\(host):\(process.port)/\(PercentEncoding.encodeSegment(options.database))"
-        return Credentials(user: user, password: password, url: url, expires: Date().addingTimeInterval(seconds))
+        return Credentials(
+            user: user, password: password, url: url, browser: "http://\(host):\(process.port)/_photos/",
+            expires: Date().addingTimeInterval(seconds))
     }
 
     /// Prints the URL (one JSON line with `--json`, else text and the QR code) and writes `--qr-png`.
@@ -150,6 +154,7 @@ final class ReceiveSession: Sendable {
                 JSONObject([
                     ("url", .string(credentials.url)), ("user", .string(credentials.user)),
                     ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
+                    ("browser", .string(credentials.browser)),
                 ]))
             Commands.printOut(String(decoding: line.serialized(), as: UTF8.self) + "\n")
             return
@@ -161,6 +166,8 @@ final class ReceiveSession: Sendable {
         text += code.terminalText(colors: colors)
         text += "\nScan the code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
+        text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
+        text += "the password \(credentials.password).\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"
         text += options.once ? " or when the first push is complete.\n" : ".\n"
         if !others.isEmpty {

@@ -3,8 +3,8 @@ import RevTree
 
 /// Command-line and environment configuration of the server.
 ///
-/// One option table generates `--help`, the parser and the environment lookup, so the three can
-/// never disagree (swift-argument-parser's shape, without the package).
+/// Its `OptionTable` generates `--help`, the parser and the environment lookup, so the three can
+/// never disagree.
 struct Options: Sendable {
     var bind = "127.0.0.1"
     var port = 5984
@@ -33,14 +33,7 @@ struct Options: Sendable {
     /// (to open sign-up, for instance). Off by default, as in CouchDB 3.
     var usersDBSecurityEditable = false
 
-    /// One row of the option table.
-    struct Spec: Sendable {
-        let flag: String
-        let environment: String
-        let valueName: String
-        let help: String
-        let apply: @Sendable (inout Options, String) throws(OptionsError) -> Void
-    }
+    typealias Spec = OptionSpec<Options>
 
     static let table: [Spec] = [
         Spec(
@@ -193,55 +186,17 @@ struct Options: Sendable {
         }
     }
 
-    static var usage: String {
-        var lines = [
-            "usage: couchlite [serve] [options]", "", "A CouchDB-compatible replication server.", "", "options:",
-        ]
-        for spec in table {
-            let left = "  \(spec.flag) \(spec.valueName)"
-            lines.append(
-                left.padding(toLength: max(30, left.count + 2), withPad: " ", startingAt: 0) + spec.help
-                    + " [$\(spec.environment)]")
-        }
-        lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
-        return lines.joined(separator: "\n")
-    }
+    static let commandLine = OptionTable(
+        summary: "usage: couchlite [serve] [options]\n\nA CouchDB-compatible replication server.", specs: table)
+
+    static var usage: String { commandLine.usage }
 
     /// Parses the environment first, then the arguments, which win.
     /// - Returns: nil when `--help` was asked for.
     static func parse(arguments: [String], environment: [String: String]) throws(OptionsError) -> Options? {
         var options = Options()
-        for spec in table {
-            if let value = environment[spec.environment] { try spec.apply(&options, value) }
-        }
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--help" || argument == "-h" { return nil }
-            var name = argument
-            var value: String?
-            if let eq = argument.firstIndex(of: "="), argument.hasPrefix("--") {
-                name = String(argument[..<eq])
-                value = String(argument[argument.index(after: eq)...])
-            }
-            guard let spec = table.first(where: { $0.flag == name }) else {
-                throw OptionsError("unknown option '\(argument)'")
-            }
-            if value == nil {
-                index += 1
-                guard index < arguments.count else { throw OptionsError("\(name) needs a value") }
-                value = arguments[index]
-            }
-            try spec.apply(&options, value ?? "")
-            index += 1
-        }
+        guard try commandLine.parse(arguments, environment: environment, into: &options) else { return nil }
         try options.validate()
         return options
     }
-}
-
-/// A command-line mistake; printed on stderr, exit 64 (EX_USAGE).
-struct OptionsError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }

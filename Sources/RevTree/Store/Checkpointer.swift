@@ -87,6 +87,10 @@ final class Checkpointer: Sendable {
         }
     }
 
+    /// Whether a background checkpoint is queued or running (tests pace their writes by it, so what they
+    /// measure is the mechanism rather than how soon a busy machine schedules the thread).
+    var isRunning: Bool { progress.state.withLock { $0.running } }
+
     /// Stops the thread after any queued or running checkpoint and closes its connection.
     func close() {
         worker.close()

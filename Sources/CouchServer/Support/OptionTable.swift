@@ -1,0 +1,111 @@
+import Foundation
+
+/// One option of a subcommand: its flag, environment variable, help line, and how a value changes the
+/// subcommand's settings.
+struct OptionSpec<Value>: Sendable {
+    let flag: String
+    /// The `COUCHLITE_*` variable that sets it too; nil when only the flag does.
+    let environment: String?
+    /// nil for a switch: `--flag` alone means `true` (`--flag=false` is allowed).
+    let valueName: String?
+    let help: String
+    let apply: @Sendable (inout Value, String) throws(OptionsError) -> Void
+
+    init(
+        flag: String, environment: String? = nil, valueName: String?, help: String,
+        apply: @escaping @Sendable (inout Value, String) throws(OptionsError) -> Void
+    ) {
+        self.flag = flag
+        self.environment = environment
+        self.valueName = valueName
+        self.help = help
+        self.apply = apply
+    }
+
+    /// The same option setting a part of a larger value (`receive` embeds every server option of `serve`).
+    func lifted<Outer>(_ part: any WritableKeyPath<Outer, Value> & Sendable, help: String? = nil) -> OptionSpec<Outer> {
+        let apply = self.apply
+        return OptionSpec<Outer>(
+            flag: flag, environment: environment, valueName: valueName, help: help ?? self.help
+        ) { outer, text throws(OptionsError) in try apply(&outer[keyPath: part], text) }
+    }
+
+    /// A switch's value: absent or `true`/`false`.
+    static func boolean(_ flag: String, _ text: String) throws(OptionsError) -> Bool {
+        guard let value = Bool(text) else { throw OptionsError("\(flag) takes no value (or true/false)") }
+        return value
+    }
+}
+
+/// A subcommand's command line, made from one table of `OptionSpec`s: the parser, the environment lookup
+/// and `--help` come from the same rows, so they can never disagree (swift-argument-parser's shape, without
+/// the package).
+struct OptionTable<Value>: Sendable {
+    /// The usage text above the options: the synopsis and what the command does.
+    let summary: String
+    let specs: [OptionSpec<Value>]
+    /// Text below the options (exit statuses, notes); empty for none.
+    var footer = ""
+
+    var usage: String {
+        var lines = [summary, "", "options:"]
+        for spec in specs {
+            let left = "  \(spec.flag)" + (spec.valueName.map { " \($0)" } ?? "")
+            let environment = spec.environment.map { " [$\($0)]" } ?? ""
+            lines.append(
+                left.padding(toLength: max(30, left.count + 2), withPad: " ", startingAt: 0) + spec.help + environment)
+        }
+        lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
+        if !footer.isEmpty { lines += ["", footer] }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Applies the environment first, then the arguments, which win. Arguments that are not options go to
+    /// `positional`; without it they are a usage error.
+    /// - Returns: false when `--help` was asked for (nothing else is checked then).
+    func parse(
+        _ arguments: [String], environment: [String: String], into value: inout Value,
+        positional: ((inout Value, String) throws(OptionsError) -> Void)? = nil
+    ) throws(OptionsError) -> Bool {
+        for spec in specs {
+            if let name = spec.environment, let text = environment[name] { try spec.apply(&value, text) }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "--help" || argument == "-h" { return false }
+            guard argument.hasPrefix("-") && argument.count > 1 else {
+                guard let positional else { throw OptionsError("unexpected argument '\(argument)'") }
+                try positional(&value, argument)
+                continue
+            }
+            var name = argument
+            var text: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                text = String(argument[argument.index(after: equals)...])
+            }
+            guard let spec = specs.first(where: { $0.flag == name }) else {
+                throw OptionsError("unknown option '\(argument)'")
+            }
+            if spec.valueName == nil {
+                try spec.apply(&value, text ?? "true")
+                continue
+            }
+            if text == nil {
+                guard index < arguments.count else { throw OptionsError("\(name) needs a value") }
+                text = arguments[index]
+                index += 1
+            }
+            try spec.apply(&value, text ?? "")
+        }
+        return true
+    }
+}
+
+/// A command-line mistake; printed on stderr, exit 64 (EX_USAGE).
+struct OptionsError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,97 @@
+import Testing
+
+@testable import CouchServer
+
+/// The one command-line parser every subcommand uses: flags with values (`--x v`, `--x=v`), switches,
+/// positional arguments, the environment under the arguments, and clear mistakes.
+@Suite struct OptionTableTests {
+    struct Settings: Sendable {
+        var name = "default"
+        var verbose = false
+        var tags: [String] = []
+        var rest: [String] = []
+        var inner = Inner()
+    }
+
+    struct Inner: Sendable {
+        var level = 0
+    }
+
+    static let innerSpec = OptionSpec<Inner>(flag: "--level", environment: "T_LEVEL", valueName: "N", help: "a level") {
+        inner, text throws(OptionsError) in
+        guard let level = Int(text) else { throw OptionsError("--level needs a number") }
+        inner.level = level
+    }
+
+    static let table = OptionTable<Settings>(
+        summary: "usage: t [options]",
+        specs: [
+            .init(flag: "--name", environment: "T_NAME", valueName: "NAME", help: "a name") { $0.name = $1 },
+            .init(flag: "--verbose", environment: "T_VERBOSE", valueName: nil, help: "chatty") {
+                s, v throws(OptionsError) in s.verbose = try OptionSpec<Settings>.boolean("--verbose", v)
+            },
+            .init(flag: "--tag", valueName: "TAG", help: "repeatable") { $0.tags.append($1) },
+            innerSpec.lifted(\Settings.inner),
+        ],
+        footer: "the end")
+
+    func parse(_ arguments: [String], _ environment: [String: String] = [:], positional: Bool = true)
+        throws(OptionsError) -> Settings?
+    {
+        var settings = Settings()
+        let done = try OptionTableTests.table.parse(
+            arguments, environment: environment, into: &settings, positional: positional ? { $0.rest.append($1) } : nil
+        )
+        return done ? settings : nil
+    }
+
+    @Test func valuesSwitchesAndPositionalsInAnyOrder() throws {
+        let s = try #require(try parse(["a", "--name", "x", "--verbose", "--tag=1", "b", "--tag", "2", "--level=7"]))
+        #expect(s.name == "x" && s.verbose && s.tags == ["1", "2"] && s.rest == ["a", "b"] && s.inner.level == 7)
+        #expect(try parse(["--verbose=false"])?.verbose == false)
+        // A lone "-" is an argument (standard input, by convention), not an option.
+        #expect(try parse(["-"])?.rest == ["-"])
+    }
+
+    @Test func argumentsWinOverTheEnvironment() throws {
+        let environment = ["T_NAME": "env", "T_VERBOSE": "true", "T_LEVEL": "3"]
+        let fromEnvironment = try #require(try parse([], environment))
+        #expect(fromEnvironment.name == "env" && fromEnvironment.verbose && fromEnvironment.inner.level == 3)
+        let fromArguments = try #require(try parse(["--name", "arg", "--level", "4"], environment))
+        #expect(fromArguments.name == "arg" && fromArguments.inner.level == 4 && fromArguments.verbose)
+    }
+
+    @Test func helpStopsParsingWhereverItIs() throws {
+        #expect(try parse(["--name", "x", "--help"]) == nil)
+        #expect(try parse(["-h", "--no-such-flag"]) == nil)
+        // As a flag's value it is just the value.
+        #expect(try parse(["--name", "--help"])?.name == "--help")
+    }
+
+    @Test func mistakesSayWhatIsWrong() {
+        func error(_ arguments: [String], _ environment: [String: String] = [:], positional: Bool = true) -> String {
+            do {
+                _ = try parse(arguments, environment, positional: positional)
+                return "no error"
+            } catch {
+                return error.description
+            }
+        }
+        #expect(error(["--nope"]) == "unknown option '--nope'")
+        #expect(error(["--name"]) == "--name needs a value")
+        #expect(error(["--verbose=maybe"]) == "--verbose takes no value (or true/false)")
+        #expect(error(["--level", "x"]) == "--level needs a number")
+        #expect(error([], ["T_LEVEL": "x"]) == "--level needs a number")
+        #expect(error(["stray"], positional: false) == "unexpected argument 'stray'")
+        #expect(error(["--name=x=y"]) == "no error")
+    }
+
+    @Test func usageListsEveryOptionWithItsVariable() {
+        let usage = OptionTableTests.table.usage
+        #expect(usage.hasPrefix("usage: t [options]\n\noptions:\n"))
+        #expect(usage.contains("  --name NAME") && usage.contains("a name [$T_NAME]"))
+        #expect(usage.contains("  --verbose ") && usage.contains("chatty [$T_VERBOSE]"))
+        #expect(usage.contains("repeatable\n") && usage.contains("a level [$T_LEVEL]"))
+        #expect(usage.hasSuffix("show this help\n\nthe end"))
+    }
+}
