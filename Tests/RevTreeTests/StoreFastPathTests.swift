@@ -206,7 +206,7 @@ import Testing
             }
             _ = try db.applyReplicated(writes)
             // However loaded the machine, each background pass gets to run before the next commit.
-            while db.checkpointer.isRunning { Thread.sleep(forTimeInterval: 0.001) }
+            while try db.withEngine({ $0.checkpointer.isRunning }) { Thread.sleep(forTimeInterval: 0.001) }
         }
         let size = (try FileManager.default.attributesOfItem(atPath: db.path + "-wal")[.size] as? NSNumber)?.intValue
         let bound = 3 * Checkpointer.walThresholdPages * 4096
