@@ -25,6 +25,10 @@ final class App: Sendable {
     /// its addresses and port.
     private let allowedHosts: Mutex<HostAllowList>
     let compactions = Compactions()
+    /// Request counters and times (`_node/_local/_stats`).
+    let metrics = ServerMetrics()
+    /// Bytes and connections of the network server (`ServerProcess` hands it to the HTTP engine).
+    let traffic = HTTPTraffic()
     /// The photo gallery's thumbnail cache (Gallery/).
     let gallery: GalleryState
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
@@ -59,6 +63,7 @@ final class App: Sendable {
     ) {
         let started = ContinuousClock.now
         let reply = Reply(writer: writer)
+        if trusted == nil { metrics.requestStarted(method: head.method) }
         // In-process connections (`trusted`) name no host of ours; every network request must.
         guard trusted != nil || allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
             // Before CORS and authentication: a rebound name gets nothing from this server.
@@ -84,10 +89,11 @@ final class App: Sendable {
             reply.error(couchError, headers: errorHeaders(couchError, head))
         }
         temporaryRequest?.end(status: reply.status)
-        // Formatting the line costs more than serving a small document: skip it unless it is logged.
-        guard log.level >= .info else { return }
         let elapsed = ContinuousClock.now - started
         let ms = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+        if trusted == nil { metrics.requestFinished(status: reply.status, milliseconds: ms) }
+        // Formatting the line costs more than serving a small document: skip it unless it is logged.
+        guard log.level >= .info else { return }
         log.info(
             "request",
             [
@@ -137,6 +143,7 @@ final class App: Sendable {
         if first == "_photos" { return try gallery(request, reply) }
         if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
             if first == "_scheduler" { return try scheduler(request, reply) }
+            if first == "_node" { return try node(request, reply) }
             guard segments.count == 1 else { throw CouchError.notFound("missing") }
             switch first {
             case "_up": return try up(request, reply)
@@ -145,6 +152,7 @@ final class App: Sendable {
             case "_session": return try sessionEndpoint(request, reply)
             case "_replicate": return try replicate(request, reply)
             case "_active_tasks": return try activeTasks(request, reply)
+            case "_membership": return try membership(request, reply)
             default: throw CouchError.notFound("missing")
             }
         }

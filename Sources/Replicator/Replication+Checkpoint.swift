@@ -44,8 +44,21 @@ extension Replication {
         return 0
     }
 
-    /// `_ensure_full_commit` on the target, then the checkpoint document on both ends.
+    /// `_ensure_full_commit` on the target, then the checkpoint document on both ends. Runs to its end even
+    /// once `stop()` was called (the point of stopping gently is this write).
     func checkpoint(_ seq: JSON) throws(ReplicationError) {
+        shared.withLock { $0.checkpointing = true }
+        defer { shared.withLock { $0.checkpointing = false } }
+        do {
+            try writeCheckpoint(seq)
+            update { $0.checkpointsWritten += 1 }
+        } catch {
+            update { $0.checkpointFailures += 1 }
+            throw error
+        }
+    }
+
+    private func writeCheckpoint(_ seq: JSON) throws(ReplicationError) {
         let commit = try call(target, target.request("POST", "/_ensure_full_commit", json: .object(JSONObject())))
         // A target without the endpoint (Couchbase Lite, PouchDB Server) commits every write anyway.
         if commit.status == 404 || commit.status == 405 || commit.status == 400 {

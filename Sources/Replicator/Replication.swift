@@ -29,6 +29,9 @@ public final class Replication: @unchecked Sendable {
         var stats = ReplicationStats()
         var updatedOn = Date()
         var cancelled = false
+        /// Set by `stop()`: requests fail until the final checkpoint, which `checkpointing` lets through.
+        var stopping = false
+        var checkpointing = false
         /// Documents written or refused since the last checkpoint (workers add to it).
         var docsSinceCheckpoint = 0
         var wroteAnything = false
@@ -43,6 +46,9 @@ public final class Replication: @unchecked Sendable {
     var lastCheckpoint = ContinuousClock.now
     var bulkGetEnabled: Bool
     var sessionStart = Date()
+    /// The sequence up to which every change has been written to the target (what a stop checkpoints),
+    /// once both checkpoints have been read.
+    var completedSeq: JSON?
 
     public init(source: Endpoint, target: Endpoint, options: ReplicationOptions) {
         self.source = source
@@ -65,12 +71,35 @@ public final class Replication: @unchecked Sendable {
     public var stats: ReplicationStats { shared.withLock { $0.stats } }
     public var updatedOn: Date { shared.withLock { $0.updatedOn } }
     var isCancelled: Bool { shared.withLock { $0.cancelled } }
+    var isStopping: Bool { shared.withLock { $0.stopping } }
 
     /// Stops the replication: requests in flight fail at once and `run()` throws `.cancelled`.
     public func cancel() {
         shared.withLock { $0.cancelled = true }
         source.client.cancel()
         target.client.cancel()
+    }
+
+    /// Stops the replication but keeps its progress (SIGTERM, Ctrl-C): requests in flight are interrupted,
+    /// the sequence up to which every change was written is checkpointed on both ends, then `run()` throws
+    /// `.cancelled`. A restart resumes from there. Changes of a batch cut short are simply checked again.
+    public func stop() {
+        let interrupt = shared.withLock { state -> Bool in
+            state.stopping = true
+            return !state.checkpointing
+        }
+        guard interrupt else { return }
+        source.client.interrupt()
+        target.client.interrupt()
+    }
+
+    /// Throws once `stop()` was called, except for the requests of a checkpoint (for which the clients'
+    /// interruption is lifted).
+    func checkStopping(_ endpoint: Endpoint) throws(ReplicationError) {
+        let (stopping, checkpointing) = shared.withLock { ($0.stopping, $0.checkpointing) }
+        guard stopping else { return }
+        guard checkpointing else { throw .cancelled }
+        endpoint.client.resume()
     }
 
     func update(_ change: (inout ReplicationStats) -> Void) {
@@ -87,8 +116,21 @@ public final class Replication: @unchecked Sendable {
             return try runSession()
         } catch {
             if isCancelled { throw .cancelled }
+            if isStopping {
+                checkpointBeforeStopping()
+                throw .cancelled
+            }
             throw error
         }
+    }
+
+    /// After `stop()`: records `completedSeq` unless the last checkpoint already did (best effort: a peer
+    /// that is gone costs the work since the previous checkpoint, as before).
+    private func checkpointBeforeStopping() {
+        guard let completedSeq, !isCancelled else { return }
+        let unrecorded = shared.withLock { $0.docsSinceCheckpoint > 0 || $0.wroteAnything }
+        guard unrecorded || completedSeq != stats.checkpointedSeq else { return }
+        try? checkpoint(completedSeq)
     }
 
     private func runSession() throws(ReplicationError) -> JSON {
@@ -97,6 +139,7 @@ public final class Replication: @unchecked Sendable {
         try prepareTarget()
         try readCheckpoints()
         var seq = options.sinceSeq ?? startSeq
+        completedSeq = seq
         update { $0.throughSeq = seq }
         update { $0.checkpointedSeq = seq }
         var caughtUp = false
@@ -108,6 +151,7 @@ public final class Replication: @unchecked Sendable {
                 try replicate(batch.rows)
             }
             if let last = batch.lastSeq { seq = last }
+            completedSeq = seq
             update {
                 $0.throughSeq = seq
                 $0.changesPending = batch.pending
@@ -177,12 +221,14 @@ public final class Replication: @unchecked Sendable {
     func call(_ endpoint: Endpoint, _ request: ClientRequest, authenticate: Bool = true) throws(ReplicationError)
         -> ClientResponse
     {
+        try checkStopping(endpoint)
         if authenticate { try startSession(endpoint) }
         var delay = options.retryDelay
         var attempt = 0
         var renewed = false
         while true {
             if isCancelled { throw .cancelled }
+            try checkStopping(endpoint)
             do {
                 let sent = authenticate ? authenticated(request, endpoint) : request
                 let response = try endpoint.client.send(sent)
@@ -201,6 +247,7 @@ public final class Replication: @unchecked Sendable {
                 response.discard()
             } catch {
                 if isCancelled { throw .cancelled }
+                try checkStopping(endpoint)
                 if !error.isTransient || attempt >= options.retries || !request.isRepeatable { throw error }
             }
             attempt += 1
@@ -214,6 +261,7 @@ public final class Replication: @unchecked Sendable {
         let end = ContinuousClock.now + duration
         while ContinuousClock.now < end {
             if isCancelled { throw .cancelled }
+            if shared.withLock({ $0.stopping && !$0.checkpointing }) { throw .cancelled }
             let left = end - ContinuousClock.now
             Thread.sleep(forTimeInterval: min(0.05, Double(left.milliseconds) / 1000))
         }

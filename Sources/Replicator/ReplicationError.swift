@@ -24,7 +24,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case insufficientStorage(String)
     /// Bad options (`_replicate` body, command line).
     case badRequest(String)
-    /// Stopped by `cancel`.
+    /// Stopped by `cancel`, or by `stop` once the checkpoint is written.
     case cancelled
 
     public var description: String {

@@ -57,6 +57,9 @@ public struct ReplicationStats: Sendable, Equatable {
     public var attachmentBytes = 0
     public var throughSeq: JSON = 0
     public var checkpointedSeq: JSON = 0
+    /// Checkpoints written on the target, and attempts that failed.
+    public var checkpointsWritten = 0
+    public var checkpointFailures = 0
 
     public init() {}
 }

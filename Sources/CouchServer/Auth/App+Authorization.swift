@@ -65,6 +65,12 @@ extension App {
             switch first {
             // The gallery checks each database it touches itself (Gallery/App+Gallery.swift).
             case "_up", "_uuids", "_session", "_photos": return
+            // chttpd_auth_request: the metrics endpoints name the read-only metrics user CouchDB also has.
+            case "_node" where segments.count >= 3 && ["_stats", "_system", "_prometheus"].contains(segments[2]):
+                guard user.isServerAdmin else {
+                    throw CouchError.unauthorized("You are not a server admin or read-only metrics user")
+                }
+                return
             default: return try requireServerAdmin(user)
             }
         } else if segments.count == 1 && (method == "PUT" || method == "DELETE") {

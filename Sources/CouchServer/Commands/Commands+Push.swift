@@ -117,7 +117,7 @@ extension Commands {
         options.checkpointDocs = 20
         options.checkpointInterval = .seconds(5)
         let replication = Replication(source: outbox.endpoint, target: target, options: options)
-        let signals = cancelOnInterrupt(replication)
+        let signals = stopOnInterrupt(replication)
         defer { withExtendedLifetime(signals) {} }
         let outcome = Mutex<Result<JSON, ReplicationError>?>(nil)
         let thread = Thread {

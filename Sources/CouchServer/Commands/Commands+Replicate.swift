@@ -2,6 +2,7 @@ import CouchWire
 import Dispatch
 import Foundation
 import Replicator
+import Synchronization
 
 extension Commands {
     /// What `couchlite replicate`'s command line sets.
@@ -107,7 +108,7 @@ extension Commands {
         printError(
             "replicating \(replication.source.display) -> \(replication.target.display) "
                 + "(checkpoint _local/\(replication.replicationID))")
-        let signals = cancelOnInterrupt(replication)
+        let signals = stopOnInterrupt(replication)
         defer { withExtendedLifetime(signals) {} }
         do {
             let result = try replication.run()
@@ -133,13 +134,19 @@ extension Commands {
         }
     }
 
-    /// SIGINT/SIGTERM cancel the replication (a continuous one ends this way).
-    static func cancelOnInterrupt(_ replication: Replication) -> [any DispatchSourceSignal] {
+    /// SIGINT/SIGTERM stop the replication after a checkpoint of what it wrote (a continuous one ends this way);
+    /// a second signal, or 10 s without the checkpoint done, cancels it outright.
+    static func stopOnInterrupt(_ replication: Replication) -> [any DispatchSourceSignal] {
         let queue = DispatchQueue(label: "couchlite.replicate.signals")
+        let received = SignalCount()
         return [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { replication.cancel() }
+            source.setEventHandler {
+                guard received.value.add(1, ordering: .relaxed).newValue == 1 else { return replication.cancel() }
+                replication.stop()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 10) { replication.cancel() }
+            }
             source.resume()
             return source
         }
@@ -148,4 +155,9 @@ extension Commands {
     static func printError(_ text: String) {
         FileHandle.standardError.write(Data("couchlite: \(text)\n".utf8))
     }
+}
+
+/// How many stop signals a command has received (the second one is impatient).
+private final class SignalCount: Sendable {
+    let value = Atomic<Int>(0)
 }

@@ -16,7 +16,7 @@ public enum Commands {
             printUsageError(String(describing: error), usage: Options.usage)
             return 64
         }
-        let log = Logger(label: "couchlite", level: options.logLevel)
+        let log = Logger(label: "couchlite", level: options.logLevel, format: options.logFormat)
         ServerProcess.prepareProcess()
         let process: ServerProcess
         do {

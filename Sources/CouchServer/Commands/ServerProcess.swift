@@ -44,6 +44,7 @@ final class ServerProcess: Sendable {
         configuration.crowdedIdleTimeout = .seconds(min(5, options.idleTimeoutSeconds))
         configuration.bodyTimeout = .seconds(options.bodyTimeoutSeconds)
         configuration.serverHeader = "couchlite/\(App.version)"
+        configuration.traffic = app.traffic
         let handlerApp = app
         server = HTTPServer(configuration: configuration) { head, body, writer in
             handlerApp.handle(head, body, writer)
@@ -61,15 +62,23 @@ final class ServerProcess: Sendable {
         return "http://\(host):\(port)/"
     }
 
-    /// Stops on SIGINT/SIGTERM (in-flight requests finish), then closes the store.
+    /// Stops on SIGINT/SIGTERM (replications checkpoint, in-flight requests finish), then closes the store.
     func runUntilSignalled(log: Logger) {
-        let sources = installSignalHandlers(server: server, log: log)
+        let sources = installSignalHandlers(self, log: log)
         server.waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         withExtendedLifetime(sources) {}
+    }
+
+    /// The order of a graceful stop: replications first, while the server and the local databases they
+    /// checkpoint into still answer (their `_replicate` requests then end too), then the HTTP server.
+    func shutdown() {
+        app.replicatorDatabase.withLock { $0 }?.stop()
+        app.replications.stopAll(within: .seconds(10))
+        server.shutdown(timeout: .seconds(10))
     }
 
     /// Tunes the process once, before any server starts.
@@ -82,7 +91,7 @@ final class ServerProcess: Sendable {
 }
 
 /// Stops the server on SIGINT/SIGTERM, handled on a Dispatch queue of its own.
-private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any DispatchSourceSignal] {
+private func installSignalHandlers(_ process: ServerProcess, log: Logger) -> [any DispatchSourceSignal] {
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     let queue = DispatchQueue(label: "couchlite.signals")
@@ -90,7 +99,7 @@ private func installSignalHandlers(server: HTTPServer, log: Logger) -> [any Disp
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
         source.setEventHandler {
             log.info("shutting down", ["signal": String(signalNumber)])
-            server.shutdown(timeout: .seconds(10))
+            process.shutdown()
         }
         source.resume()
         return source

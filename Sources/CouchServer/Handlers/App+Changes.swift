@@ -9,6 +9,11 @@ extension App {
         if request.method == "POST" { try requireJSONContent(request) }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(app: self, database: database, query: query, reply: reply)
+        // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
+        // in-process connections carry no client address).
+        let counted = query.feed != .normal && request.head.remoteAddress != nil
+        if counted { metrics.changesFeedOpened() }
+        defer { if counted { metrics.changesFeedClosed() } }
         try feed.run()
     }
 }

@@ -39,6 +39,7 @@ extension App {
             let result = try replication.run()
             try reply.json(200, result)
         } catch let error as ReplicationError {
+            if error != .cancelled { replications.noteCrash() }
             let (status, name) = App.replicationErrorStatus(error)
             var reason = error.description
             if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
@@ -78,7 +79,7 @@ extension App {
         let stats = replication.stats
         return .object(
             JSONObject([
-                ("type", "replication"), ("node", "couchlite@127.0.0.1"),
+                ("type", "replication"), ("node", .string(App.nodeName)),
                 ("replication_id", .string(replication.fullID)),
                 ("doc_id", job.docID.map(JSON.string) ?? .null),
                 ("database", job.docID == nil ? .null : "_replicator"),

@@ -52,7 +52,7 @@ extension App {
                         ]
                     ]
                 ),
-                ("node", "couchlite@127.0.0.1"),
+                ("node", .string(App.nodeName)),
                 ("start_time", .string(ISO8601DateFormatter().string(from: replication.startedOn))),
             ]))
     }
@@ -77,7 +77,7 @@ extension App {
             return .object(
                 JSONObject([
                     ("database", "_replicator"), ("doc_id", .string(id)), ("id", state.jobID.map(JSON.string) ?? .null),
-                    ("node", "couchlite@127.0.0.1"), ("source", state.source.map(JSON.string) ?? .null),
+                    ("node", .string(App.nodeName)), ("source", state.source.map(JSON.string) ?? .null),
                     ("target", state.target.map(JSON.string) ?? .null), ("state", .string(state.state)),
                     ("info", info), ("error_count", .int(state.errorCount)),
                     ("last_updated", .string(formatter.string(from: state.lastUpdated))),

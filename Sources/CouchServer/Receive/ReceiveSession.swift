@@ -31,7 +31,7 @@ final class ReceiveSession: Sendable {
 
     init(options: ReceiveOptions) {
         self.options = options
-        self.log = Logger(label: "couchlite", level: options.server.logLevel)
+        self.log = Logger(label: "couchlite", level: options.server.logLevel, format: options.server.logFormat)
     }
 
     /// Runs the session to its end. - Returns: the exit status.

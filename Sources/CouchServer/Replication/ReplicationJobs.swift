@@ -29,20 +29,69 @@ final class ReplicationJobs: Sendable {
     }
 
     private let jobs = Mutex<[String: Job]>([:])
+    /// Since start: jobs added, refused as duplicates, removed, and ended by an error (`couch_replicator`
+    /// stats); the counters of finished jobs, to which the running ones' are added when read.
+    private let history = Mutex(History())
+    /// Set by `stopAll`: jobs added later are stopped at once.
+    private let closing = Mutex(false)
+
+    struct History {
+        var adds = 0
+        var duplicateAdds = 0
+        var removes = 0
+        var crashes = 0
+        var finished = ReplicationStats()
+    }
+
+    /// What `_node/_local/_stats` reports under `couch_replicator`.
+    struct Totals {
+        var running = 0
+        var history = History()
+        /// Finished and running jobs' counters summed.
+        var stats = ReplicationStats()
+    }
 
     /// Registers a job under its full replication id.
     /// - Returns: false when a job with that id is already running (CouchDB answers it as the same job).
     func add(_ job: Job) -> Bool {
-        jobs.withLock { jobs in
+        let added = jobs.withLock { jobs in
             if let existing = jobs[job.replication.fullID], !existing.state.withLock({ $0.finished }) { return false }
             jobs[job.replication.fullID] = job
             return true
         }
+        history.withLock { history in
+            if added { history.adds += 1 } else { history.duplicateAdds += 1 }
+        }
+        if added && closing.withLock({ $0 }) { job.replication.stop() }
+        return added
     }
 
     func remove(_ job: Job) {
         jobs.withLock { jobs in
-            if jobs[job.replication.fullID] === job { jobs[job.replication.fullID] = nil }
+            guard jobs[job.replication.fullID] === job else { return }
+            jobs[job.replication.fullID] = nil
+            let stats = job.replication.stats
+            history.withLock {
+                $0.removes += 1
+                $0.finished.add(stats)
+            }
+        }
+    }
+
+    /// Counts a job that ended with an error (not a cancel).
+    func noteCrash() { history.withLock { $0.crashes += 1 } }
+
+    /// The `couch_replicator` figures: running jobs and everything since start.
+    var totals: Totals {
+        jobs.withLock { jobs in
+            var totals = Totals()
+            totals.history = history.withLock { $0 }
+            totals.stats = totals.history.finished
+            for job in jobs.values where !job.isFinished {
+                totals.running += 1
+                totals.stats.add(job.replication.stats)
+            }
+            return totals
         }
     }
 
@@ -73,6 +122,7 @@ final class ReplicationJobs: Sendable {
                     $0.error = error.description
                 }
             }
+            if case .failure(let error) = outcome, error != .cancelled { noteCrash() }
             remove(job)
             finished(outcome)
         }
@@ -83,5 +133,30 @@ final class ReplicationJobs: Sendable {
     /// Cancels every job (server shutdown).
     func cancelAll() {
         for job in all { job.replication.cancel() }
+    }
+
+    /// Server shutdown: asks every job to stop after checkpointing (`Replication.stop`), waits for them
+    /// until `deadline`, then cancels those still running. Jobs added meanwhile are stopped at once.
+    func stopAll(within timeout: Duration) {
+        closing.withLock { $0 = true }
+        for job in all { job.replication.stop() }
+        let deadline = ContinuousClock.now + timeout
+        while all.contains(where: { !$0.isFinished }) && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        cancelAll()
+    }
+}
+
+extension ReplicationStats {
+    /// Adds another job's counters (the sequences are not summed).
+    mutating func add(_ other: ReplicationStats) {
+        docsRead += other.docsRead
+        docsWritten += other.docsWritten
+        docWriteFailures += other.docWriteFailures
+        missingChecked += other.missingChecked
+        missingFound += other.missingFound
+        checkpointsWritten += other.checkpointsWritten
+        checkpointFailures += other.checkpointFailures
     }
 }

@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Synchronization
 
@@ -17,20 +18,64 @@ enum LogLevel: String, Comparable, Sendable {
     static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
 }
 
+/// How a line is written: `text` for people, `json` for collectors (`--log-format`).
+enum LogFormat: String, Sendable {
+    case text, json
+}
+
 /// A small structured logger writing one line per event to stderr (swift-log's shape: fixed
 /// messages, data in metadata keys).
+///
+/// As text: `2026-12-01T12:00:00.000Z [info] couchlite: request method=GET …`. As JSON, one object per
+/// line: `{"time","level","label","message"}` followed by the metadata keys, strings except `status`,
+/// `bytes`, `ms` and `port`, which are numbers (a key that would shadow one of the first four is prefixed
+/// with `meta_`). An access line is `"message":"request"` with `client`, `method`, `path`, `status`,
+/// `bytes` and `ms`.
 struct Logger: Sendable {
     let label: String
     let level: LogLevel
+    let format: LogFormat
     private static let lock = Mutex(())
+    private static let reserved: Set<String> = ["time", "level", "label", "message"]
+    /// Metadata written as JSON numbers (when they are numbers): an access line's status, bytes and time.
+    private static let numeric: Set<String> = ["status", "bytes", "ms", "port"]
+
+    init(label: String, level: LogLevel, format: LogFormat = .text) {
+        self.label = label
+        self.level = level
+        self.format = format
+    }
 
     func log(_ lineLevel: LogLevel, _ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
         guard lineLevel <= level else { return }
-        var line = "\(Logger.timestamp()) [\(lineLevel.rawValue)] \(label): \(message)"
-        for (key, value) in metadata { line += " \(key)=\(value)" }
-        line += "\n"
+        let line = Self.line(
+            format, time: Logger.timestamp(), level: lineLevel, label: label, message: message,
+            metadata: metadata.map { ($0.key, $0.value) })
         Logger.lock.withLock { _ in
             FileHandle.standardError.write(Data(line.utf8))
+        }
+    }
+
+    /// One log line, newline included.
+    static func line(
+        _ format: LogFormat, time: String, level: LogLevel, label: String, message: String,
+        metadata: [(String, String)]
+    ) -> String {
+        switch format {
+        case .text:
+            var line = "\(time) [\(level.rawValue)] \(label): \(message)"
+            for (key, value) in metadata { line += " \(key)=\(value)" }
+            return line + "\n"
+        case .json:
+            var fields: [(String, JSON)] = [
+                ("time", .string(time)), ("level", .string(level.rawValue)), ("label", .string(label)),
+                ("message", .string(message)),
+            ]
+            for (key, value) in metadata {
+                let number = numeric.contains(key) ? JSONNumber(value).map(JSON.number) : nil
+                fields.append((reserved.contains(key) ? "meta_" + key : key, number ?? .string(value)))
+            }
+            return JSON.object(JSONObject(fields)).serializedString + "\n"
         }
     }
 
@@ -41,7 +86,7 @@ struct Logger: Sendable {
     func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.info, message, metadata) }
     func debug(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.debug, message, metadata) }
 
-    private static func timestamp() -> String {
+    static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var tm = tm()

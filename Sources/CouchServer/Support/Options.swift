@@ -11,6 +11,8 @@ struct Options: Sendable {
     var dataDir = "./data"
     var admin: String?
     var logLevel = LogLevel.info
+    /// Plain text lines, or one JSON object per line for log collectors.
+    var logFormat = LogFormat.text
     var maxConnections = 4096
     /// Open connections one non-loopback client address may hold (0 = no limit).
     var maxConnectionsPerAddress = 256
@@ -83,6 +85,13 @@ struct Options: Sendable {
                 throw OptionsError("--log-level must be error, warning, info or debug")
             }
             o.logLevel = level
+        },
+        Spec(
+            flag: "--log-format", environment: "COUCHLITE_LOG_FORMAT", valueName: "FORMAT",
+            help: "text or json (one JSON object per line); default text"
+        ) { o, v throws(OptionsError) in
+            guard let format = LogFormat(rawValue: v) else { throw OptionsError("--log-format must be text or json") }
+            o.logFormat = format
         },
         Spec(
             flag: "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS", valueName: "N",

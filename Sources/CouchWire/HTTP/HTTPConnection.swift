@@ -40,7 +40,11 @@ final class HTTPConnection {
 
     /// Serves requests until the connection ends, then closes the socket.
     func run() {
-        defer { registry.removeAndClose(id, socket: socket) }
+        configuration.traffic?.connectionOpened()
+        defer {
+            configuration.traffic?.connectionClosed()
+            registry.removeAndClose(id, socket: socket)
+        }
         // Before the first request the header timeout runs from accept (not from the first byte), so silent
         // and trickling connections alike are dropped within one header timeout.
         var waitDeadline = HTTPDeadline.after(configuration.headerTimeout)

@@ -144,7 +144,7 @@ public final class HTTPServer: Sendable {
                 }
             }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            let socket = HTTPSocket(descriptor: client)
+            let socket = HTTPSocket(descriptor: client, traffic: configuration.traffic)
             let address = HTTPServer.numericHost(&peer, peerLength)
             guard let id = registry.register(socket, address: address) else {
                 refuseOverCapacity(socket)

@@ -36,6 +36,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var minimumBodyRate: Int = 4096
     /// How long one response write may wait for the peer to make room before failing with `.timeout`.
     public var sendStallTimeout: Duration = .seconds(60)
+    /// Where the connections count their bytes and themselves (`_node/_local/_stats`); nil counts nothing.
+    public var traffic: HTTPTraffic?
 
     /// Creates a configuration; every parameter has the documented default.
     public init(

@@ -17,9 +17,12 @@ final class HTTPSocket {
     }
 
     let descriptor: Int32
+    /// Counts the bytes this socket moves (nil: not counted, as for in-process socket pairs).
+    private let traffic: HTTPTraffic?
 
-    init(descriptor: Int32) {
+    init(descriptor: Int32, traffic: HTTPTraffic? = nil) {
         self.descriptor = descriptor
+        self.traffic = traffic
         let flags = fcntl(descriptor, F_GETFL, 0)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
         var one: Int32 = 1
@@ -35,7 +38,10 @@ final class HTTPSocket {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .received(0) }
         while true {
             let count = recv(descriptor, base, buffer.count, 0)
-            if count > 0 { return .received(count) }
+            if count > 0 {
+                traffic?.didReceive(count)
+                return .received(count)
+            }
             if count == 0 { return .endOfStream }
             switch errno {
             case EINTR: continue
@@ -59,6 +65,7 @@ final class HTTPSocket {
             let sent = sendFlags(base + offset, bytes.count - offset)
             if sent >= 0 {
                 offset += sent
+                traffic?.didSend(sent)
                 continue
             }
             switch errno {

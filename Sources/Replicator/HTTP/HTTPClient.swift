@@ -26,6 +26,8 @@ public final class HTTPClient: Sendable {
         var idle: [ClientConnection] = []
         var active: [ObjectIdentifier: ClientSocket] = [:]
         var cancelled = false
+        /// Set by `interrupt()`: new connections are shut at once until `resume()`.
+        var interrupted = false
     }
 
     public init(peer: Peer, maxIdleConnections: Int = 4, connectTimeout: Duration = .seconds(10)) {
@@ -62,6 +64,20 @@ public final class HTTPClient: Sendable {
             state.idle.removeAll()
         }
     }
+
+    /// Stops every request in flight and the ones that follow (their reads fail at once) until `resume()`:
+    /// a replication that stops uses it to leave a long-poll or a transfer, then resumes to checkpoint.
+    public func interrupt() {
+        state.withLock { state in
+            state.interrupted = true
+            for socket in state.active.values { socket.shutdown() }
+            for connection in state.idle { connection.close() }
+            state.idle.removeAll()
+        }
+    }
+
+    /// Ends an `interrupt()`: requests work again.
+    public func resume() { state.withLock { $0.interrupted = false } }
 
     /// Sends a request and reads the response head; the body is read from the returned response.
     /// A pooled connection the peer has closed meanwhile is replaced transparently (once).
@@ -125,6 +141,7 @@ public final class HTTPClient: Sendable {
     private func checkOut() throws(ReplicationError) -> (ClientConnection, reused: Bool) {
         let pooled: ClientConnection?? = state.withLock { state in
             if state.cancelled { return .some(nil) }
+            if state.interrupted { return nil }
             while let connection = state.idle.popLast() {
                 if connection.socket.isPeerClosed() || connection.hasBufferedBytes {
                     connection.close()
@@ -158,7 +175,7 @@ public final class HTTPClient: Sendable {
     private func track(_ connection: ClientConnection) {
         let cancelled = state.withLock { state in
             state.active[ObjectIdentifier(connection)] = connection.socket
-            return state.cancelled
+            return state.cancelled || state.interrupted
         }
         if cancelled { connection.socket.shutdown() }
     }
@@ -167,7 +184,7 @@ public final class HTTPClient: Sendable {
     func release(_ connection: ClientConnection) {
         let keep = state.withLock { state in
             state.active[ObjectIdentifier(connection)] = nil
-            guard !state.cancelled, state.idle.count < maxIdle else { return false }
+            guard !state.cancelled, !state.interrupted, state.idle.count < maxIdle else { return false }
             state.idle.append(connection)
             return true
         }

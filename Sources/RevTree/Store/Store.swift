@@ -81,6 +81,9 @@ public final class Store: Sendable {
         return database
     }
 
+    /// How many databases are open now (`open_databases` in `_node/_local/_stats`).
+    public var openDatabaseCount: Int { open.withLock { $0.count } }
+
     /// Deletes a database and its files; open handles stop working (`.dbNotFound`).
     public func delete(_ name: String) throws(StoreError) {
         let path = self.path(of: name)

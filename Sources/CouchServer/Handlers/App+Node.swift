@@ -1,0 +1,171 @@
+import CouchWire
+import Foundation
+import Replicator
+import RevTree
+import Synchronization
+
+/// `/_membership` and `/_node/{node}/…`: the one node couchlite is, its statistics (`_stats`,
+/// `_prometheus`) and its system figures (`_system`), for server admins (App+Authorization.swift).
+extension App {
+    /// The node name `_membership`, `_active_tasks` and `_scheduler` give (a single-node CouchDB's shape).
+    static let nodeName = "couchlite@127.0.0.1"
+    /// Names `_node/{node}` answers to: CouchDB's alias for the node serving the request, the name an
+    /// Erlang node has when it is not distributed, and `nodeName`.
+    static let nodeAliases: Set<String> = ["_local", "nonode@nohost", nodeName]
+
+    /// CouchDB answers these to HEAD as to GET but names only GET in its 405.
+    private static func requireGET(_ request: Request) throws(CouchError) {
+        guard request.method == "GET" || request.method == "HEAD" else { throw .methodNotAllowed("GET") }
+    }
+
+    func membership(_ request: Request, _ reply: Reply) throws {
+        try App.requireGET(request)
+        try reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
+    }
+
+    func node(_ request: Request, _ reply: Reply) throws {
+        let segments = request.segments
+        guard segments.count >= 2 else { throw CouchError.badRequest("Incomplete path to _node request") }
+        guard App.nodeAliases.contains(segments[1]) else { throw CouchError.notFound("no such node: \(segments[1])") }
+        if segments.count == 2 {
+            // CouchDB names the node for `_local`; a node named outright answers its own `/` (the request is
+            // handed to that node's local HTTP layer).
+            guard segments[1] == "_local" else { return try serverRoot(request, reply) }
+            try App.requireGET(request)
+            return try reply.json(200, ["name": .string(App.nodeName)])
+        }
+        switch segments[2] {
+        case "_stats":
+            try App.requireGET(request)
+            try reply.json(200, MetricTree.extract(segments[3...], from: statsTree().json))
+        case "_prometheus" where segments.count == 3:
+            try App.requireGET(request)
+            var headers = HTTPHeaders()
+            headers.set("Content-Type", App.prometheusContentType)
+            try reply.bytes(200, Array(prometheusText().utf8), headers: headers)
+        case "_system" where segments.count == 3:
+            try App.requireGET(request)
+            try reply.json(200, systemJSON())
+        default:
+            throw CouchError.notFound("missing")
+        }
+    }
+
+    /// Everything `_stats` shows, read now.
+    func statsTree() -> MetricTree {
+        let jobs = replications.totals
+        let crashing = replicatorDatabase.withLock { $0 }?.states.filter { $0.1.state == "crashing" }.count ?? 0
+        let methods = ServerMetrics.methods.enumerated().map { index, method in
+            (method, MetricTree.counter(metrics.methodCounts[index], "number of HTTP \(method) requests"))
+        }
+        let codes = ServerMetrics.statusCodes.enumerated().map { index, code in
+            (String(code.code), MetricTree.counter(metrics.statusCounts[index], code.desc))
+        }
+        let second = ServerMetrics.monotonicSecond()
+        return .group([
+            (
+                "couchdb",
+                .group([
+                    ("httpd_status_codes", .group(codes)),
+                    ("httpd_request_methods", .group(methods)),
+                    (
+                        "httpd",
+                        .group([
+                            ("requests", .counter(metrics.requests, "number of HTTP requests")),
+                            (
+                                "clients_requesting_changes",
+                                .counter(metrics.clientsRequestingChanges, "number of clients for continuous _changes")
+                            ),
+                            (
+                                "connections",
+                                .counter(traffic.connectionsAccepted, "number of HTTP connections accepted")
+                            ),
+                            ("open_connections", .gauge(traffic.openConnections, "number of open HTTP connections")),
+                            (
+                                "bytes_received",
+                                .counter(traffic.bytesReceived, "number of bytes read from HTTP clients")
+                            ),
+                            ("bytes_sent", .counter(traffic.bytesSent, "number of bytes sent to HTTP clients")),
+                        ])
+                    ),
+                    ("open_databases", .counter(store.openDatabaseCount, "number of open databases")),
+                    (
+                        "open_os_files",
+                        .counter(SystemFigures.read().openFiles, "number of file descriptors couchlite has open")
+                    ),
+                    (
+                        "request_time",
+                        .histogram(
+                            metrics.requestTime.summary(second: second),
+                            "length of a request inside couchlite, in milliseconds, over the last 10 seconds")
+                    ),
+                ])
+            ),
+            (
+                "couch_replicator",
+                .group([
+                    (
+                        "jobs",
+                        .group([
+                            ("running", .gauge(jobs.running, "replicator scheduler running jobs")),
+                            ("pending", .gauge(0, "replicator scheduler pending jobs")),
+                            ("crashed", .gauge(crashing, "replicator scheduler crashed jobs")),
+                            ("total", .gauge(jobs.running, "total number of replicator scheduler jobs")),
+                            ("adds", .counter(jobs.history.adds, "number of jobs added to replicator scheduler")),
+                            (
+                                "duplicate_adds",
+                                .counter(
+                                    jobs.history.duplicateAdds, "number of duplicate jobs added to replicator scheduler"
+                                )
+                            ),
+                            ("starts", .counter(jobs.history.adds, "number of jobs started by replicator scheduler")),
+                            (
+                                "removes",
+                                .counter(jobs.history.removes, "number of jobs removed from replicator scheduler")
+                            ),
+                            (
+                                "crashes",
+                                .counter(jobs.history.crashes, "number of job crashed noticed by replicator scheduler")
+                            ),
+                        ])
+                    ),
+                    (
+                        "checkpoints",
+                        .group([
+                            (
+                                "success",
+                                .counter(jobs.stats.checkpointsWritten, "number of checkpoints successfully saves")
+                            ),
+                            ("failure", .counter(jobs.stats.checkpointFailures, "number of failed checkpoint saves")),
+                        ])
+                    ),
+                    ("docs_read", .counter(jobs.stats.docsRead, "number of documents read by replications")),
+                    ("docs_written", .counter(jobs.stats.docsWritten, "number of documents written by replications")),
+                    (
+                        "doc_write_failures",
+                        .counter(jobs.stats.docWriteFailures, "number of documents replications failed to write")
+                    ),
+                ])
+            ),
+        ])
+    }
+
+    /// `_system`: CouchDB's field names where couchlite has the figure, and the process's memory.
+    func systemJSON() -> JSON {
+        let figures = SystemFigures.read()
+        return .object(
+            JSONObject([
+                ("uptime", .int(metrics.uptimeSeconds)),
+                (
+                    "memory",
+                    [
+                        "rss": .int(figures.residentBytes), "rss_peak": .int(figures.peakResidentBytes),
+                        "virtual": .int(figures.virtualBytes),
+                    ]
+                ),
+                ("io_input", .int(traffic.bytesReceived)), ("io_output", .int(traffic.bytesSent)),
+                ("thread_count", .int(figures.threads)), ("open_os_files", .int(figures.openFiles)),
+                ("os_proc_count", 0), ("internal_replication_jobs", 0),
+            ]))
+    }
+}
