@@ -15,6 +15,8 @@ final class OpenDatabases: Sendable {
     let limit: Int
     let exempt: Set<String>
     private let open = Mutex<[ObjectIdentifier: Database]>([:])
+    /// Open `exempt` databases: counted in ``total`` only.
+    private let pinned = Mutex<Set<ObjectIdentifier>>([])
     private let clock = Atomic<UInt64>(0)
     private let trimming = Mutex(())
 
@@ -26,18 +28,25 @@ final class OpenDatabases: Sendable {
     /// How many counted databases are open now.
     var count: Int { open.withLock { $0.count } }
 
+    /// How many databases are open now, `exempt` ones included.
+    var total: Int { count + pinned.withLock { $0.count } }
+
     /// The next value of the use clock.
     func tick() -> UInt64 { clock.add(1, ordering: .relaxed).newValue }
 
     /// `database` opened its engine.
     func opened(_ database: Database) {
-        guard !exempt.contains(database.name) else { return }
-        open.withLock { $0[ObjectIdentifier(database)] = database }
+        if exempt.contains(database.name) {
+            _ = pinned.withLock { $0.insert(ObjectIdentifier(database)) }
+        } else {
+            open.withLock { $0[ObjectIdentifier(database)] = database }
+        }
     }
 
     /// `database` closed its engine.
     func closed(_ database: Database) {
         _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(database)) }
+        _ = pinned.withLock { $0.remove(ObjectIdentifier(database)) }
     }
 
     /// Closes idle databases, least recently used first, until at most `limit` are open or none is idle.

@@ -31,8 +31,12 @@ public final class Store: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
-    /// How many databases (other than the `alwaysOpen` ones) hold their files open now.
-    public var openDatabaseCount: Int { bound.count }
+    /// How many databases hold their files open now, the `alwaysOpen` ones included (`open_databases` in
+    /// `_node/_local/_stats`).
+    public var openDatabaseCount: Int { bound.total }
+
+    /// How many databases count against the bound now (open, not `alwaysOpen`).
+    public var boundedOpenDatabaseCount: Int { bound.count }
 
     /// The bound on idle open databases.
     public var maxOpenDatabases: Int { bound.limit }
@@ -80,9 +84,6 @@ public final class Store: Sendable {
         if opened { bound.trim() }
         return database
     }
-
-    /// How many databases are open now (`open_databases` in `_node/_local/_stats`).
-    public var openDatabaseCount: Int { open.withLock { $0.count } }
 
     /// Deletes a database and its files; open handles stop working (`.dbNotFound`).
     public func delete(_ name: String) throws(StoreError) {
