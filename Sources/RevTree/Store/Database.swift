@@ -134,7 +134,8 @@ public final class Database: Sendable {
     func closeIfIdle() -> Bool {
         usage.withLock { usage in
             guard usage.leases == 0, !usage.shutDown, let engine = usage.engine else { return false }
-            engine.close()
+            // Its -wal and -shm stay, so it can be opened again on a full disk.
+            engine.close(persistWAL: true)
             usage.engine = nil
             registry?.closed(self)
             return true
@@ -251,10 +252,11 @@ final class DatabaseEngine: Sendable {
     }
 
     /// Finishes queued writes, stops the threads and closes every connection.
-    func close() {
-        writer.close()
-        checkpointer.close()
-        readers.close()
+    /// - Parameter persistWAL: keep the WAL files (an idle database closed by the bound, not a deleted one).
+    func close(persistWAL: Bool = false) {
+        writer.close(persistWAL: persistWAL)
+        checkpointer.close(persistWAL: persistWAL)
+        readers.close(persistWAL: persistWAL)
     }
 }
 

@@ -38,12 +38,16 @@ final class SQLiteConnection: @unchecked Sendable {
             db,
             "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes); "
                 + "PRAGMA journal_size_limit = \(SQLiteConnection.walSizeLimitBytes)", nil, nil, nil)
-        // Persistent WAL: the last connection to close keeps the `-wal` (emptied, as a size limit is set) and the
-        // `-shm` file instead of deleting them. A database closed by the open-database bound can then be opened
-        // again on a full disk: creating the `-shm` anew needs free space (`SQLITE_IOERR_SHMSIZE`), so without
-        // this every read of it would fail until space is freed. The cost is the idle `-shm`, 32 KiB a database.
+    }
+
+    /// Makes this connection, if it is the file's last to close, keep the `-wal` (emptied, as a size limit is
+    /// set) and `-shm` files instead of deleting them (`SQLITE_FCNTL_PERSIST_WAL`). Used when the open-database
+    /// bound closes an idle database: creating the `-shm` anew needs free space (`SQLITE_IOERR_SHMSIZE` on a full
+    /// disk), so without it every read of that database would fail until space is freed. Not used for a deleted
+    /// database, whose files must go. Call it only while no other thread uses the connection.
+    func persistWAL() {
         var persist: Int32 = 1
-        sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+        sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
     }
 
     /// WAL bytes kept after a checkpoint restarts the log (`journal_size_limit`); a closing database empties it.
