@@ -38,6 +38,8 @@ final class App: Sendable {
     let queryServer: QueryServer
     /// Each database's validating design documents.
     let designFunctions = DesignFunctionCache()
+    /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
+    let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
@@ -131,6 +133,7 @@ final class App: Sendable {
             log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
         case .insufficientStorage:
             log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
+            onDiskFull.withLock { $0 }?()
         default:
             break
         }
@@ -178,6 +181,10 @@ final class App: Sendable {
             return
         }
         let database = try openDatabase(first)
+        // Held for the whole request (a feed, an attachment stream, a write): the bound on open databases
+        // never closes a database under its user.
+        let lease = try database.lease()
+        defer { lease.release() }
         let second = segments[1]
         switch second {
         case "_bulk_docs": return try bulkDocs(database, request, reply)

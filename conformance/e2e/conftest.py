@@ -51,11 +51,13 @@ def free_port() -> int:
 class Server:
     """One couchlite process on a fixed port and data dir; can be killed and restarted."""
 
-    def __init__(self, binary: str, name: str, root: str):
+    def __init__(self, binary: str, name: str, root: str, args: tuple[str, ...] = (),
+                 data_dir: str | None = None):
         self.binary = binary
         self.name = name
         self.port = free_port()
-        self.data_dir = os.path.join(root, name, "data")
+        self.args = list(args)
+        self.data_dir = data_dir or os.path.join(root, name, "data")
         self.log_path = os.path.join(root, name, "server.log")
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -73,7 +75,7 @@ class Server:
         log.flush()
         self.proc = subprocess.Popen(
             [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data_dir,
-             "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--log-level", "info"],
+             "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--log-level", "info", *self.args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         log.close()
         deadline = time.monotonic() + UP_TIMEOUT_S
@@ -117,14 +119,15 @@ class Server:
 
 @pytest.fixture
 def servers(request):
-    """`servers("a")` starts a couchlite server with a fresh data dir; all are stopped and
-    their dirs removed afterwards (logs are printed when the test failed)."""
+    """`servers("a")` starts a couchlite server with a fresh data dir (or `data_dir=`, with more
+    flags in `args=`); all are stopped and their dirs removed afterwards (logs are printed when
+    the test failed)."""
     binary = os.environ["COUCHLITE_BIN"]
     root = tempfile.mkdtemp(prefix="couchlite-e2e-")
     made: list[Server] = []
 
-    def start(name: str) -> Server:
-        server = Server(binary, name, root)
+    def start(name: str, args: tuple[str, ...] = (), data_dir: str | None = None) -> Server:
+        server = Server(binary, name, root, args, data_dir)
         made.append(server)
         server.start()
         return server

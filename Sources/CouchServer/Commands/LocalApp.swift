@@ -8,7 +8,7 @@ import RevTree
 enum LocalApp {
     static func open(dataDir: String, log: Logger) throws -> App {
         try DataDirectory.create(dataDir)
-        let store = try Store(directory: dataDir + "/databases")
+        let store = try Store(directory: dataDir + "/databases", alwaysOpen: App.systemDatabases)
         let uuid = try DataDirectory.serverUUID(dataDir)
         var options = Options()
         options.dataDir = dataDir

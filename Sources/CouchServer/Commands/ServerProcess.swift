@@ -36,7 +36,9 @@ final class ServerProcess: Sendable {
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.
         let tls = try Self.tlsContext(options)
-        let store = try Store(directory: options.dataDir + "/databases")
+        let store = try Store(
+            directory: options.dataDir + "/databases", maxOpenDatabases: options.maxDatabasesOpen,
+            alwaysOpen: App.systemDatabases)
         let uuid = try DataDirectory.serverUUID(options.dataDir)
         let (access, generated) = try AccessControl.setUp(options: options, store: store)
         generatedAdmin = generated

@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import Replicator
+import RevTree
 
 /// `POST /_replicate` and `GET /_active_tasks` (server admins only, as every `/_…` route not listed
 /// as public in App+Authorization.swift).
@@ -26,7 +27,8 @@ extension App {
         let job = ReplicationJobs.Job(replication, docID: nil)
         if parsed.options.continuous {
             if replications.add(job) {
-                replications.startInBackground(job) { [log] outcome in
+                replications.startInBackground(job, hold: { [self] in holdLocalDatabases(of: replication) }) {
+                    [log] outcome in
                     if case .failure(let error) = outcome, error != .cancelled {
                         log.error("continuous replication stopped", ["error": error.description])
                     }
@@ -38,6 +40,8 @@ extension App {
             throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
         }
         defer { replications.remove(job) }
+        let leases = holdLocalDatabases(of: replication)
+        defer { for lease in leases { lease.release() } }
         do {
             let result = try replication.run()
             try reply.json(200, result)

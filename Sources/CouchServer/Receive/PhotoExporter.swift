@@ -24,6 +24,7 @@ final class PhotoExporter: Sendable {
     private let folder: PhotoFolder
     private let log: Logger
     private let onExport: @Sendable (Totals, _ file: String, _ bytes: Int) -> Void
+    private let onDiskFull: @Sendable (_ full: Bool) -> Void
     private let shared = Mutex(Shared())
     private let finished = DispatchSemaphore(value: 0)
 
@@ -37,14 +38,23 @@ final class PhotoExporter: Sendable {
     /// How many times one document's export is tried before it is skipped (and counted as a failure).
     static let attemptsPerDocument = 5
 
+    /// How long the exporter waits before trying a photo again while the disk is full, in seconds.
+    static let diskFullRetrySeconds = 1.0
+
+    /// - Parameters:
+    ///   - onExport: told of each photo saved.
+    ///   - onDiskFull: told when saving stops on a full disk (`true`: the folder, or the data dir where the
+    ///     position is kept) and when it carries on (`false`).
     init(
         database: Database, blobs: BlobStore, folder: PhotoFolder, log: Logger,
+        onDiskFull: @escaping @Sendable (Bool) -> Void = { _ in },
         onExport: @escaping @Sendable (Totals, String, Int) -> Void
     ) {
         self.database = database
         self.blobs = blobs
         self.folder = folder
         self.log = log
+        self.onDiskFull = onDiskFull
         self.onExport = onExport
     }
 
@@ -61,8 +71,11 @@ final class PhotoExporter: Sendable {
         try folder.recover(state)
         let initial = seq
         shared.withLock { $0.exportedSeq = initial }
+        // Held while the exporter follows the database: the bound on open databases leaves it open.
+        let lease = try database.lease()
         let thread = Thread { [self] in
             run(state, from: initial)
+            lease.release()
             finished.signal()
         }
         thread.name = "couchlite.receive.export"
@@ -116,17 +129,40 @@ final class PhotoExporter: Sendable {
 
     private func exportWithRetries(_ row: ChangeRow, _ state: ExportState) {
         guard !row.id.hasPrefix("_design/") else { return }
-        for attempt in 1...PhotoExporter.attemptsPerDocument {
+        var attempt = 0
+        var full = false
+        defer { if full { onDiskFull(false) } }
+        while attempt < PhotoExporter.attemptsPerDocument {
             do {
                 try export(row, state)
                 return
+            } catch let error where PhotoExporter.isDiskFull(error) {
+                // Not the photo's fault: wait for space as long as it takes (a stop still ends the wait).
+                if !full {
+                    full = true
+                    log.warning(
+                        "disk full, waiting for free space", ["doc": row.id, "error": String(describing: error)])
+                    onDiskFull(true)
+                }
+                if shared.withLock({ $0.stopping }) {
+                    shared.withLock { $0.totals.failures += 1 }
+                    return
+                }
+                Thread.sleep(forTimeInterval: PhotoExporter.diskFullRetrySeconds)
             } catch {
+                attempt += 1
                 log.warning(
                     "export failed", ["doc": row.id, "attempt": String(attempt), "error": String(describing: error)])
                 if attempt < PhotoExporter.attemptsPerDocument { Thread.sleep(forTimeInterval: 0.5) }
             }
         }
         shared.withLock { $0.totals.failures += 1 }
+    }
+
+    /// A full export folder (`ExportError`) or data dir (the position and md5 records are `_local` documents).
+    static func isDiskFull(_ error: any Error) -> Bool {
+        if let error = error as? ExportError { return error.isDiskFull }
+        return StorageFailure.isDiskFull(error)
     }
 
     /// Exports the attachments of every live leaf of one document.

@@ -48,7 +48,12 @@ struct PhotoFolder {
         unlink(part)
         let fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw ExportError.io("open", part, errno) }
-        defer { close(fd) }
+        var renamed = false
+        defer {
+            close(fd)
+            // A failed write (a full disk) leaves no partial file behind.
+            if !renamed { unlink(part) }
+        }
         // A photo for its owner's other programs, whatever umask the server runs under (owner-only for its data).
         fchmod(fd, 0o644)
         let md5 = Digest(.md5)
@@ -77,6 +82,7 @@ struct PhotoFolder {
         guard fsync(fd) == 0 else { throw ExportError.io("fsync", part, errno) }
         let digest = md5.finalize().hexString
         guard rename(part, partPath(digest)) == 0 else { throw ExportError.io("rename", part, errno) }
+        renamed = true
         return (digest, length)
     }
 
@@ -128,6 +134,12 @@ struct PhotoFolder {
 enum ExportError: Error, CustomStringConvertible {
     case io(String, String, Int32)
     case unreadable(String)
+
+    /// Whether the folder's disk (or its quota) is full.
+    var isDiskFull: Bool {
+        if case .io(_, _, let code) = self { return code == ENOSPC || code == EDQUOT }
+        return false
+    }
 
     var description: String {
         switch self {

@@ -11,6 +11,8 @@ final class ReceiveProgress: Sendable {
     private struct State {
         var firstAt: ContinuousClock.Instant?
         var drawn = false
+        /// Where the disk is full, once said and until photos are saved again.
+        var fullIn: String?
     }
 
     init(handle: FileHandle) {
@@ -18,10 +20,38 @@ final class ReceiveProgress: Sendable {
         isTerminal = isatty(handle.fileDescriptor) == 1
     }
 
+    /// Saving (or receiving) stopped because the disk of `place` (the export folder, the data dir) is full; said
+    /// once until photos are saved again, so a sender retrying against 507 does not flood the output.
+    func diskFull(in place: String) {
+        state.withLock { state in
+            guard state.fullIn != place else { return }
+            state.fullIn = place
+            let line = "disk full: no space left in \(place); waiting for free space (nothing received is lost)"
+            if isTerminal {
+                write("\r\u{1B}[K" + line)
+                state.drawn = true
+            } else {
+                write(line + "\n")
+            }
+        }
+    }
+
+    /// The disk that was full has room again: saving carries on.
+    func spaceAvailable() {
+        state.withLock { state in
+            guard state.fullIn != nil else { return }
+            state.fullIn = nil
+            write(
+                (isTerminal ? "\r\u{1B}[K" : "") + "disk space available again, carrying on" + (isTerminal ? "" : "\n"))
+        }
+    }
+
     /// One photo saved.
     func saved(_ totals: PhotoExporter.Totals, file: String, bytes: Int) {
         let now = ContinuousClock.now
         state.withLock { state in
+            if state.fullIn != nil, !isTerminal { write("disk space available again, carrying on\n") }
+            state.fullIn = nil
             let first = state.firstAt ?? now
             state.firstAt = first
             if isTerminal {

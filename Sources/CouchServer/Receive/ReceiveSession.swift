@@ -63,8 +63,11 @@ final class ReceiveSession: Sendable {
                 })
             database = try ReceiveSession.openOrCreate(options.database, app)
             let folder = try PhotoFolder(path: options.out)
+            let out = options.out
+            app.onDiskFull.withLock { $0 = { progress.diskFull(in: "the data dir") } }
             exporter = PhotoExporter(
-                database: database, blobs: try app.blobRegistry.store(for: database.name), folder: folder, log: log
+                database: database, blobs: try app.blobRegistry.store(for: database.name), folder: folder, log: log,
+                onDiskFull: { full in full ? progress.diskFull(in: out) : progress.spaceAvailable() }
             ) { totals, file, bytes in
                 progress.saved(totals, file: file, bytes: bytes)
             }

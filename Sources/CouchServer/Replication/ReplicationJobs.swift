@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import Replicator
+import RevTree
 import Synchronization
 
 /// The replications this server runs: one-shot ones while their `_replicate` request waits, continuous
@@ -101,9 +102,15 @@ final class ReplicationJobs: Sendable {
     var all: [Job] { jobs.withLock { Array($0.values) } }
 
     /// Runs `job` on a thread of its own; `finished` is told the outcome (for `_replicator` documents).
-    func startInBackground(_ job: Job, finished: @escaping @Sendable (Result<JSON, ReplicationError>) -> Void) {
+    /// - Parameter hold: leases the job's local databases for as long as it runs (``App/holdLocalDatabases(of:)``).
+    func startInBackground(
+        _ job: Job, hold: @escaping @Sendable () -> [DatabaseLease] = { [] },
+        finished: @escaping @Sendable (Result<JSON, ReplicationError>) -> Void
+    ) {
         let thread = Thread { [self] in
+            let leases = hold()
             let outcome = Result { () throws(ReplicationError) in try job.replication.run() }
+            for lease in leases { lease.release() }
             job.state.withLock {
                 $0.finished = true
                 switch outcome {

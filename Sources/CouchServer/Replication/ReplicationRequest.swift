@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import Replicator
+import RevTree
 
 /// A `_replicate` body (or a `_replicator` document) turned into endpoints and options, as CouchDB
 /// reads it: `source`/`target` as a URL, `{"url","headers","auth"}`, or (couchlite only) the name of a
@@ -140,6 +141,15 @@ struct ReplicationRequest {
 }
 
 extension App {
+    /// Leases the databases of this server that `replication` reads or writes, so the bound on open databases
+    /// leaves them open while it runs (one not there yet, a target it will create, is not held).
+    func holdLocalDatabases(of replication: Replication) -> [DatabaseLease] {
+        [replication.source, replication.target].compactMap { endpoint in
+            guard case .local(let name, _) = endpoint.client.peer else { return nil }
+            return try? store.open(name).lease()
+        }
+    }
+
     /// A database of this server as a replication endpoint, served in-process as a server admin.
     func localEndpoint(_ name: String) -> Endpoint {
         let server = localServer

@@ -157,7 +157,8 @@ final class ReplicatorDatabase: Sendable {
             record(id, rev: rev, failed: "Replication `\(job.replication.fullID)` is already running")
             return
         }
-        app.replications.startInBackground(job) { [self] outcome in
+        app.replications.startInBackground(job, hold: { [app] in app.holdLocalDatabases(of: job.replication) }) {
+            [self] outcome in
             switch outcome {
             case .success(let body):
                 guard !job.replication.options.continuous else { return }

@@ -1,4 +1,5 @@
 import Foundation
+import RevTree
 
 /// Command-line and environment configuration of the server.
 ///
@@ -20,6 +21,8 @@ struct Options: Sendable {
     var maxConnections = 4096
     /// Open connections one non-loopback client address may hold (0 = no limit).
     var maxConnectionsPerAddress = 256
+    /// Databases kept open while idle (CouchDB's `max_dbs_open`); the least recently used close beyond it.
+    var maxDatabasesOpen = Store.defaultMaxOpenDatabases
     /// Seconds a kept-alive connection may stay idle (5 once the server is three quarters full).
     var idleTimeoutSeconds = 300
     /// Seconds a request body may take, plus one per 4 KiB received.
@@ -156,6 +159,13 @@ struct Options: Sendable {
                 throw OptionsError("--max-connections-per-address must be a non-negative integer")
             }
             o.maxConnectionsPerAddress = n
+        },
+        Spec(
+            flag: "--max-dbs-open", environment: "COUCHLITE_MAX_DBS_OPEN", valueName: "N",
+            help: "databases kept open while idle (least recently used close first), default 500"
+        ) { o, v throws(OptionsError) in
+            guard let n = Int(v), n > 0 else { throw OptionsError("--max-dbs-open must be a positive integer") }
+            o.maxDatabasesOpen = n
         },
         Spec(
             flag: "--idle-timeout", environment: "COUCHLITE_IDLE_TIMEOUT", valueName: "SECONDS",

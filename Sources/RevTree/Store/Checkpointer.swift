@@ -92,8 +92,9 @@ final class Checkpointer: Sendable {
     var isRunning: Bool { progress.state.withLock { $0.running } }
 
     /// Stops the thread after any queued or running checkpoint and closes its connection.
-    func close() {
+    func close(persistWAL: Bool = false) {
         worker.close()
+        if persistWAL { connection.persistWAL() }
         connection.close()
     }
 

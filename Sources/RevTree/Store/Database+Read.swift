@@ -5,7 +5,7 @@ extension Database {
     public func info() throws -> DatabaseInfo {
         let path = self.path
         let name = self.name
-        return try readers.read { connection in
+        return try read { connection in
             let meta = try Meta.load(connection)
             let pageSize = try connection.scalarInt("PRAGMA page_size") ?? 0
             let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
@@ -24,7 +24,7 @@ extension Database {
 
     /// A document's tree and winner; nil if it never existed (a deleted document is returned, `deleted` true).
     public func document(_ id: String) throws -> DocumentInfo? {
-        try readers.read { connection in try Database.documentInfo(id, connection) }
+        try read { connection in try Database.documentInfo(id, connection) }
     }
 
     static func documentInfo(_ id: String, _ connection: SQLiteConnection) throws -> DocumentInfo? {
@@ -43,7 +43,7 @@ extension Database {
     /// - Parameter rev: the revision; nil for the winner (returned even when deleted).
     /// - Returns: nil when the document or revision is not stored.
     public func revision(_ id: String, rev: RevID?) throws -> StoredRevision? {
-        try readers.read { connection in
+        try read { connection in
             guard let doc = try Database.loadDocument(id, connection),
                 let target = rev ?? doc.tree.winner?.rev
             else { return nil }
@@ -54,7 +54,7 @@ extension Database {
     /// The winning revision of each id (nil where the document is not stored), read with one connection:
     /// what a feed that looks at every document (a JavaScript filter) reads per page.
     public func winningRevisions(_ ids: [String]) throws -> [StoredRevision?] {
-        try readers.read { connection in
+        try read { connection in
             try ids.map { id in
                 guard let doc = try Database.loadDocument(id, connection), let winner = doc.tree.winner?.rev else {
                     return nil
@@ -66,7 +66,7 @@ extension Database {
 
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
-        try readers.read { connection in
+        try read { connection in
             guard let doc = try Database.loadDocument(id, connection) else { return [] }
             return try doc.tree.leaves.compactMap { try Database.storedRevision($0.rev, of: doc.stored, connection) }
         }
@@ -102,7 +102,7 @@ extension Database {
     public func revsDiff(_ request: [(id: String, revs: [RevID])]) throws
         -> [(id: String, missing: [RevID], possibleAncestors: [RevID])]
     {
-        try readers.read { connection in
+        try read { connection in
             // One row per document holds its whole tree: every requested rev is decided from it.
             var out = [(id: String, missing: [RevID], possibleAncestors: [RevID])]()
             for (id, revs) in request {
@@ -132,7 +132,7 @@ extension Database {
     private func changeRows(_ query: Query, bound: Int, limit: Int?, _ body: (ChangeRow) throws -> Bool) throws {
         let limit = limit.flatMap { $0 < 0 ? nil : $0 }
         if limit == 0 { return }
-        try readers.read { connection in
+        try read { connection in
             let rows = try connection.statement(query)
             defer { rows.rewind() }
             try rows.bind(1, bound)
@@ -153,7 +153,7 @@ extension Database {
     /// Live documents whose ids sort before `key` in the direction of iteration: `_all_docs`'s `offset`. One
     /// indexed count, no trees built.
     public func liveDocumentCount(before key: String, descending: Bool) throws -> Int {
-        try readers.read { connection in
+        try read { connection in
             let sql = "SELECT count(*) FROM documents WHERE deleted = 0 AND doc_id \(descending ? ">" : "<") ?"
             let rows = try connection.prepare(sql)
             defer { rows.reset() }
@@ -164,7 +164,7 @@ extension Database {
 
     /// Documents whose latest update is after `seq`: `_changes`'s `pending`. One indexed count.
     public func changeCount(since seq: Int) throws -> Int {
-        try readers.read { connection in
+        try read { connection in
             let rows = try connection.prepare("SELECT count(*) FROM documents WHERE seq > ?")
             defer { rows.reset() }
             try rows.bind([.int(seq)])
@@ -182,7 +182,7 @@ extension Database {
         startKey: String?, inclusiveStart: Bool = true, endKey: String?, inclusiveEnd: Bool, descending: Bool,
         skip: Int, limit: Int?, _ body: (DocumentInfo) throws -> Bool
     ) throws {
-        try readers.read { connection in
+        try read { connection in
             var sql = "SELECT seq, doc_id, tree FROM documents WHERE deleted = 0"
             var bindings = [SQLiteValue]()
             if let startKey {
@@ -219,7 +219,7 @@ extension Database {
 
     /// A `_local` document: its `N` and body.
     public func localDocument(_ id: String) throws -> (rev: Int, body: [UInt8])? {
-        try readers.read { connection in
+        try read { connection in
             let statement = try connection.statement(.localDocument)
             defer { statement.rewind() }
             try statement.bind(1, id)
@@ -230,6 +230,6 @@ extension Database {
 
     /// Blob keys referenced by any stored revision.
     public func referencedBlobKeys() throws -> Set<String> {
-        try readers.read { try Database.blobKeys($0) }
+        try read { try Database.blobKeys($0) }
     }
 }

@@ -10,7 +10,7 @@ extension Database {
     /// Up to `limit` documents changed after `since`, by seq, each with its winning revision, read in one
     /// transaction: a view update over 100,000 documents costs one read per page, not two per document.
     public func winnerChanges(since: Int, limit: Int) throws -> [WinnerChange] {
-        try readers.read { connection in
+        try read { connection in
             let rows = try connection.statement(.changesAscending)
             defer { rows.rewind() }
             try rows.bind(1, since)

@@ -57,7 +57,7 @@ extension Database {
         }
         let touchesDesign = writes.contains { $0.docID.utf8.starts(with: "_design/".utf8) }
         defer { if touchesDesign { designDocumentsChanged() } }
-        return try writer.perform { connection in
+        return try write { connection in
             var meta = try Meta.load(connection)
             var results = [WriteResult]()
             results.reserveCapacity(writes.count)
@@ -89,7 +89,7 @@ extension Database {
         guard body.count <= StoreLimits.maxDocumentBytes else { throw StoreError.documentTooLarge(id) }
         let newRev = (rev ?? 0) &+ 1
         guard newRev >= 1 else { throw StoreError.invalidRev }
-        return try writer.perform { connection in
+        return try write { connection in
             try connection.run(
                 "INSERT OR REPLACE INTO local_docs (doc_id, rev, body) VALUES (?, ?, ?)",
                 [.text(id), .int(newRev), .blob(body)])
@@ -100,7 +100,7 @@ extension Database {
     /// Deletes a `_local` document.
     /// - Returns: whether it existed.
     public func deleteLocal(_ id: String) throws -> Bool {
-        try writer.perform { connection in
+        try write { connection in
             try connection.run("DELETE FROM local_docs WHERE doc_id = ?", [.text(id)])
             return connection.changes > 0
         }
@@ -111,7 +111,7 @@ extension Database {
     /// - Returns: the blob keys still referenced; the blob store may delete every other blob.
     @discardableResult
     public func compact() throws -> Set<String> {
-        try writer.perform(checkpointAfter: true) { connection in
+        try write(checkpointAfter: true) { connection in
             try Database.dropAncestorBodies(connection)
             return try Database.blobKeys(connection)
         }

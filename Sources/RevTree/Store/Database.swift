@@ -7,22 +7,30 @@ import Synchronization
 /// Durability: every commit's WAL frames are synced to disk before its callers return, so a write survives
 /// `kill -9` and power loss (CouchDB acknowledges only durable writes). `WriteQueue` shares each commit among
 /// concurrent writers and each WAL sync among the commits made while the previous one was on its way to disk.
+///
+/// A `Database` is the name's one handle for the life of its `Store`; what it costs to keep open (SQLite
+/// connections, the writer, sync and checkpoint threads: a ``DatabaseEngine``) comes and goes under it. Every
+/// operation leases the engine, opening it again if the store's bound (``OpenDatabases``) closed it while idle,
+/// so a caller never notices; ``lease()`` keeps it open across operations (a feed, a stream, a replication).
 public final class Database: Sendable {
     /// The database name.
     public let name: String
     /// Path of the SQLite file.
     public let path: String
-    let writer: WriteQueue
     /// Page cache of the writer connection, in KiB (SQLite's default is 2,000): index pages of large databases stay
     /// cached between commits instead of being re-read.
     static let writerCacheKiB = 16 * 1024
-    let readers: ReaderPool
-    let checkpointer: Checkpointer
     private let published: PublishedState
     /// The uuid this database file was created with: a database deleted and created again under the same name
     /// has a new one, so state kept beside it (view indexes) can tell it is stale.
     public let uuid: String
     private let designWrites = Atomic<Int>(0)
+    /// The open engine and how many users hold it.
+    private let usage = Mutex(Usage())
+    /// The bound this database counts against; nil for one opened outside a `Store`'s bound.
+    private let registry: OpenDatabases?
+    /// When the engine was last leased, on the registry's clock (least recently used closes first).
+    let lastUse = Atomic<UInt64>(0)
 
     struct Published {
         var updateSeq: Int
@@ -37,44 +45,26 @@ public final class Database: Sendable {
         func withLock<T>(_ body: (inout Published) throws -> T) rethrows -> T { try mutex.withLock { try body(&$0) } }
     }
 
+    private struct Usage {
+        var engine: DatabaseEngine?
+        /// Operations and ``DatabaseLease``s running now; the engine is closed by the bound only at zero.
+        var leases = 0
+        /// Deleted, or its store closed: every later use is `.dbNotFound`.
+        var shutDown = false
+    }
+
     /// Opens (creating when `create`) the file at `path` and migrates it.
-    init(name: String, path: String, create: Bool) throws {
+    init(name: String, path: String, create: Bool, registry: OpenDatabases? = nil) throws {
         self.name = name
         self.path = path
-        let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
-        try connection.execute("PRAGMA journal_mode = WAL")
-        try connection.execute("PRAGMA synchronous = FULL")
-        // Savepoint and statement journals (one `SAVEPOINT` per group-commit job) live in memory instead of
-        // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
-        // never needed after a crash (the WAL is the durable record).
-        try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA cache_size = -\(Database.writerCacheKiB)")
-        try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
-        // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
-        try connection.execute("PRAGMA synchronous = NORMAL")
-        let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
-        guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
-        let initial = Published(updateSeq: statement.int(0), revsLimit: statement.int(1))
-        statement.reset()
-        let uuidStatement = try connection.prepare("SELECT uuid FROM db_meta WHERE id = 1")
-        uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
-        uuidStatement.reset()
-        self.checkpointer = try Checkpointer(path: path, writer: connection)
-        let published = PublishedState(initial)
+        self.registry = registry
+        let published = PublishedState(Published(updateSeq: 0, revsLimit: RevTreeLimits.defaultRevsLimit))
         self.published = published
-        self.readers = ReaderPool(path: path)
-        self.writer = WriteQueue(connection: connection, sync: WALFile(path: path + "-wal").sync) { connection in
-            guard let meta = try? Meta.load(connection) else { return nil }
-            return {
-                let waiters = published.withLock { state -> [DispatchSemaphore] in
-                    state.updateSeq = meta.updateSeq
-                    state.revsLimit = meta.revsLimit
-                    defer { state.waiters.removeAll() }
-                    return state.waiters
-                }
-                for waiter in waiters { waiter.signal() }
-            }
-        }
+        let engine = try DatabaseEngine(path: path, create: create, published: published)
+        uuid = engine.uuid
+        usage.withLock { $0.engine = engine }
+        lastUse.store(registry?.tick() ?? 0, ordering: .relaxed)
+        registry?.opened(self)
     }
 
     /// The latest committed update sequence.
@@ -89,6 +79,80 @@ public final class Database: Sendable {
 
     /// `_revs_limit`: how many revisions each branch keeps.
     public var revsLimit: Int { published.withLock { $0.revsLimit } }
+
+    /// Whether its engine is open now (a closed one reopens at the next use).
+    public var isOpen: Bool { usage.withLock { $0.engine != nil } }
+
+    /// Keeps the database open until the lease is released: the store's bound never closes a leased database.
+    /// - Throws: `.dbNotFound` once deleted; the engine's failure if it had to be opened again and could not.
+    public func lease() throws -> DatabaseLease {
+        _ = try acquire()
+        return DatabaseLease(self)
+    }
+
+    /// Runs `body` with the engine open, opening it again first if it was closed while idle.
+    func withEngine<T>(_ body: (DatabaseEngine) throws -> T) throws -> T {
+        let engine = try acquire()
+        defer { release() }
+        return try body(engine)
+    }
+
+    /// Runs `body` in a read transaction of a pooled reader.
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try withEngine { try $0.readers.read(body) }
+    }
+
+    /// Runs `body` in the writer's next group transaction (see ``WriteQueue/perform(checkpointAfter:_:)``).
+    func write<T: Sendable>(checkpointAfter: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T)
+        throws -> T
+    {
+        try withEngine { try $0.writer.perform(checkpointAfter: checkpointAfter, body) }
+    }
+
+    private func acquire() throws -> DatabaseEngine {
+        lastUse.store(registry?.tick() ?? 0, ordering: .relaxed)
+        let outcome = usage.withLock { usage -> Result<(DatabaseEngine, Bool), any Error> in
+            guard !usage.shutDown else { return .failure(StoreError.dbNotFound) }
+            if let engine = usage.engine {
+                usage.leases += 1
+                return .success((engine, false))
+            }
+            do {
+                let engine = try DatabaseEngine(path: path, create: false, published: published)
+                usage.engine = engine
+                usage.leases += 1
+                registry?.opened(self)
+                return .success((engine, true))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let (engine, reopened) = try outcome.get()
+        // Over the bound now: close the least recently used idle databases (never this one, it is leased).
+        if reopened { registry?.trim() }
+        return engine
+    }
+
+    /// Ends one lease; the last one lets the bound close the database if too many are open.
+    func release() {
+        let idle = usage.withLock { usage -> Bool in
+            usage.leases -= 1
+            return usage.leases == 0
+        }
+        if idle { registry?.trim() }
+    }
+
+    /// Closes the engine if nobody uses it (the bound's eviction). Returns whether it did.
+    func closeIfIdle() -> Bool {
+        usage.withLock { usage in
+            guard usage.leases == 0, !usage.shutDown, let engine = usage.engine else { return false }
+            // Its -wal and -shm stay, so it can be opened again on a full disk.
+            engine.close(persistWAL: true)
+            usage.engine = nil
+            registry?.closed(self)
+            return true
+        }
+    }
 
     /// Blocks until `updateSeq > seq` or `timeout` passes; returns the current `updateSeq`. Woken by commits, no
     /// polling. Call it off the cooperative thread pool.
@@ -115,18 +179,101 @@ public final class Database: Sendable {
         guard n >= 1, n <= RevTreeLimits.maxRevsLimit else {
             throw StoreError.badRequest("_revs_limit must be a positive integer")
         }
-        try writer.perform { try $0.run("UPDATE db_meta SET revs_limit = ? WHERE id = 1", [.int(n)]) }
+        try write { try $0.run("UPDATE db_meta SET revs_limit = ? WHERE id = 1", [.int(n)]) }
     }
 
-    /// Stops the writer (after finishing queued writes) and closes connections. Later calls throw `.dbNotFound`.
+    /// Stops the writer (after finishing queued writes) and closes connections, for good: the database was
+    /// deleted or its store closed. Later calls throw `.dbNotFound`; waiting feeds wake.
     func close() {
-        writer.close()
-        checkpointer.close()
-        readers.close()
+        usage.withLock { usage in
+            usage.shutDown = true
+            if let engine = usage.engine {
+                engine.close()
+                usage.engine = nil
+                registry?.closed(self)
+            }
+        }
         published.withLock { state in
             for waiter in state.waiters { waiter.signal() }
             state.waiters.removeAll()
         }
+    }
+}
+
+/// A hold on an open ``Database`` (``Database/lease()``): until ``release()`` the store's bound does not close
+/// it. Release it exactly when the use ends (`defer`); one never released is released when it is freed.
+public final class DatabaseLease: Sendable {
+    /// The database held open.
+    public let database: Database
+    private let released = Atomic<Bool>(false)
+
+    init(_ database: Database) { self.database = database }
+
+    deinit { release() }
+
+    /// Lets the database close again when idle; later calls do nothing.
+    public func release() {
+        guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        database.release()
+    }
+}
+
+/// What an open database holds: the writing connection with its writer and sync threads, the checkpoint thread
+/// and the reader pool. Made by ``Database`` when first used and again after the bound closed it.
+final class DatabaseEngine: Sendable {
+    let writer: WriteQueue
+    let readers: ReaderPool
+    let checkpointer: Checkpointer
+    /// The uuid the file was created with (`Database.uuid`).
+    let uuid: String
+
+    /// Opens (creating when `create`) the file at `path`, migrates it and publishes its committed state.
+    init(path: String, create: Bool, published: Database.PublishedState) throws {
+        let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("PRAGMA synchronous = FULL")
+        // Savepoint and statement journals (one `SAVEPOINT` per group-commit job) live in memory instead of
+        // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
+        // never needed after a crash (the WAL is the durable record).
+        try connection.execute("PRAGMA temp_store = MEMORY")
+        try connection.execute("PRAGMA cache_size = -\(Database.writerCacheKiB)")
+        try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
+        // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
+        guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
+        let updateSeq = statement.int(0)
+        let revsLimit = statement.int(1)
+        statement.reset()
+        let uuidStatement = try connection.prepare("SELECT uuid FROM db_meta WHERE id = 1")
+        uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
+        uuidStatement.reset()
+        published.withLock { state in
+            state.updateSeq = updateSeq
+            state.revsLimit = revsLimit
+        }
+        self.checkpointer = try Checkpointer(path: path, writer: connection)
+        self.readers = ReaderPool(path: path)
+        self.writer = WriteQueue(connection: connection, sync: WALFile(path: path + "-wal").sync) { connection in
+            guard let meta = try? Meta.load(connection) else { return nil }
+            return {
+                let waiters = published.withLock { state -> [DispatchSemaphore] in
+                    state.updateSeq = meta.updateSeq
+                    state.revsLimit = meta.revsLimit
+                    defer { state.waiters.removeAll() }
+                    return state.waiters
+                }
+                for waiter in waiters { waiter.signal() }
+            }
+        }
+    }
+
+    /// Finishes queued writes, stops the threads and closes every connection.
+    /// - Parameter persistWAL: keep the WAL files (an idle database closed by the bound, not a deleted one).
+    func close(persistWAL: Bool = false) {
+        writer.close(persistWAL: persistWAL)
+        checkpointer.close(persistWAL: persistWAL)
+        readers.close(persistWAL: persistWAL)
     }
 }
 

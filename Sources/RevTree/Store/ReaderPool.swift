@@ -49,13 +49,17 @@ final class ReaderPool: Sendable {
     }
 
     /// Closes the idle connections now; one lent out is closed when its read returns.
-    func close() {
+    /// - Parameter persistWAL: keep the WAL files (see ``SQLiteConnection/persistWAL()``).
+    func close(persistWAL: Bool = false) {
         let connections = idle.withLock { idle in
             idle.closed = true
             defer { idle.connections.removeAll() }
             return idle.connections
         }
-        for connection in connections { connection.close() }
+        for connection in connections {
+            if persistWAL { connection.persistWAL() }
+            connection.close()
+        }
     }
 
     private func open() throws -> SQLiteConnection {

@@ -35,10 +35,23 @@ final class SQLiteConnection: @unchecked Sendable {
         // Defaults for every connection; the writer and readers set their own cache sizes. No memory-mapped I/O:
         // mapped pages count in resident memory once per connection (see `ReaderPool.mmapBytes`).
         sqlite3_exec(
-            db, "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes)",
-            nil, nil, nil)
+            db,
+            "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes); "
+                + "PRAGMA journal_size_limit = \(SQLiteConnection.walSizeLimitBytes)", nil, nil, nil)
     }
 
+    /// Makes this connection, if it is the file's last to close, keep the `-wal` (emptied, as a size limit is
+    /// set) and `-shm` files instead of deleting them (`SQLITE_FCNTL_PERSIST_WAL`). Used when the open-database
+    /// bound closes an idle database: creating the `-shm` anew needs free space (`SQLITE_IOERR_SHMSIZE` on a full
+    /// disk), so without it every read of that database would fail until space is freed. Not used for a deleted
+    /// database, whose files must go. Call it only while no other thread uses the connection.
+    func persistWAL() {
+        var persist: Int32 = 1
+        sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+    }
+
+    /// WAL bytes kept after a checkpoint restarts the log (`journal_size_limit`); a closing database empties it.
+    static let walSizeLimitBytes = 16 << 20
     /// Page cache per connection, in KiB.
     static let cacheKiB = 2 * 1024
     /// Memory-mapped I/O window per connection, in bytes.

@@ -2,10 +2,16 @@ import Foundation
 import Synchronization
 
 /// A directory of databases, one SQLite file (`<encoded name>.couch`, plus `-wal`/`-shm`) each.
+///
+/// Each database used since the store opened keeps one ``Database`` handle here; at most `maxOpenDatabases` of
+/// them hold their files and threads open while idle (see ``OpenDatabases``), the others reopen on their next use.
 public final class Store: Sendable {
+    /// CouchDB's `max_dbs_open` default.
+    public static let defaultMaxOpenDatabases = 500
     /// The directory holding the database files.
     public let directory: String
     private let open = Mutex<[String: Database]>([:])
+    private let bound: OpenDatabases
     /// How many times each database name has been deleted, so a caller can tell that a failure came from
     /// a database deleted while it worked (see ``deletions(of:)``).
     private let deleted = Mutex<[String: Int]>([:])
@@ -14,10 +20,26 @@ public final class Store: Sendable {
     static let suffix = ".couch"
 
     /// Uses (and creates if needed) `directory`.
-    public init(directory: String) throws {
+    /// - Parameters:
+    ///   - maxOpenDatabases: how many databases stay open while idle (at least 1).
+    ///   - alwaysOpen: names never closed by that bound nor counted in it (CouchDB's system databases).
+    public init(
+        directory: String, maxOpenDatabases: Int = Store.defaultMaxOpenDatabases, alwaysOpen: Set<String> = []
+    ) throws {
         self.directory = directory
+        self.bound = OpenDatabases(limit: maxOpenDatabases, exempt: alwaysOpen)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
+
+    /// How many databases hold their files open now, the `alwaysOpen` ones included (`open_databases` in
+    /// `_node/_local/_stats`).
+    public var openDatabaseCount: Int { bound.total }
+
+    /// How many databases count against the bound now (open, not `alwaysOpen`).
+    public var boundedOpenDatabaseCount: Int { bound.count }
+
+    /// The bound on idle open databases.
+    public var maxOpenDatabases: Int { bound.limit }
 
     /// Creates a database.
     /// - Parameter prepare: Runs once the name is known to be free and before the database exists, so
@@ -26,11 +48,11 @@ public final class Store: Sendable {
     /// - Throws: `.fileExists` if it exists, `.internalError` if SQLite fails.
     public func create(_ name: String, prepare: () -> Void = {}) throws(StoreError) -> Database {
         let path = self.path(of: name)
-        return try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
+        let database = try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
             guard open[name] == nil, !FileManager.default.fileExists(atPath: path) else { throw .fileExists }
             prepare()
             do {
-                let database = try Database(name: name, path: path, create: true)
+                let database = try Database(name: name, path: path, create: true, registry: bound)
                 open[name] = database
                 return database
             } catch {
@@ -38,27 +60,30 @@ public final class Store: Sendable {
                 throw .internalError("\(error)")
             }
         }
+        // A new database may push the bound over: the least recently used idle ones close.
+        bound.trim()
+        return database
     }
 
-    /// Opens an existing database (handles are cached and shared).
+    /// Opens an existing database (handles are cached and shared; one closed by the bound reopens when used).
     /// - Throws: `.dbNotFound` if there is no such database.
     public func open(_ name: String) throws(StoreError) -> Database {
         let path = self.path(of: name)
-        return try open.withLock { (open: inout [String: Database]) throws(StoreError) -> Database in
-            if let database = open[name] { return database }
+        let (database, opened) = try open.withLock {
+            (open: inout [String: Database]) throws(StoreError) -> (Database, Bool) in
+            if let database = open[name] { return (database, false) }
             guard FileManager.default.fileExists(atPath: path) else { throw .dbNotFound }
             do {
-                let database = try Database(name: name, path: path, create: false)
+                let database = try Database(name: name, path: path, create: false, registry: bound)
                 open[name] = database
-                return database
+                return (database, true)
             } catch {
                 throw .internalError("\(error)")
             }
         }
+        if opened { bound.trim() }
+        return database
     }
-
-    /// How many databases are open now (`open_databases` in `_node/_local/_stats`).
-    public var openDatabaseCount: Int { open.withLock { $0.count } }
 
     /// Deletes a database and its files; open handles stop working (`.dbNotFound`).
     public func delete(_ name: String) throws(StoreError) {

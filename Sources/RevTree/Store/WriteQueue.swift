@@ -97,9 +97,11 @@ final class WriteQueue: Sendable {
     }
 
     /// Finishes queued jobs and their syncs, stops both threads and closes the connection.
-    func close() {
+    /// - Parameter persistWAL: keep the WAL files (see ``SQLiteConnection/persistWAL()``).
+    func close(persistWAL: Bool = false) {
         writer.close()
         syncer.close()
+        if persistWAL { connection.persistWAL() }
         connection.close()
     }
 

@@ -1,0 +1,177 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import RevTree
+
+/// The bound on open databases (`--max-dbs-open`): least recently used idle databases close, reopen unnoticed
+/// on their next use, and a leased one (a feed, a stream, a replication) is never closed under its user.
+@Suite struct OpenDatabasesTests {
+    private func put(_ db: Database, _ id: String) throws {
+        _ = try db.applyEdits([RevisionWrite(docID: id, path: [], body: body("{\"id\":\"\(id)\"}"))])[0].result.get()
+    }
+
+    @Test func closesTheLeastRecentlyUsedIdleDatabase() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 3)
+        defer { store.close() }
+        let a = try store.create("a")
+        let b = try store.create("b")
+        let c = try store.create("c")
+        #expect(store.openDatabaseCount == 3)
+        _ = try a.info()  // a is now more recent than b and c
+        _ = try store.create("d")
+        #expect(store.openDatabaseCount == 3)
+        #expect(!b.isOpen)
+        #expect(a.isOpen && c.isOpen)
+        _ = try store.create("e")
+        #expect(!c.isOpen)
+        #expect(a.isOpen)
+    }
+
+    @Test func aClosedDatabaseReopensWithEverythingItHad() throws {
+        let directory = temporaryDirectory()
+        let store = try Store(directory: directory, maxOpenDatabases: 2)
+        defer { store.close() }
+        let first = try store.create("first")
+        try put(first, "doc")
+        try first.setRevsLimit(7)
+        _ = try first.putLocal("_local/checkpoint", body: body("{\"seq\":1}"))
+        for index in 0..<5 { _ = try store.create("other\(index)") }
+        #expect(!first.isOpen)
+        #expect(try store.open("first") === first)
+        #expect(try first.document("doc") != nil)
+        #expect(first.updateSeq == 1)
+        #expect(first.revsLimit == 7)
+        #expect(try first.localDocument("_local/checkpoint") != nil)
+        try put(first, "again")
+        #expect(first.updateSeq == 2)
+        #expect(first.isOpen)
+        #expect(store.openDatabaseCount <= 2)
+    }
+
+    @Test func aLeasedDatabaseStaysOpenWhileHundredsOfOthersAreTouched() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 5)
+        defer { store.close() }
+        let feed = try store.create("feed")
+        let lease = try feed.lease()
+        defer { lease.release() }
+        for index in 0..<200 {
+            let db = try store.create("db\(index)")
+            try put(db, "x")
+            #expect(feed.isOpen)
+            #expect(store.openDatabaseCount <= 5)
+        }
+        // The feed still works on the same engine, and a commit still wakes it.
+        let woke = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            woke.store(feed.waitForChange(after: 0, timeout: .seconds(10)), ordering: .sequentiallyConsistent)
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.05)
+        try put(feed, "change")
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(woke.load(ordering: .sequentiallyConsistent) == 1)
+    }
+
+    @Test func theBoundIsExceededOnlyWhileEveryOpenDatabaseIsInUse() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 2)
+        defer { store.close() }
+        var leases: [DatabaseLease] = []
+        for index in 0..<6 {
+            // No request fails for the bound: with every open database leased, one more opens.
+            leases.append(try store.create("held\(index)").lease())
+        }
+        #expect(store.openDatabaseCount == 6)
+        #expect(leases.allSatisfy { $0.database.isOpen })
+        for lease in leases { lease.release() }
+        #expect(store.openDatabaseCount == 2)
+        // Releasing twice is harmless: the count of users never goes below zero.
+        leases[0].release()
+        _ = try leases[0].database.info()
+        #expect(store.openDatabaseCount == 2)
+    }
+
+    @Test func aWaitingFeedWithoutALeaseSurvivesItsDatabaseClosingAndReopening() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 1)
+        defer { store.close() }
+        let watched = try store.create("watched")
+        let woke = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            woke.store(watched.waitForChange(after: 0, timeout: .seconds(10)), ordering: .sequentiallyConsistent)
+            done.signal()
+        }.start()
+        _ = try store.create("other")
+        #expect(!watched.isOpen)
+        try put(watched, "doc")  // reopens it; the commit wakes the waiter registered before the close
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(woke.load(ordering: .sequentiallyConsistent) == 1)
+    }
+
+    @Test func concurrentUseOfManyDatabasesLosesNothingAndEndsWithinTheBound() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 3)
+        defer { store.close() }
+        let names = (0..<12).map { "c\($0)" }
+        for name in names { _ = try store.create(name) }
+        let failures = Atomic<Int>(0)
+        let group = DispatchGroup()
+        let threads = 8
+        let perThread = 40
+        for thread in 0..<threads {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                for step in 0..<perThread {
+                    let name = names[(thread * 7 + step * 5) % names.count]
+                    do {
+                        let db = try store.open(name)
+                        if step % 3 == 0 {
+                            let lease = try db.lease()
+                            _ = try db.info()
+                            lease.release()
+                        }
+                        try put(db, "t\(thread)-s\(step)")
+                        _ = try db.document("t\(thread)-s\(step)")
+                    } catch {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+            }.start()
+        }
+        #expect(group.wait(timeout: .now() + 120) == .success)
+        #expect(failures.load(ordering: .relaxed) == 0)
+        var total = 0
+        for name in names { total += try store.open(name).info().docCount }
+        #expect(total == threads * perThread)
+        #expect(store.openDatabaseCount <= 3)
+    }
+
+    @Test func alwaysOpenDatabasesAreNeitherClosedNorCounted() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 1, alwaysOpen: ["_users"])
+        defer { store.close() }
+        let users = try store.create("_users")
+        _ = try store.create("a")
+        _ = try store.create("b")
+        #expect(users.isOpen)
+        #expect(store.boundedOpenDatabaseCount == 1)
+        #expect(store.openDatabaseCount == 2)  // what `_stats` reports: every open database
+    }
+
+    @Test func aDeletedDatabaseCannotBeLeasedAndItsHeldLeaseStopsWorking() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 2)
+        defer { store.close() }
+        let db = try store.create("gone")
+        let lease = try db.lease()
+        try store.delete("gone")
+        #expect(throws: StoreError.dbNotFound) { try db.info() }
+        #expect(throws: StoreError.dbNotFound) { try db.lease() }
+        lease.release()
+        #expect(store.openDatabaseCount == 0)
+        // A new database of the same name is a new handle, not the deleted one reopened.
+        let again = try store.create("gone")
+        #expect(again !== db)
+        #expect(try again.info().docCount == 0)
+    }
+}
