@@ -33,8 +33,7 @@ final class Authenticator: Sendable {
     /// Verifications running now, by credential cache key. Requests that bring the same credentials while one
     /// runs wait for its answer: when a cache entry expired under 2,000 busy connections (bench/soak.py), each
     /// request used to take a throttle turn and a PBKDF2 of its own, and the throttle, which counts attempts in
-    /// flight as failures, refused the right password with 401 (`ParallelLoginTests`). Only a success is shared:
-    /// after a failed verification each waiting request makes its own throttled attempt.
+    /// flight as failures, refused the right password with 401 (`ParallelLoginTests`).
     private let inFlight = Mutex<[String: LoginFlight]>([:])
 
     /// Someone who can log in.
@@ -148,10 +147,7 @@ final class Authenticator: Sendable {
             flights[key] = flight
             return (flight, true)
         }
-        // A follower whose leader failed takes its own throttled attempt, so every wrong guess is still counted.
-        guard leads else {
-            return flight.wait() ? account : attempt(account, name: name, password: password, client: client)
-        }
+        guard leads else { return flight.wait() ? account : nil }
         let result = attempt(account, name: name, password: password, client: client)
         inFlight.withLock { $0[key] = nil }
         flight.finish(succeeded: result != nil)
