@@ -30,11 +30,6 @@ final class Authenticator: Sendable {
     /// `couchlite receive`'s one-time accounts (held in `identities`), with their scope, expiry and activity.
     let temporary: TemporaryAccounts
     private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// Verifications running now, by credential cache key. Requests that bring the same credentials while one
-    /// runs wait for its answer: when a cache entry expired under 2,000 busy connections (bench/soak.py), each
-    /// request used to take a throttle turn and a PBKDF2 of its own, and the throttle, which counts attempts in
-    /// flight as failures, refused the right password with 401 (`ParallelLoginTests`).
-    private let inFlight = Mutex<[String: LoginFlight]>([:])
 
     /// Someone who can log in.
     struct Account: Sendable {
@@ -139,23 +134,6 @@ final class Authenticator: Sendable {
         // Credentials verified moments ago pass without a turn: only someone who knows the password
         // gets here, so a guesser sharing the real user's address never holds the user up.
         if let account, isCached(account, password) { return account }
-        guard let account else { return attempt(nil, name: name, password: password, client: client) }
-        let key = cacheKey(account, password)
-        let (flight, leads) = inFlight.withLock { flights in
-            if let running = flights[key] { return (running, false) }
-            let flight = LoginFlight()
-            flights[key] = flight
-            return (flight, true)
-        }
-        guard leads else { return flight.wait() ? account : nil }
-        let result = attempt(account, name: name, password: password, client: client)
-        inFlight.withLock { $0[key] = nil }
-        flight.finish(succeeded: result != nil)
-        return result
-    }
-
-    /// One throttled check of a name and password (see `login`).
-    private func attempt(_ account: Account?, name: ExactName, password: [UInt8], client: String?) -> Account? {
         let keys = LoginThrottle.keys(client: client, name: name)
         guard throttle.begin(keys) else { return nil }
         let succeeded = verify(account, password)
@@ -295,30 +273,5 @@ final class Authenticator: Sendable {
 extension Authenticator.Outcome {
     init(user: UserContext) {
         self.init(user: user, refreshedCookie: nil)
-    }
-}
-
-/// One verification of some credentials in progress; the requests bringing the same credentials meanwhile wait
-/// for its answer (`Authenticator.login`).
-final class LoginFlight: @unchecked Sendable {
-    // `succeeded` is guarded by `condition`.
-    private let condition = NSCondition()
-    private var succeeded: Bool?
-
-    /// Blocks until the verification is done; true when the credentials were right.
-    func wait() -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let succeeded { return succeeded }
-            condition.wait()
-        }
-    }
-
-    func finish(succeeded: Bool) {
-        condition.lock()
-        self.succeeded = succeeded
-        condition.broadcast()
-        condition.unlock()
     }
 }
