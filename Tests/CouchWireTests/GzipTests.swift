@@ -39,6 +39,20 @@ struct GzipTests {
         #expect(out == data && decoder.totalOut == data.count)
     }
 
+    /// The encoder keeps one step buffer across calls: calls whose output spans several steps (level 0 of
+    /// incompressible data), then tiny calls and `finish`, must still give exactly the data back.
+    @Test func encoderReusesItsStepBufferAcrossCallsOfAnySize() throws {
+        let data = Self.sample(200_000, seed: 7, compressible: false)
+        let encoder = GzipEncoder(level: 0)
+        var packed = encoder.encode(Array(data[0..<150_000]))
+        #expect(packed.count > 2 * 64 * 1024)  // several 64 KiB steps in one call
+        for start in stride(from: 150_000, to: data.count, by: 13) {
+            packed += encoder.encode(Array(data[start..<min(data.count, start + 13)]))
+        }
+        packed += encoder.finish()
+        #expect(try Gzip.decompress(packed, limit: data.count) == data)
+    }
+
     @Test func decodesRealGzipAttachmentFromReplicator() throws {
         // album's notes.txt goes over the wire gzip-encoded (`Content-Encoding: gzip`).
         let put = try #require(try Transcripts.multipartPuts().first { $0.path.hasPrefix("/photos/album?") })
