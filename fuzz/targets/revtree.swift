@@ -16,42 +16,47 @@ import RevTree
 func fuzzOne(_ bytes: [UInt8]) {
     var reader = Reader(bytes: bytes)
     let history = History(&reader)
-    var paths: [[RevID]] = []
+    var cuts: [Cut] = []
     let limit = 1 + Int(reader.next() % 6)
-    while !reader.atEnd && paths.count < 40 {
-        let leaf = history.revs[Int(reader.next()) % history.revs.count]
-        paths.append(history.path(to: leaf, length: 1 + Int(reader.next() % 12)))
+    while !reader.atEnd && cuts.count < 40 {
+        let leaf = Int(reader.next()) % history.revs.count
+        cuts.append(history.cut(to: leaf, length: 1 + Int(reader.next() % 12)))
     }
-    guard !paths.isEmpty else { return }
+    guard !cuts.isEmpty else { return }
 
+    // The reference sets are kept by position in the history (no hashing of revisions per merge).
     var tree = RevTree()
-    var ancestors = Set<RevID>()
-    var merged = Set<RevID>()
-    for path in paths {
+    var isAncestor = [Bool](repeating: false, count: history.revs.count)
+    var isMerged = isAncestor
+    for cut in cuts {
+        let path = cut.path
         let before = tree
-        let oldLeaves = leafSet(tree)
-        let result = mustMerge(&tree, path, history)
+        let oldLeaves = tree.nodes.filter(\.isLeaf).map(\.rev)
+        let result = mustMerge(&tree, cut)
         require(result.changed == (tree != before), "changed=\(result.changed) but tree \(tree != before)")
-        let newLeaves = leafSet(tree)
-        require(oldLeaves.subtracting(newLeaves).isSubset(of: Set(path.dropFirst())), "a leaf was lost")
+        for rev in oldLeaves where !tree.isLeaf(rev) {
+            require(path.dropFirst().contains(rev), "a leaf was lost: \(rev)")
+        }
         require(tree.contains(path[0]), "the merged leaf is missing")
         let once = tree
-        let again = mustMerge(&tree, path, history)
+        let again = mustMerge(&tree, cut)
         require(!again.changed && tree == once, "merging the same path twice changed the tree")
-        merged.formUnion(path)
-        ancestors.formUnion(path.dropFirst())
+        for index in cut.indices { isMerged[index] = true }
+        for index in cut.indices.dropFirst() { isAncestor[index] = true }
     }
+    let merged = Set(history.revs.indices.filter { isMerged[$0] }.map { history.revs[$0] })
+    let referenceLeaves = Set(history.revs.indices.filter { isMerged[$0] && !isAncestor[$0] }.map { history.revs[$0] })
     require(Set(tree.nodes.map(\.rev)) == merged, "merged revisions differ from the tree's")
-    require(Set(tree.leaves.map(\.rev)) == merged.subtracting(ancestors), "leaves differ from the reference")
+    require(Set(tree.leaves.map(\.rev)) == referenceLeaves, "leaves differ from the reference")
     let rows = tree.canonicalRows.map { (rev: $0.rev, parent: $0.parent, deleted: $0.deleted, hasBody: $0.hasBody) }
     require(RevTree(rows: rows) == tree, "rebuilt from rows differs")
 
     // One other order per execution, chosen by the input (see `inputChoice`): reversed, or rotated by the last byte.
-    let rotation = Int(bytes.last ?? 0) % paths.count
+    let rotation = Int(bytes.last ?? 0) % cuts.count
     let order =
-        inputChoice(bytes, among: 2) == 0 ? Array(paths.reversed()) : Array(paths[rotation...] + paths[..<rotation])
+        inputChoice(bytes, among: 2) == 0 ? Array(cuts.reversed()) : Array(cuts[rotation...] + cuts[..<rotation])
     var other = RevTree()
-    for path in order { _ = mustMerge(&other, path, history) }
+    for cut in order { _ = mustMerge(&other, cut) }
     require(other == tree, "merge order changed the tree:\n\(tree)\nvs\n\(other)")
     require(other.winner?.rev == tree.winner?.rev && other.conflicts == tree.conflicts, "winner depends on order")
 
@@ -75,22 +80,27 @@ func fuzzOne(_ bytes: [UInt8]) {
     }
     var resent = stemmed
     let leaves = Set(tree.leaves.map(\.rev))
-    for path in paths where leaves.contains(path[0]) {
-        _ = mustMerge(&resent, path, history)
+    for cut in cuts where leaves.contains(cut.path[0]) {
+        _ = mustMerge(&resent, cut)
         resent.stem(limit: limit)
     }
     require(resent == stemmed, "resending after stemming changed the tree:\n\(stemmed)\nvs\n\(resent)")
 }
 
-/// The leaves as a set, without `leaves`' winner sort (the final checks use `leaves` itself).
-func leafSet(_ tree: RevTree) -> Set<RevID> { Set(tree.nodes.lazy.filter(\.isLeaf).map(\.rev)) }
-
-func mustMerge(_ tree: inout RevTree, _ path: [RevID], _ history: History) -> RevTree.MergeResult {
+func mustMerge(_ tree: inout RevTree, _ cut: Cut) -> RevTree.MergeResult {
     do {
-        return try tree.merge(path: path, deleted: history.deleted[path[0]] ?? false)
+        return try tree.merge(path: cut.path, deleted: cut.deleted)
     } catch {
-        fail("valid path refused: \(error) \(path)")
+        fail("valid path refused: \(error) \(cut.path)")
     }
+}
+
+/// A replicated path cut from the history: its revisions (leaf first), their positions in the history, and
+/// whether the leaf is a deletion.
+struct Cut {
+    var path: [RevID]
+    var indices: [Int]
+    var deleted: Bool
 }
 
 struct Reader {
@@ -108,15 +118,16 @@ struct Reader {
 /// The "true" history the paths are cut from: every revision's real parent, so all paths agree with each other.
 struct History {
     var revs: [RevID] = []
-    var parent: [RevID: RevID] = [:]
-    var deleted: [RevID: Bool] = [:]
+    /// By position in `revs`: the parent's position (nil for a root) and the deletion flag.
+    var parent: [Int?] = []
+    var deleted: [Bool] = []
 
     init(_ reader: inout Reader) {
         let count = 1 + Int(reader.next() % 48)
         for index in 0..<count {
             let shape = reader.next()
-            let parentRev: RevID? = index == 0 || shape % 7 == 0 ? nil : revs[Int(shape) % index]
-            let pos = parentRev.map { $0.pos + 1 } ?? 1 + Int(shape >> 6)
+            let parentIndex: Int? = index == 0 || shape % 7 == 0 ? nil : Int(shape) % index
+            let pos = parentIndex.map { revs[$0].pos + 1 } ?? 1 + Int(shape >> 6)
             let kind = reader.next()
             let hash: String
             switch kind % 4 {
@@ -133,14 +144,15 @@ struct History {
             }
             let rev = RevID(pos: pos, hash: hash)
             revs.append(rev)
-            if let parentRev { parent[rev] = parentRev }
-            deleted[rev] = reader.next() & 1 == 1
+            parent.append(parentIndex)
+            deleted.append(reader.next() & 1 == 1)
         }
     }
 
-    func path(to leaf: RevID, length: Int) -> [RevID] {
-        var out = [leaf]
-        while out.count < length, let up = parent[out[out.count - 1]] { out.append(up) }
-        return out
+    /// The path from the revision at `leaf` up to `length` revisions long.
+    func cut(to leaf: Int, length: Int) -> Cut {
+        var indices = [leaf]
+        while indices.count < length, let up = parent[indices[indices.count - 1]] { indices.append(up) }
+        return Cut(path: indices.map { revs[$0] }, indices: indices, deleted: deleted[leaf])
     }
 }
