@@ -26,14 +26,16 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-malloc_context_size=0}"
 readonly OUT=.build/fuzz
 # Largest generated input per target, bytes: enough to pass every limit the code under test enforces, no more
 # (longer inputs only make each execution slower). http_request: the 8 KiB request-line limit; chunked: the
-# 4 KiB chunk-extension limit; multipart: the 16 KiB preamble and part-header limits; json and selector: more
-# than 512 levels of nesting; gzip: a bomb reaches the 256 KiB output limit from a few hundred bytes; base64 has
-# no length limit; revtree reads at most 226 bytes (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last.
+# 4 KiB chunk-extension limit; multipart: the 16 KiB preamble and part-header limits; json: JSON's only limit is
+# 512 levels of nesting (513 bytes), so 1 KiB; selector: the same plus documents to match; gzip: a bomb reaches
+# the 256 KiB output limit from a few hundred bytes; base64 has no length limit; revtree reads at most 226 bytes
+# (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last.
 max_len_of() {
   case "$1" in
     http_request | multipart) echo 16384 ;;
     chunked) echo 8192 ;;
-    json | selector | gzip | base64) echo 4096 ;;
+    selector | gzip | base64) echo 4096 ;;
+    json) echo 1024 ;;
     revtree) echo 256 ;;
     *) echo 16384 ;;
   esac
