@@ -45,7 +45,7 @@ struct GzipTests {
         let data = Self.sample(200_000, seed: 7, compressible: false)
         let encoder = GzipEncoder(level: 0)
         var packed = encoder.encode(Array(data[0..<150_000]))
-        #expect(packed.count > 2 * 64 * 1024)  // several 64 KiB steps in one call
+        #expect(packed.count >= 2 * 64 * 1024)  // two 64 KiB steps out of one call
         for start in stride(from: 150_000, to: data.count, by: 13) {
             packed += encoder.encode(Array(data[start..<min(data.count, start + 13)]))
         }
