@@ -5,6 +5,8 @@
 #   fuzz/run.sh --all SECONDS                          every target for SECONDS each, one after another (CI)
 #   fuzz/run.sh --build [TARGET...]                    build only (all targets by default)
 #   fuzz/run.sh --list                                 the target names
+#   fuzz/run.sh --found TARGET DIR...                  keep in fuzz/found/TARGET the inputs of DIRs (a long run's
+#                                                      corpus) that reach coverage the seeds and fuzz/found do not
 #
 # Targets are fuzz/targets/NAME.swift. The modules they test (CouchCrypto, CouchWire, and RevTree's pure Tree/
 # algorithms) are compiled once with `swiftc -sanitize=fuzzer,address` into .build/fuzz/ and reused until a
@@ -95,17 +97,37 @@ build_target() {
 run_target() {
   local name=$1 seconds=$2; shift 2
   mkdir -p "$OUT/corpus/$name" "$OUT/artifacts"
-  echo "fuzz: $name for ${seconds}s (seeds fuzz/corpus/$name)" >&2
+  # fuzz/found/NAME: inputs earlier long runs found, minimized against the seeds (fuzz/README.md), when there are any.
+  local found=()
+  [ -d "fuzz/found/$name" ] && found=("fuzz/found/$name")
+  echo "fuzz: $name for ${seconds}s (seeds fuzz/corpus/$name ${found[*]})" >&2
   "$OUT/bin/$name" -max_total_time="$seconds" -max_len="$(max_len_of "$name")" -timeout="$INPUT_TIMEOUT_S" \
-    -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$name-" "$@" "$OUT/corpus/$name" "fuzz/corpus/$name"
+    -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$name-" "$@" "$OUT/corpus/$name" "fuzz/corpus/$name" \
+    "${found[@]}"
 }
 
 case "${1:-}" in
   "" | -h | --help)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
   --list) targets ;;
+  --found)
+    name=${2:?"usage: fuzz/run.sh --found TARGET DIR..."}
+    shift 2
+    build_modules
+    build_target "$name"
+    # libFuzzer's merge keeps what is already in the first directory and adds the fewest inputs that reach the
+    # edges it does not (set cover; -use_counters=0: an edge counts, not how often it ran).
+    work="$(mktemp -d)"
+    cp "fuzz/corpus/$name"/* "$work"/
+    [ -d "fuzz/found/$name" ] && cp "fuzz/found/$name"/* "$work"/
+    "$OUT/bin/$name" -set_cover_merge=1 -use_counters=0 -max_len="$(max_len_of "$name")" -timeout="$INPUT_TIMEOUT_S" "$work" "$@" >&2
+    mkdir -p "fuzz/found/$name"
+    for f in "$work"/*; do [ -e "fuzz/corpus/$name/${f##*/}" ] || cp -n "$f" "fuzz/found/$name/"; done
+    rm -rf "$work"
+    echo "fuzz: fuzz/found/$name holds $(find "fuzz/found/$name" -type f | wc -l) inputs" >&2
+    ;;
   --build)
     shift
     build_modules
