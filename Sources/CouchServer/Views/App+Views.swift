@@ -74,8 +74,12 @@ extension App {
         for scan in scans where remaining > 0 {
             var cursor: ViewRow?
             while remaining > 0 {
+                // No more rows than the answer can still use (`limit=1` reads one row, not a page).
+                let size =
+                    remaining >= App.viewPageSize || skip >= App.viewPageSize
+                    ? App.viewPageSize : min(App.viewPageSize, remaining + skip)
                 var page: [ViewRow] = []
-                try index.file.rows(scan, after: cursor, limit: App.viewPageSize) { row in
+                try index.file.rows(scan, after: cursor, limit: size) { row in
                     page.append(row)
                     return true
                 }
@@ -88,7 +92,7 @@ extension App {
                     remaining -= 1
                     try output.row(try mapRow(row, query, database))
                 }
-                guard let last = page.last, page.count == App.viewPageSize else { break }
+                guard let last = page.last, page.count == size else { break }
                 cursor = last
             }
         }
