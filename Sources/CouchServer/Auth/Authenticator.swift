@@ -12,8 +12,8 @@ import Synchronization
 /// `couchlite receive`), then `org.couchdb.user:NAME` documents of `_users`. An earlier source
 /// always wins, so nothing written into `_users` can shadow an admin or a server-held identity.
 ///
-/// Verified Basic credentials are cached briefly, keyed by a hash of the name, the password and
-/// the stored hash, so a changed password never matches an old entry. Every
+/// Verified Basic credentials are cached (`CredentialCache`, kept while in use), keyed by a hash of the
+/// name, the password and the stored hash, so a changed password never matches an old entry. Every
 /// uncached check costs the same PBKDF2 work whether the name exists or not (no timing oracle), takes
 /// a `LoginThrottle` turn first, and a successful one re-derives a hash weaker than the server's own
 /// iterations (the transparent upgrade CouchDB 3.4 calls `upgrade_hash_on_auth`). Parallel checks of
@@ -30,7 +30,7 @@ final class Authenticator: Sendable {
     let throttle = LoginThrottle()
     /// `couchlite receive`'s one-time accounts (held in `identities`), with their scope, expiry and activity.
     let temporary: TemporaryAccounts
-    private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let verified = Mutex(CredentialCache())
     /// Verifications running now (see `login`).
     let flights = LoginFlights()
 
@@ -199,8 +199,7 @@ final class Authenticator: Sendable {
 
     private func isCached(_ account: Account, _ password: [UInt8]) -> Bool {
         let key = cacheKey(account, password)
-        guard let expiry = verified.withLock({ $0[key] }) else { return false }
-        return expiry > ContinuousClock.now
+        return verified.withLock { $0.contains(key, now: ContinuousClock.now) }
     }
 
     /// Verifies a password, spending at least the server's own PBKDF2 work: an unknown name, a
@@ -220,10 +219,7 @@ final class Authenticator: Sendable {
     }
 
     private func remember(_ cacheKey: String, now: ContinuousClock.Instant) {
-        verified.withLock { cache in
-            if cache.count >= AuthLimits.credentialCacheEntries { cache.removeAll() }
-            cache[cacheKey] = now + .seconds(AuthLimits.credentialCacheSeconds)
-        }
+        verified.withLock { $0.remember(cacheKey, now: now) }
     }
 
     /// Re-derives a stored hash weaker than the server's at the server's iterations, keeping its
