@@ -131,9 +131,7 @@ public struct Endpoint: Sendable {
 /// Percent-encoding of URL parts the replicator builds.
 public enum PathEncoding {
     /// One path segment: everything but unreserved characters is escaped (`/` → `%2F`).
-    public static func segment(_ text: String) -> String {
-        encode(text, keep: { false })
-    }
+    public static func segment(_ text: String) -> String { PercentEncoding.segment(text) }
 
     /// A document id in a path: `_design/x` keeps its slash, as CouchDB's replicator sends it.
     public static func docID(_ id: String) -> String {
@@ -143,23 +141,5 @@ public enum PathEncoding {
     }
 
     /// A query value.
-    public static func query(_ text: String) -> String { encode(text, keep: { false }) }
-
-    private static func encode(_ text: String, keep: () -> Bool) -> String {
-        var out = ""
-        let digits = Array("0123456789ABCDEF")
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out.append("%")
-                out.append(digits[Int(byte >> 4)])
-                out.append(digits[Int(byte & 0x0f)])
-            }
-        }
-        return out
-    }
+    public static func query(_ text: String) -> String { PercentEncoding.encode(text) }
 }

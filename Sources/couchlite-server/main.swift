@@ -26,6 +26,10 @@ case "receive": status = receive(Array(arguments.dropFirst()), environment)
 case "help": status = help()
 // Hidden: the JavaScript worker the server starts for design functions (QueryServer).
 case "query-server": status = QueryWorker.run(Array(arguments.dropFirst()))
+case let word? where !word.hasPrefix("-"):
+    // Not an option, so not `serve`'s: a mistyped command ("recieve") should not start a server.
+    FileHandle.standardError.write(Data("couchlite: unknown command '\(word)'\n\n\(usage)\n".utf8))
+    status = 64
 default: status = serve(arguments, environment)
 }
 exit(status)

@@ -152,4 +152,26 @@ import Testing
         #expect(written.mistakes == ["unknown option '--nope'|\(usage)", "t needs two arguments|\(usage)"])
         #expect(written.help.isEmpty)
     }
+
+    @Test func longHelpWrapsBetweenWordsAndLongFlagsGetTheirOwnLine() {
+        let words = Array(repeating: "word", count: 40).joined(separator: " ")
+        let rows = OptionTable<Settings>.row("  --short N", words + " [$T_VARIABLE]")
+        #expect(rows.count > 1 && rows.allSatisfy { $0.count <= OptionTable<Settings>.width })
+        #expect(rows[0].hasPrefix("  --short N   ") && rows[0].dropFirst(30).hasPrefix("word"))
+        #expect(rows.dropFirst().allSatisfy { $0.prefix(30).allSatisfy { $0 == " " } && $0.dropFirst(30).first != " " })
+        #expect(rows.last?.hasSuffix("[$T_VARIABLE]") == true)
+        // Nothing is lost or reordered: the words read back as given.
+        let text = rows.map { $0.dropFirst(30) }.joined(separator: " ")
+        #expect(text == words + " [$T_VARIABLE]")
+
+        let long = OptionTable<Settings>.row("  --a-very-long-option-name BOOL", "short help")
+        #expect(long == ["  --a-very-long-option-name BOOL", String(repeating: " ", count: 30) + "short help"])
+        // One word longer than the room left is kept whole on its own line rather than cut.
+        let huge = String(repeating: "x", count: 90)
+        #expect(
+            OptionTable<Settings>.row("  --x", "a " + huge) == [
+                "  --x" + String(repeating: " ", count: 25) + "a",
+                String(repeating: " ", count: 30) + huge,
+            ])
+    }
 }

@@ -11,18 +11,14 @@ folder unless it is named on the command line):
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from processes import Process, process_fixture  # noqa: E402 (after the path it is found on)
 
 UP_TIMEOUT_S = 20       # seconds to wait for GET /_up after a start
 STOP_TIMEOUT_S = 5      # seconds SIGTERM gets before SIGKILL at teardown
@@ -48,19 +44,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Server:
+class Server(Process):
     """One couchlite process on a fixed port and data dir; can be killed and restarted."""
+
+    stop_timeout_s = STOP_TIMEOUT_S
 
     def __init__(self, binary: str, name: str, root: str, args: tuple[str, ...] = (),
                  data_dir: str | None = None):
-        self.binary = binary
-        self.name = name
+        super().__init__(binary, root, name)
         self.port = free_port()
         self.args = list(args)
-        self.data_dir = data_dir or os.path.join(root, name, "data")
-        self.log_path = os.path.join(root, name, "server.log")
-        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        self.proc: subprocess.Popen | None = None
+        self.data_dir = data_dir or self.data_dir
         self.starts = 0
 
     @property
@@ -68,53 +62,12 @@ class Server:
         return f"http://{ADMIN[0]}:{ADMIN[1]}@127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        assert self.proc is None or self.proc.poll() is not None, f"{self.name} is already running"
         self.starts += 1
-        log = open(self.log_path, "ab")
-        log.write(f"\n--- start #{self.starts}\n".encode())
-        log.flush()
-        self.proc = subprocess.Popen(
-            [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data_dir,
-             "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--log-level", "info", *self.args],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.monotonic() + UP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"{self.name} exited with {self.proc.returncode} before answering "
-                            f"GET /_up\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_up", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except Exception:
-                pass
-            time.sleep(0.1)
-        pytest.fail(f"{self.name} did not answer GET /_up within {UP_TIMEOUT_S} s\n{self.log_tail()}")
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Send `sig` (SIGKILL by default: no shutdown code runs) and wait for the exit."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=STOP_TIMEOUT_S if sig != signal.SIGKILL else 30)
-
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                text = f.read().decode("utf-8", "replace")
-        except OSError:
-            return f"({self.name}: no log)"
-        return f"--- {self.name} log (tail)\n" + "\n".join(text.splitlines()[-lines:])
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n--- start #{self.starts}\n".encode())
+        self.spawn(["--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data_dir,
+                    "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--log-level", "info", *self.args], capture_stdout=False)
+        self.wait_for_up(self.port, UP_TIMEOUT_S)
 
 
 @pytest.fixture
@@ -123,23 +76,13 @@ def servers(request):
     flags in `args=`); all are stopped and their dirs removed afterwards (logs are printed when
     the test failed)."""
     binary = os.environ["COUCHLITE_BIN"]
-    root = tempfile.mkdtemp(prefix="couchlite-e2e-")
-    made: list[Server] = []
 
-    def start(name: str, args: tuple[str, ...] = (), data_dir: str | None = None) -> Server:
+    def start(root: str, index: int, name: str, args: tuple[str, ...] = (), data_dir: str | None = None) -> Server:
         server = Server(binary, name, root, args, data_dir)
-        made.append(server)
         server.start()
         return server
 
-    yield start
-    for server in made:
-        server.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        for server in made:
-            print(server.log_tail())
-    shutil.rmtree(root, ignore_errors=True)
+    yield from process_fixture(request, "couchlite-e2e-", start)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -9,51 +9,36 @@ import hashlib
 import json
 import os
 import random
-import select
 import signal
-import subprocess
 import time
 import urllib.parse
 
 import requests
 
-START_TIMEOUT_S = 20
+from processes import START_TIMEOUT_S, Process
+
 EXPORT_TIMEOUT_S = 30
 ADMIN = ("admin", "pass")
 
 
-class Receiver:
+class Receiver(Process):
     """One `couchlite receive` process; can be killed and started again on the same dirs."""
 
+    stop_signal = signal.SIGINT
+    stop_timeout_s = 30.0
+    log_name = "receive.log"
+
     def __init__(self, binary: str, root: str, *extra: str, name: str = "receiver"):
-        self.binary = binary
-        self.root = os.path.join(root, name)
-        self.data_dir = os.path.join(self.root, "data")
+        super().__init__(binary, root, name)
         self.out = os.path.join(self.root, "out dir with spaces")
-        self.log_path = os.path.join(self.root, "receive.log")
         self.extra = list(extra)
-        os.makedirs(self.root, exist_ok=True)
-        self.proc: subprocess.Popen | None = None
         self.info: dict = {}
 
     def start(self, *extra: str) -> dict:
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "receive", "--json", "--port", "0", "--data-dir", self.data_dir,
-             "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--out", self.out, *self.extra, *extra],
-            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-        log.close()
-        line = b""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            assert left > 0, f"receive printed no JSON line within {START_TIMEOUT_S} s\n{self.log_tail()}"
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                assert chunk, f"receive exited ({self.proc.poll()}) before its JSON line\n{self.log_tail()}"
-                line += chunk
-        self.info = json.loads(line.decode())
+        self.spawn(["receive", "--json", "--port", "0", "--data-dir", self.data_dir,
+                    "--admin", f"{ADMIN[0]}:{ADMIN[1]}", "--out", self.out, *self.extra, *extra])
+        self.read_lines(lambda line: True, START_TIMEOUT_S, "JSON line")
+        self.info = json.loads(self.stdout.splitlines()[0])
         return self.info
 
     @property
@@ -97,35 +82,6 @@ class Receiver:
         s = requests.Session()
         s.auth = ADMIN
         return s
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
-
-    def stop(self) -> int | None:
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
-        return self.proc.returncode
-
-    def log_text(self) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def log_tail(self, lines: int = 80) -> str:
-        return "--- receive log (tail)\n" + "\n".join(self.log_text().splitlines()[-lines:])
 
     def wait_for_log(self, text: str, timeout: float = EXPORT_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout

@@ -14,76 +14,34 @@ import base64
 import hashlib
 import json
 import os
-import signal
 import socket
-import subprocess
 import tempfile
 import time
-import urllib.request
 import uuid
 
 import pytest
 import requests
 
+from conftest import Server
+
 ATT_ADMIN = ("admin", "pass")
-ATT_UP_TIMEOUT_S = 20
 ATT_BIG_MIB = int(os.environ.get("ATT_MEMORY_MIB", "96"))
 ATT_RSS_BUDGET_MIB = 64  # the issue's bound on extra resident memory while streaming
 ATT_CHUNK = 1024 * 1024
 
 
-def att_free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class AttServer:
+class AttServer(Server):
     """A couchlite process with its own data dir."""
 
     def __init__(self, binary: str, root: str):
-        self.binary = binary
-        self.port = att_free_port()
-        self.data_dir = os.path.join(root, "data")
-        self.log_path = os.path.join(root, "server.log")
-        self.proc: subprocess.Popen | None = None
+        super().__init__(binary, "att", root)
         self.base = f"http://127.0.0.1:{self.port}"
         self.session = requests.Session()
         self.session.auth = ATT_ADMIN
 
-    def start(self) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data_dir,
-                 "--admin", f"{ATT_ADMIN[0]}:{ATT_ADMIN[1]}"],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + ATT_UP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"server exited with {self.proc.returncode}"
-            try:
-                with urllib.request.urlopen(self.base + "/_up", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except Exception:
-                time.sleep(0.1)
-        pytest.fail("couchlite did not come up")
-
-    def stop(self, sig=signal.SIGTERM) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
     def status(self, field: str) -> int:
         """A /proc/<pid>/status figure in KiB (VmRSS, VmHWM)."""
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-        raise KeyError(field)
+        return self.status_kib(field)
 
     def blob_dir(self, db: str) -> str:
         return os.path.join(self.data_dir, "attachments", db.encode().hex())
@@ -242,7 +200,7 @@ def test_crash_during_upload_leaves_nothing_visible(att_server):
     for _ in range(8):
         sock.sendall(b"z" * (1024 * 1024))
     time.sleep(0.5)
-    s.stop(signal.SIGKILL)
+    s.kill()
     sock.close()
     tmp = os.path.join(s.blob_dir(db), "tmp")
     assert os.listdir(tmp), "the upload should have been in progress"

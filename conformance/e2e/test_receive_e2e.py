@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import unicodedata
@@ -22,6 +20,7 @@ import requests
 
 from receive_support import (Receiver, b64, check_folder, inline_doc, photo, rev_of, sha1_digest,
                              wait_for_files)
+from processes import printed_instructions, process_fixture
 from replicator import Endpoint, Replicator
 
 TRANSCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "transcripts")
@@ -31,22 +30,11 @@ TRANSCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 def receivers(request):
     """`receivers(*flags)` makes a Receiver (not started) with its own dirs; all are stopped afterwards."""
     binary = os.environ["COUCHLITE_BIN"]
-    root = tempfile.mkdtemp(prefix="couchlite-receive-")
-    made: list[Receiver] = []
 
-    def make(*flags: str, name: str | None = None) -> Receiver:
-        r = Receiver(binary, root, *flags, name=name or f"receiver{len(made)}")
-        made.append(r)
-        return r
+    def make(root: str, index: int, *flags: str, name: str | None = None) -> Receiver:
+        return Receiver(binary, root, *flags, name=name or f"receiver{index}")
 
-    yield make
-    for r in made:
-        r.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        for r in made:
-            print(r.log_tail())
-    shutil.rmtree(root, ignore_errors=True)
+    yield from process_fixture(request, "couchlite-receive-", make)
 
 
 def bulk(receiver: Receiver, docs: list[dict], session: requests.Session | None = None) -> list:
@@ -356,21 +344,9 @@ def test_qr_png_holds_the_printed_url(receivers, tmp_path):
 
 
 def test_terminal_qr_code_holds_the_printed_url(tmp_path):
-    binary = os.environ["COUCHLITE_BIN"]
-    proc = subprocess.Popen(
-        [binary, "receive", "--port", "0", "--data-dir", str(tmp_path / "data"), "--out", str(tmp_path / "out"),
-         "--admin", "admin:pass"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    try:
-        lines = []
-        while True:
-            line = proc.stdout.readline().decode()
-            assert line, "receive ended before printing its instructions"
-            lines.append(line.rstrip("\n"))
-            if line.startswith("Press Ctrl-C"):
-                break
-    finally:
-        proc.send_signal(2)
-        proc.wait(timeout=30)
+    lines = printed_instructions(
+        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", "--data-dir", str(tmp_path / "data"),
+         "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
     url = next(l.strip() for l in lines if l.strip().startswith("http://"))
     block = [l for l in lines if l and set(l) <= set(" \u2580\u2584\u2588") and len(l) > 20]
     assert len(block) >= 12 and len({len(l) for l in block}) == 1, "the code is not a rectangle"

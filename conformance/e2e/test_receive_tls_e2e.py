@@ -13,6 +13,7 @@ import urllib.parse
 
 import pytest
 
+from processes import printed_instructions
 from receive_support import check_folder, inline_doc, photo
 from replicator import Endpoint, Replicator
 from test_receive_e2e import receivers, terminal_rows, write_png, zbar  # noqa: F401 (receivers: a fixture)
@@ -79,22 +80,9 @@ def requests_session():
 
 
 def test_terminal_shows_the_fingerprint_beside_an_https_qr_code(tmp_path):
-    binary = os.environ["COUCHLITE_BIN"]
-    proc = subprocess.Popen(
-        [binary, "receive", "--port", "0", *TLS, "--qr-pin", "--data-dir", str(tmp_path / "data"),
-         "--out", str(tmp_path / "out"), "--admin", "admin:pass"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    try:
-        lines = []
-        while True:
-            line = proc.stdout.readline().decode()
-            assert line, "receive ended before printing its instructions"
-            lines.append(line.rstrip("\n"))
-            if line.startswith("Press Ctrl-C"):
-                break
-    finally:
-        proc.send_signal(2)
-        proc.wait(timeout=30)
+    lines = printed_instructions(
+        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", *TLS, "--qr-pin", "--data-dir", str(tmp_path / "data"),
+         "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
     colons, hex_digest = cert_fingerprint(str(tmp_path / "data"))
     url = next(l.strip() for l in lines if l.strip().startswith("https://"))
     assert urllib.parse.urlsplit(url).fragment == ""

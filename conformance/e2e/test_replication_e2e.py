@@ -11,6 +11,7 @@ import base64
 import json
 import random
 import signal
+import time
 import urllib.parse
 
 import requests
@@ -67,6 +68,23 @@ class Client:
         for row in body["results"]:
             out[row["id"]] = (sorted(c["rev"] for c in row["changes"]), bool(row.get("deleted")))
         return out
+
+
+def wait_for(predicate, timeout=30.0, what="condition"):
+    """The first true value `predicate()` returns within `timeout` seconds (polled every 50 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def doc_count(server, db) -> int:
+    """`doc_count` of `db` on `server` (anything with `url`), or -1 while it does not answer 200."""
+    r = requests.get(f"{server.url}/{db}", timeout=5)
+    return r.json()["doc_count"] if r.status_code == 200 else -1
 
 
 def attachment_bytes(seed: int, size: int) -> bytes:

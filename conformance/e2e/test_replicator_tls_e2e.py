@@ -10,9 +10,7 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 import urllib.parse
 
@@ -23,6 +21,7 @@ from receive_support import check_folder
 from test_push_command import make_folder
 from test_receive_e2e import receivers  # noqa: F401 (a fixture)
 from test_replication_e2e import Client, assert_identical, seed_source
+from processes import process_fixture
 from tls_support import TLSServer
 
 TIMEOUT_S = 120
@@ -34,22 +33,12 @@ TLS = ("--tls", "auto", "--tls-port", "0", "--pbkdf2-iterations", "1000")
 def tls_servers(request):
     """`tls_servers(name)` starts a `couchlite --tls auto` (HTTP and HTTPS on free ports, requests logged,
     cheap password hashing); all are stopped afterwards."""
-    root = tempfile.mkdtemp(prefix="couchlite-tls-client-")
-    made: list[TLSServer] = []
+    binary = os.environ["COUCHLITE_BIN"]
 
-    def start(name: str) -> TLSServer:
-        server = TLSServer(os.environ["COUCHLITE_BIN"], root, "--tls", "auto", "--log-level", "info", name=name)
-        made.append(server)
-        return server.start()
+    def start(root: str, index: int, name: str) -> TLSServer:
+        return TLSServer(binary, root, "--tls", "auto", "--log-level", "info", name=name).start()
 
-    yield start
-    for server in made:
-        server.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        for server in made:
-            print(f"--- {server.root}\n{server.stdout}\n{server.log_text()[-4000:]}")
-    shutil.rmtree(root, ignore_errors=True)
+    yield from process_fixture(request, "couchlite-tls-client-", start)
 
 
 @pytest.fixture

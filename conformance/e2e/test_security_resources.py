@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
-import tempfile
 import threading
 import time
-import urllib.request
 import zlib
 
 import pytest
 import requests
+
+from conftest import Server
+from processes import process_fixture
 
 SEC_ADMIN = ("admin", "pass")
 SEC_BOMB_MIB = int(os.environ.get("SEC_BOMB_MIB", "256"))
@@ -31,76 +30,31 @@ SEC_RSS_BUDGET_MIB = 48  # extra peak resident memory any one attack may cost
 SEC_BODY_MIB = 64
 
 
-def sec_free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class SecServer(Server):
+    """A couchlite process with its own data dir and extra flags, started at once."""
 
-
-class SecServer:
-    """A couchlite process with its own data dir and extra flags."""
-
-    def __init__(self, binary: str, root: str, extra: list[str]):
-        self.port = sec_free_port()
-        self.data_dir = os.path.join(root, "data")
-        self.log_path = os.path.join(root, "server.log")
+    def __init__(self, binary: str, root: str, name: str, extra: list[str]):
+        super().__init__(binary, name, root, tuple(extra))
         self.base = f"http://127.0.0.1:{self.port}"
         self.admin = requests.Session()
         self.admin.auth = SEC_ADMIN
-        os.makedirs(root, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data_dir,
-                 "--admin", f"{SEC_ADMIN[0]}:{SEC_ADMIN[1]}", *extra],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"server exited with {self.proc.returncode}\n{self.log()}"
-            try:
-                with urllib.request.urlopen(self.base + "/_up", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except Exception:
-                time.sleep(0.1)
-        pytest.fail("couchlite did not come up")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.start()
 
     def log(self) -> str:
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
+        return self.log_text()
 
     def mib(self, field: str = "VmHWM") -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-        raise KeyError(field)
+        return self.status_kib(field) / 1024
 
 
 @pytest.fixture
-def sec_server():
-    binary = os.environ.get("COUCHLITE_BIN", "")
-    if not binary:
-        pytest.skip("COUCHLITE_BIN is not set")
-    made: list[SecServer] = []
-    with tempfile.TemporaryDirectory(prefix="sec-e2e-") as root:
-        def start(*extra: str) -> SecServer:
-            server = SecServer(binary, os.path.join(root, str(len(made))), list(extra))
-            made.append(server)
-            return server
-        try:
-            yield start
-        finally:
-            for server in made:
-                server.stop()
+def sec_server(request):
+    binary = os.environ["COUCHLITE_BIN"]
+
+    def start(root: str, index: int, *extra: str) -> SecServer:
+        return SecServer(binary, root, str(index), list(extra))
+
+    yield from process_fixture(request, "sec-e2e-", start)
 
 
 def raw_response(sock: socket.socket, timeout: float) -> tuple[int, dict, bytes]:

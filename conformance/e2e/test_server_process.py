@@ -49,6 +49,16 @@ def test_bad_flags_exit_64_with_a_message(args):
     assert r.stdout == ""
 
 
+@pytest.mark.parametrize("word", ["recieve", "status", "serve-now"])
+def test_unknown_command_is_refused_with_the_commands_not_served(word, tmp_path):
+    r = subprocess.run([os.environ["COUCHLITE_BIN"], word, "--data-dir", str(tmp_path / "d")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 64
+    assert f"couchlite: unknown command '{word}'" in r.stderr
+    assert "couchlite receive [options]" in r.stderr and r.stdout == ""
+    assert not os.path.exists(tmp_path / "d"), "no server was started"
+
+
 def test_environment_configures_the_server(tmp_path):
     port = free_port()
     env = dict(os.environ, COUCHLITE_PORT=str(port), COUCHLITE_DATA_DIR=str(tmp_path / "d"),

@@ -17,24 +17,9 @@ import time
 
 import requests
 
-from test_replication_e2e import Client
+from test_replication_e2e import Client, doc_count, wait_for
 
 DOCS = 1200
-
-
-def wait_for(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def doc_count(server, db):
-    r = requests.get(f"{server.url}/{db}", timeout=5)
-    return r.json()["doc_count"] if r.status_code == 200 else -1
 
 
 def seed(server, db="src"):

@@ -13,10 +13,10 @@ import socket
 import ssl
 import stat
 import subprocess
-import tempfile
 
 import pytest
 
+from processes import process_fixture
 from tls_support import TLSServer
 
 
@@ -24,23 +24,11 @@ from tls_support import TLSServer
 def tls_servers(request):
     """`tls_servers(*flags, name=…)` makes a TLSServer (not started); all are stopped afterwards."""
     binary = os.environ["COUCHLITE_BIN"]
-    root = tempfile.mkdtemp(prefix="couchlite-tls-")
-    made: list[TLSServer] = []
 
-    def make(*flags: str, name: str | None = None) -> TLSServer:
-        server = TLSServer(binary, root, *flags, name=name or f"tls{len(made)}")
-        made.append(server)
-        return server
+    def make(root: str, index: int, *flags: str, name: str | None = None) -> TLSServer:
+        return TLSServer(binary, root, *flags, name=name or f"tls{index}")
 
-    make.root = root
-    yield make
-    for server in made:
-        server.stop()
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        for server in made:
-            print(f"--- {server.root}\n{server.stdout}\n{server.log_text()[-4000:]}")
-    shutil.rmtree(root, ignore_errors=True)
+    yield from process_fixture(request, "couchlite-tls-", make)
 
 
 def openssl(*args: str, input: bytes | None = None) -> bytes:

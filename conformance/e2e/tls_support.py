@@ -5,32 +5,24 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import signal
 import socket
 import ssl
-import subprocess
 import time
 
-START_TIMEOUT_S = 20
+from processes import START_TIMEOUT_S, Process
+
 ADMIN = ("admin", "pass")
 
 
-class TLSServer:
+class TLSServer(Process):
     """One `couchlite` with `--tls …`; `start()` reads `couchlite listening on …` and the fingerprint line."""
 
     def __init__(self, binary: str, root: str, *flags: str, name: str = "tls"):
-        self.binary = binary
-        self.root = os.path.join(root, name)
-        self.data_dir = os.path.join(self.root, "data")
-        self.log_path = os.path.join(self.root, "server.log")
+        super().__init__(binary, root, name)
         self.flags = list(flags)
-        os.makedirs(self.root, exist_ok=True)
-        self.proc: subprocess.Popen | None = None
         self.http_port: int | None = None
         self.https_port: int | None = None
         self.fingerprint: str | None = None
-        self.stdout = ""
 
     @property
     def cert_path(self) -> str:
@@ -45,68 +37,34 @@ class TLSServer:
         return f"https://127.0.0.1:{self.https_port}"
 
     def start(self, *extra: str, env: dict | None = None) -> "TLSServer":
-        args = [self.binary, "--bind", "127.0.0.1", "--data-dir", self.data_dir, "--admin", f"{ADMIN[0]}:{ADMIN[1]}",
+        args = ["--bind", "127.0.0.1", "--data-dir", self.data_dir, "--admin", f"{ADMIN[0]}:{ADMIN[1]}",
                 "--pbkdf2-iterations", "1000", "--log-level", "warning", *self.flags, *extra]
         # Port 0 for both unless the flags or the environment say otherwise.
         if "--port" not in args and "COUCHLITE_PORT" not in (env or {}):
             args += ["--port", "0"]
         if "--tls-port" not in args and "COUCHLITE_TLS_PORT" not in (env or {}):
             args += ["--tls-port", "0"]
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-                                     env=env)
-        log.close()
+        self.spawn(args, env=env)
         self.http_port = self.https_port = self.fingerprint = None
-        self.stdout = ""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        pending = b""
-        # Unbuffered reads: a buffered readline would hide lines already read from select.
-        # The fingerprint and "generated …" lines come in one write, so they are read together.
-        while self.https_port is None or self.fingerprint is None:
-            left = deadline - time.monotonic()
-            assert left > 0, f"no https line within {START_TIMEOUT_S} s: {self.stdout!r}\n{self.log_text()}"
-            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.1))
-            if ready:
-                chunk = os.read(self.proc.stdout.fileno(), 4096)
-                assert chunk, f"couchlite exited ({self.proc.wait()}) early: {self.stdout!r}\n{self.log_text()}"
-                pending += chunk
-            while b"\n" in pending:
-                raw, _, pending = pending.partition(b"\n")
-                line = raw.decode().strip()
-                self.stdout += line + "\n"
-                if m := re.match(r"couchlite listening on http://127\.0\.0\.1:(\d+)/$", line):
-                    self.http_port = int(m.group(1))
-                if m := re.match(r"couchlite listening on https://127\.0\.0\.1:(\d+)/$", line):
-                    self.https_port = int(m.group(1))
-                if m := re.match(r"couchlite TLS certificate SHA-256 fingerprint: ([0-9A-F:]{95})$", line):
-                    self.fingerprint = m.group(1)
+        self.read_lines(self._note_line, START_TIMEOUT_S, "https and fingerprint lines")
         return self
 
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
-
-    def log_text(self) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+    def _note_line(self, line: str) -> bool:
+        """Keeps the ports and the fingerprint a start line names; true once HTTPS and the fingerprint are known."""
+        line = line.strip()
+        if m := re.match(r"couchlite listening on http://127\.0\.0\.1:(\d+)/$", line):
+            self.http_port = int(m.group(1))
+        if m := re.match(r"couchlite listening on https://127\.0\.0\.1:(\d+)/$", line):
+            self.https_port = int(m.group(1))
+        if m := re.match(r"couchlite TLS certificate SHA-256 fingerprint: ([0-9A-F:]{95})$", line):
+            self.fingerprint = m.group(1)
+        return self.https_port is not None and self.fingerprint is not None
 
     def rss_bytes(self) -> int:
-        return status_field(self.proc.pid, "VmRSS") * 1024
+        return self.status_kib("VmRSS") * 1024
 
     def threads(self) -> int:
-        return status_field(self.proc.pid, "Threads")
+        return self.status_kib("Threads")
 
     def verified_context(self) -> ssl.SSLContext:
         """A client context that trusts only this server's certificate."""
@@ -122,14 +80,6 @@ class TLSServer:
                     data += chunk
         head, _, body = data.partition(b"\r\n\r\n")
         return int(head.split(b" ")[1]), body
-
-
-def status_field(pid: int, name: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {name} in /proc/{pid}/status")
 
 
 def client_hello(server_hostname: str = "localhost") -> bytes:

@@ -68,7 +68,7 @@ extension App {
     private func sendUserWrite(_ docID: String, _ rev: RevID, status: Int, _ request: Request, _ reply: Reply) throws {
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
-        if status == 201 { headers.set("Location", "/_users/\(PercentEncoding.encodeSegment(docID))") }
+        if status == 201 { headers.set("Location", "/_users/\(PercentEncoding.segment(docID))") }
         try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 

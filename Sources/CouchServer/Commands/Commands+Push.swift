@@ -31,17 +31,13 @@ extension Commands {
             .init(flag: "--exclude", valueName: "GLOB", help: "skip files matching GLOB (repeatable)") {
                 $0.scanner.excludes.append($1)
             },
-            .init(
-                flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
-                help: "where the outbox lives, default ./data"
-            ) { s, v throws(OptionsError) in
-                guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
-                s.dataDir = v
-            },
-            .init(flag: "--outbox", valueName: "NAME", help: "the outbox database, default outbox") {
-                s, v throws(OptionsError) in
-                guard !v.isEmpty else { throw OptionsError("--outbox needs a database name") }
-                s.outbox = v
+            .text(
+                "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+                help: "where the outbox lives, default ./data", needs: "a directory"
+            ) { $0.dataDir = $1 },
+            .text("--outbox", valueName: "NAME", help: "the outbox database, default outbox", needs: "a database name")
+            {
+                $0.outbox = $1
             },
         ] + TLSFlags.specs.map { $0.lifted(\PushSettings.tls) },
         footer: """

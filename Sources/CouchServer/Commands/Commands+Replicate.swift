@@ -22,14 +22,10 @@ extension Commands {
             database in --data-dir.
             """,
         specs: [
-            .init(flag: "--continuous", valueName: nil, help: "keep following SOURCE until interrupted (Ctrl-C)") {
-                s, v throws(OptionsError) in
-                s.options.continuous = try OptionSpec<ReplicateSettings>.boolean("--continuous", v)
+            .toggle("--continuous", help: "keep following SOURCE until interrupted (Ctrl-C)") {
+                $0.options.continuous = $1
             },
-            .init(flag: "--create-target", valueName: nil, help: "create TARGET if it does not exist") {
-                s, v throws(OptionsError) in
-                s.options.createTarget = try OptionSpec<ReplicateSettings>.boolean("--create-target", v)
-            },
+            .toggle("--create-target", help: "create TARGET if it does not exist") { $0.options.createTarget = $1 },
             .init(flag: "--doc-ids", valueName: "ID,ID,...", help: "only these documents") {
                 $0.options.docIDs = $1.split(separator: ",").map(String.init)
             },
@@ -54,27 +50,17 @@ extension Commands {
             .init(flag: "--since", valueName: "SEQ", help: "start at this update sequence instead of the checkpoint") {
                 $0.options.sinceSeq = (try? JSON.parse($1)) ?? .string($1)
             },
-            .init(flag: "--batch-size", valueName: "N", help: "_changes rows per batch, default 500") {
-                s, v throws(OptionsError) in
-                guard let size = Int(v), size > 0 else { throw OptionsError("--batch-size needs a positive number") }
-                s.options.batchSize = size
+            .integer("--batch-size", help: "_changes rows per batch, default 500", in: 1...Int.max) {
+                $0.options.batchSize = $1
             },
-            .init(
-                flag: "--checkpoint-docs", valueName: "N",
-                help: "checkpoint after every N documents, default 5000 (and every 30 s)"
-            ) { s, v throws(OptionsError) in
-                guard let count = Int(v), count > 0 else {
-                    throw OptionsError("--checkpoint-docs needs a positive number")
-                }
-                s.options.checkpointDocs = count
-            },
-            .init(
-                flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
-                help: "where local databases live, default ./data"
-            ) { s, v throws(OptionsError) in
-                guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
-                s.dataDir = v
-            },
+            .integer(
+                "--checkpoint-docs", help: "checkpoint after every N documents, default 5000 (and every 30 s)",
+                in: 1...Int.max
+            ) { $0.options.checkpointDocs = $1 },
+            .text(
+                "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+                help: "where local databases live, default ./data", needs: "a directory"
+            ) { $0.dataDir = $1 },
         ] + TLSFlags.specs.map { $0.lifted(\ReplicateSettings.tls) })
 
     /// `couchlite replicate SOURCE TARGET …`: prints CouchDB's `_replicate` answer on stdout.

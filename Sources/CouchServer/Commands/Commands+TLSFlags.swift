@@ -28,11 +28,8 @@ struct TLSFlags: Sendable {
             }
             flags.trust.caFile = path
         },
-        .init(
-            flag: "--insecure", valueName: nil,
-            help: "do not check the https:// peer's certificate (prints a warning; prefer --pin)"
-        ) { flags, text throws(OptionsError) in
-            flags.trust.insecure = try OptionSpec<TLSFlags>.boolean("--insecure", text)
+        .toggle("--insecure", help: "do not check the https:// peer's certificate (prints a warning; prefer --pin)") {
+            $0.trust.insecure = $1
         },
     ]
 

@@ -33,22 +33,5 @@ enum ContentDisposition {
     }
 
     /// RFC 5987 `value-chars`: `attr-char`s as they are, every other byte as `%XX`.
-    static func encode(_ text: String) -> String {
-        let digits = Array("0123456789ABCDEF".unicodeScalars)
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            case _ where "!#$&+-.^_`|~".utf8.contains(byte):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%"
-                out.unicodeScalars.append(digits[Int(byte >> 4)])
-                out.unicodeScalars.append(digits[Int(byte & 0x0f)])
-            }
-        }
-        return out
-    }
+    static func encode(_ text: String) -> String { PercentEncoding.encode(text, alsoKeeping: "!#$&+^`|") }
 }

@@ -144,7 +144,7 @@ extension App {
         }
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
-        let location = [request.segments[0], docID, name].map(PercentEncoding.encodeSegment).joined(separator: "/")
+        let location = [request.segments[0], docID, name].map(PercentEncoding.segment).joined(separator: "/")
         headers.set("Location", "/" + location)
         try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }

@@ -20,7 +20,7 @@ extension App {
                 throw CouchError(error)
             }
             var headers = HTTPHeaders()
-            headers.set("Location", "/" + PercentEncoding.encodeSegment(name))
+            headers.set("Location", "/" + PercentEncoding.segment(name))
             try reply.json(201, ["ok": true], headers: headers)
         case "DELETE":
             do {

@@ -198,7 +198,7 @@ extension App {
         headers.set("ETag", "\"\(rev)\"")
         if status == 201 {
             let db = request.segments.first ?? ""
-            headers.set("Location", "/\(PercentEncoding.encodeSegment(db))/\(PercentEncoding.encodeSegment(docID))")
+            headers.set("Location", "/\(PercentEncoding.segment(db))/\(PercentEncoding.segment(docID))")
         }
         try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }

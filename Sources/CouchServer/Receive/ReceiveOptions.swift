@@ -18,13 +18,10 @@ struct ReceiveOptions: Sendable {
     typealias Spec = OptionSpec<ReceiveOptions>
 
     static let table: [Spec] = [
-        Spec(
-            flag: "--out", environment: "COUCHLITE_RECEIVE_OUT", valueName: "DIR",
-            help: "folder the photos are saved in, default ./PhotoDrop"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--out needs a directory") }
-            o.out = v
-        },
+        .text(
+            "--out", environment: "COUCHLITE_RECEIVE_OUT", valueName: "DIR",
+            help: "folder the photos are saved in, default ./PhotoDrop", needs: "a directory"
+        ) { $0.out = $1 },
         Spec(
             flag: "--db", environment: "COUCHLITE_RECEIVE_DB", valueName: "NAME",
             help: "drop database (created if missing), default photodrop"
@@ -37,13 +34,10 @@ struct ReceiveOptions: Sendable {
             guard !v.hasPrefix("_") else { throw OptionsError("--db cannot be a system database") }
             o.database = v
         },
-        Spec(
-            flag: "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
-            help: "address to listen on, default the machine's LAN address (loopback if none)"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--bind needs an address") }
-            o.bind = v
-        },
+        .text(
+            "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
+            help: "address to listen on, default the machine's LAN address (loopback if none)", needs: "an address"
+        ) { $0.bind = $1 },
         Spec(
             flag: "--ttl", environment: "COUCHLITE_RECEIVE_TTL", valueName: "DURATION",
             help: "how long the one-time credentials live (90s, 15m, 1h30m), default 15m"
@@ -53,31 +47,22 @@ struct ReceiveOptions: Sendable {
             }
             o.ttl = .seconds(seconds)
         },
-        Spec(
-            flag: "--once", environment: "COUCHLITE_RECEIVE_ONCE", valueName: nil,
+        .toggle(
+            "--once", environment: "COUCHLITE_RECEIVE_ONCE",
             help: "end when the first push is complete (its checkpoint written, then quiet)"
-        ) { o, v throws(OptionsError) in
-            o.once = try Spec.boolean("--once", v)
-        },
-        Spec(
-            flag: "--qr-png", environment: "COUCHLITE_RECEIVE_QR_PNG", valueName: "FILE",
-            help: "also write the QR code as a PNG image"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--qr-png needs a file name") }
-            o.qrPNG = v
-        },
-        Spec(
-            flag: "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN", valueName: nil,
+        ) { $0.once = $1 },
+        .text(
+            "--qr-png", environment: "COUCHLITE_RECEIVE_QR_PNG", valueName: "FILE",
+            help: "also write the QR code as a PNG image", needs: "a file name"
+        ) { $0.qrPNG = $1 },
+        .toggle(
+            "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN",
             help: "with --tls: add the certificate's #sha256=FINGERPRINT to the QR code's URL (couchlite push pins it)"
-        ) { o, v throws(OptionsError) in
-            o.qrPin = try Spec.boolean("--qr-pin", v)
-        },
-        Spec(
-            flag: "--json", environment: "COUCHLITE_RECEIVE_JSON", valueName: nil,
+        ) { $0.qrPin = $1 },
+        .toggle(
+            "--json", environment: "COUCHLITE_RECEIVE_JSON",
             help: "print one JSON line {url,user,expires,db,out} instead of the text and QR code"
-        ) { o, v throws(OptionsError) in
-            o.json = try Spec.boolean("--json", v)
-        },
+        ) { $0.json = $1 },
     ]
 
     /// `serve`'s options that mean the same here (`--bind` differs in its default and help).

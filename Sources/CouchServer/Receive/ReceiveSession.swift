@@ -140,7 +140,7 @@ final class ReceiveSession: Sendable {
         let host = bind.contains(":") ? "[\(bind)]" : bind
         let scheme = process.tlsPort == nil ? "http" : "https"
         let port = process.tlsPort ?? process.port ?? 0
-        let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.encodeSegment(options.database))"
+        let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.segment(options.database))"
         let fingerprint = process.tlsCertificate?.fingerprint
         let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
         return Credentials(

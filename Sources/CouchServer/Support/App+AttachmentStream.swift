@@ -38,6 +38,20 @@ extension App {
         try decoder?.finish()
     }
 
+    /// The identity bytes of `att` base64-encoded into `buffer`, which `drain` empties (sends) whenever it holds
+    /// `drainAt` bytes or more: memory is one read piece and one buffer, whatever the attachment weighs.
+    func appendBase64(
+        _ database: Database, _ att: AttachmentInfo, into buffer: inout [UInt8], drainAt: Int,
+        _ drain: (inout [UInt8]) throws -> Void
+    ) throws {
+        var encoder = Base64Encoder()
+        try streamIdentityBytes(database, att) { piece in
+            encoder.update(piece, into: &buffer)
+            if buffer.count >= drainAt { try drain(&buffer) }
+        }
+        encoder.finish(into: &buffer)
+    }
+
     /// Sends a 200 JSON document whose inline attachment data streams in (chunked), or as one body when
     /// it has none.
     func replyJSON(
@@ -107,17 +121,12 @@ final class InlineAttachments {
     }
 
     private func streamBase64(_ att: AttachmentInfo, to reply: Reply) throws {
-        var encoder = Base64Encoder()
         var out: [UInt8] = []
         out.reserveCapacity(App.streamChunk / 3 * 4 + 4)
-        try app.streamIdentityBytes(database, att) { piece in
-            encoder.update(piece, into: &out)
-            if out.count >= App.streamChunk {
-                try reply.write(out)
-                out.removeAll(keepingCapacity: true)
-            }
+        try app.appendBase64(database, att, into: &out, drainAt: App.streamChunk) { out in
+            try reply.write(out)
+            out.removeAll(keepingCapacity: true)
         }
-        encoder.finish(into: &out)
         try reply.write(out)
     }
 

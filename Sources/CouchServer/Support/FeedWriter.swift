@@ -97,15 +97,14 @@ struct FeedWriter {
         try append([UInt8(ascii: "}")])
     }
 
-    /// The attachment's decoded bytes as base64, read (and gzip-decoded) in bounded pieces by
-    /// `App.streamIdentityBytes`.
+    /// The attachment's decoded bytes as base64, read (and gzip-decoded) in bounded pieces, sent on as the
+    /// buffer fills.
     private mutating func appendBase64(of att: AttachmentInfo, app: App, database: Database) throws {
-        var encoder = Base64Encoder()
-        try app.streamIdentityBytes(database, att) { piece in
-            encoder.update(piece, into: &buffer)
-            if buffer.count >= FeedWriter.flushBytes { try send() }
+        let reply = self.reply  // not `self` in the closure: `buffer` is borrowed from it meanwhile
+        try app.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
+            try reply.write(buffer)
+            buffer.removeAll(keepingCapacity: true)
         }
-        encoder.finish(into: &buffer)
     }
 }
 

@@ -47,17 +47,44 @@ struct OptionTable<Value>: Sendable {
     /// Text below the options (exit statuses, notes); empty for none.
     var footer = ""
 
+    /// Where each option's help starts, and how wide the text may get (an 80-column terminal with room to spare
+    /// would cut the longer helps anywhere; these break them between words instead).
+    static var helpColumn: Int { 30 }
+    static var width: Int { 100 }
+
     var usage: String {
         var lines = [summary, "", "options:"]
         for spec in specs {
             let left = "  \(spec.flag)" + (spec.valueName.map { " \($0)" } ?? "")
             let environment = spec.environment.map { " [$\($0)]" } ?? ""
-            lines.append(
-                left.padding(toLength: max(30, left.count + 2), withPad: " ", startingAt: 0) + spec.help + environment)
+            lines += Self.row(left, spec.help + environment)
         }
-        lines.append("  --help".padding(toLength: 30, withPad: " ", startingAt: 0) + "show this help")
+        lines += Self.row("  --help", "show this help")
         if !footer.isEmpty { lines += ["", footer] }
         return lines.joined(separator: "\n")
+    }
+
+    /// `left` with `text` beside it from `helpColumn` on, wrapped between words to `width`; a `left` too long
+    /// for the column gets a line of its own.
+    static func row(_ left: String, _ text: String) -> [String] {
+        let indent = String(repeating: " ", count: helpColumn)
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && helpColumn + line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        lines.append(line)
+        var rows = lines.map { indent + $0 }
+        if left.count + 2 <= helpColumn {
+            rows[0] = left.padding(toLength: helpColumn, withPad: " ", startingAt: 0) + lines[0]
+        } else {
+            rows.insert(left, at: 0)
+        }
+        return rows
     }
 
     /// Applies the environment first, then the arguments, which win. Arguments that are not options go to

@@ -52,13 +52,10 @@ struct Options: Sendable {
     typealias Spec = OptionSpec<Options>
 
     static let table: [Spec] = [
-        Spec(
-            flag: "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
-            help: "address to listen on (IPv4 or IPv6), default 127.0.0.1"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--bind needs an address") }
-            o.bind = v
-        },
+        .text(
+            "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
+            help: "address to listen on (IPv4 or IPv6), default 127.0.0.1", needs: "an address"
+        ) { $0.bind = $1 },
         Spec(
             flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
             help: "HTTP port, default 5984 (0 picks a free port and prints it; off: HTTPS only)"
@@ -82,36 +79,22 @@ struct Options: Sendable {
             default: throw OptionsError("--tls must be auto or off (or give --tls-cert and --tls-key), got '\(v)'")
             }
         },
-        Spec(
-            flag: "--tls-cert", environment: "COUCHLITE_TLS_CERT", valueName: "FILE",
-            help: "HTTPS certificate (PEM, with its chain), used with --tls-key"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--tls-cert needs a file") }
-            o.tls = .files(certificate: v, key: o.tls.keyFile ?? "")
-        },
-        Spec(
-            flag: "--tls-key", environment: "COUCHLITE_TLS_KEY", valueName: "FILE",
-            help: "HTTPS private key (PEM, RSA or EC, unencrypted), used with --tls-cert"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--tls-key needs a file") }
-            o.tls = .files(certificate: o.tls.certificateFile ?? "", key: v)
-        },
-        Spec(
-            flag: "--tls-port", environment: "COUCHLITE_TLS_PORT", valueName: "PORT",
-            help: "HTTPS port when TLS is on, default 6984 (0 picks a free port and prints it)"
-        ) { o, v throws(OptionsError) in
-            guard let p = Int(v), (0...65535).contains(p) else {
-                throw OptionsError("--tls-port must be 0...65535, got '\(v)'")
-            }
-            o.tlsPort = p
-        },
-        Spec(
-            flag: "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
-            help: "directory for databases and server state, default ./data"
-        ) { o, v throws(OptionsError) in
-            guard !v.isEmpty else { throw OptionsError("--data-dir needs a directory") }
-            o.dataDir = v
-        },
+        .text(
+            "--tls-cert", environment: "COUCHLITE_TLS_CERT", valueName: "FILE",
+            help: "HTTPS certificate (PEM, with its chain), used with --tls-key", needs: "a file"
+        ) { $0.tls = .files(certificate: $1, key: $0.tls.keyFile ?? "") },
+        .text(
+            "--tls-key", environment: "COUCHLITE_TLS_KEY", valueName: "FILE",
+            help: "HTTPS private key (PEM, RSA or EC, unencrypted), used with --tls-cert", needs: "a file"
+        ) { $0.tls = .files(certificate: $0.tls.certificateFile ?? "", key: $1) },
+        .integer(
+            "--tls-port", environment: "COUCHLITE_TLS_PORT", valueName: "PORT",
+            help: "HTTPS port when TLS is on, default 6984 (0 picks a free port and prints it)", in: 0...65535
+        ) { $0.tlsPort = $1 },
+        .text(
+            "--data-dir", environment: "COUCHLITE_DATA_DIR", valueName: "DIR",
+            help: "directory for databases and server state, default ./data", needs: "a directory"
+        ) { $0.dataDir = $1 },
         Spec(
             flag: "--admin", environment: "COUCHLITE_ADMIN", valueName: "USER:PASS",
             help: "server admin credentials (visible in ps: prefer the environment or --admin-file)"
@@ -128,66 +111,39 @@ struct Options: Sendable {
             let credentials = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
             o.admin = try Options.adminCredentials(credentials, source: "--admin-file \(v)")
         },
-        Spec(
-            flag: "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
-            help: "error, warning, info or debug; default info"
-        ) { o, v throws(OptionsError) in
-            guard let level = LogLevel(rawValue: v) else {
-                throw OptionsError("--log-level must be error, warning, info or debug")
-            }
-            o.logLevel = level
-        },
-        Spec(
-            flag: "--log-format", environment: "COUCHLITE_LOG_FORMAT", valueName: "FORMAT",
-            help: "text or json (one JSON object per line); default text"
-        ) { o, v throws(OptionsError) in
-            guard let format = LogFormat(rawValue: v) else { throw OptionsError("--log-format must be text or json") }
-            o.logFormat = format
-        },
-        Spec(
-            flag: "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS", valueName: "N",
-            help: "cap on open client connections, default 4096"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n > 0 else { throw OptionsError("--max-connections must be a positive integer") }
-            o.maxConnections = n
-        },
-        Spec(
-            flag: "--max-connections-per-address", environment: "COUCHLITE_MAX_CONNECTIONS_PER_ADDRESS",
-            valueName: "N", help: "cap on connections from one client address (loopback exempt), default 256; 0 = none"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n >= 0 else {
-                throw OptionsError("--max-connections-per-address must be a non-negative integer")
-            }
-            o.maxConnectionsPerAddress = n
-        },
-        Spec(
-            flag: "--max-dbs-open", environment: "COUCHLITE_MAX_DBS_OPEN", valueName: "N",
-            help: "databases kept open while idle (least recently used close first), default 500"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n > 0 else { throw OptionsError("--max-dbs-open must be a positive integer") }
-            o.maxDatabasesOpen = n
-        },
-        Spec(
-            flag: "--idle-timeout", environment: "COUCHLITE_IDLE_TIMEOUT", valueName: "SECONDS",
-            help: "keep-alive idle time, default 300 (5 while over 3/4 of the connections are open)"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n > 0 else { throw OptionsError("--idle-timeout must be a positive integer") }
-            o.idleTimeoutSeconds = n
-        },
-        Spec(
-            flag: "--body-timeout", environment: "COUCHLITE_BODY_TIMEOUT", valueName: "SECONDS",
-            help: "time a request body may take, default 120, plus 1 s per 4 KiB received"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n > 0 else { throw OptionsError("--body-timeout must be a positive integer") }
-            o.bodyTimeoutSeconds = n
-        },
-        Spec(
-            flag: "--header-timeout", environment: "COUCHLITE_HEADER_TIMEOUT", valueName: "SECONDS",
-            help: "time a request head may take (from accept for the first, TLS handshake included), default 30"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), n > 0 else { throw OptionsError("--header-timeout must be a positive integer") }
-            o.headerTimeoutSeconds = n
-        },
+        .choice(
+            "--log-level", environment: "COUCHLITE_LOG_LEVEL", valueName: "LEVEL",
+            help: "error, warning, info or debug; default info", of: "error, warning, info or debug"
+        ) { $0.logLevel = $1 },
+        .choice(
+            "--log-format", environment: "COUCHLITE_LOG_FORMAT", valueName: "FORMAT",
+            help: "text or json (one JSON object per line); default text", of: "text or json"
+        ) { $0.logFormat = $1 },
+        .integer(
+            "--max-connections", environment: "COUCHLITE_MAX_CONNECTIONS",
+            help: "cap on open client connections, default 4096", in: 1...Int.max
+        ) { $0.maxConnections = $1 },
+        .integer(
+            "--max-connections-per-address", environment: "COUCHLITE_MAX_CONNECTIONS_PER_ADDRESS",
+            help: "cap on connections from one client address (loopback exempt), default 256; 0 = none", in: 0...Int.max
+        ) { $0.maxConnectionsPerAddress = $1 },
+        .integer(
+            "--max-dbs-open", environment: "COUCHLITE_MAX_DBS_OPEN",
+            help: "databases kept open while idle (least recently used close first), default 500", in: 1...Int.max
+        ) { $0.maxDatabasesOpen = $1 },
+        .integer(
+            "--idle-timeout", environment: "COUCHLITE_IDLE_TIMEOUT", valueName: "SECONDS",
+            help: "keep-alive idle time, default 300 (5 while over 3/4 of the connections are open)", in: 1...Int.max
+        ) { $0.idleTimeoutSeconds = $1 },
+        .integer(
+            "--body-timeout", environment: "COUCHLITE_BODY_TIMEOUT", valueName: "SECONDS",
+            help: "time a request body may take, default 120, plus 1 s per 4 KiB received", in: 1...Int.max
+        ) { $0.bodyTimeoutSeconds = $1 },
+        .integer(
+            "--header-timeout", environment: "COUCHLITE_HEADER_TIMEOUT", valueName: "SECONDS",
+            help: "time a request head may take (from accept for the first, TLS handshake included), default 30",
+            in: 1...Int.max
+        ) { $0.headerTimeoutSeconds = $1 },
         Spec(
             flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none"
@@ -198,48 +154,29 @@ struct Options: Sendable {
             }
             o.corsOrigins = origins
         },
-        Spec(
-            flag: "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "WHEN",
-            help: "false (default), true (listed origins only) or any-origin (also those * accepts)"
-        ) { o, v throws(OptionsError) in
-            guard let credentials = CORSPolicy.Credentials(rawValue: v) else {
-                throw OptionsError("--cors-credentials must be false, true or any-origin")
-            }
-            o.corsCredentials = credentials
-        },
-        Spec(
-            flag: "--pbkdf2-iterations", environment: "COUCHLITE_PBKDF2_ITERATIONS", valueName: "N",
-            help: "PBKDF2-SHA256 iterations of new password hashes, default 600000 (lower only for tests)"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), AuthLimits.configurablePBKDF2Iterations.contains(n) else {
-                let range = AuthLimits.configurablePBKDF2Iterations
-                throw OptionsError("--pbkdf2-iterations must be \(range.lowerBound)...\(range.upperBound)")
-            }
-            o.pbkdf2Iterations = n
-        },
-        Spec(
-            flag: "--js-timeout", environment: "COUCHLITE_JS_TIMEOUT", valueName: "MS",
-            help: "longest a filter/validate/map batch may run before its JavaScript worker is killed, default 5000"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), (10...3_600_000).contains(n) else {
-                throw OptionsError("--js-timeout must be 10...3600000")
-            }
-            o.jsTimeoutMilliseconds = n
-        },
-        Spec(
-            flag: "--js-workers", environment: "COUCHLITE_JS_WORKERS", valueName: "N",
-            help: "most JavaScript worker processes running design functions at once, default 4"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), (1...256).contains(n) else { throw OptionsError("--js-workers must be 1...256") }
-            o.jsWorkers = n
-        },
-        Spec(
-            flag: "--js-heap-mib", environment: "COUCHLITE_JS_HEAP_MIB", valueName: "MIB",
-            help: "most MiB one JavaScript worker's heap may hold, default 256"
-        ) { o, v throws(OptionsError) in
-            guard let n = Int(v), (8...16384).contains(n) else { throw OptionsError("--js-heap-mib must be 8...16384") }
-            o.jsHeapMiB = n
-        },
+        .choice(
+            "--cors-credentials", environment: "COUCHLITE_CORS_CREDENTIALS", valueName: "WHEN",
+            help: "false (default), true (listed origins only) or any-origin (also those * accepts)",
+            of: "false, true or any-origin"
+        ) { $0.corsCredentials = $1 },
+        .integer(
+            "--pbkdf2-iterations", environment: "COUCHLITE_PBKDF2_ITERATIONS",
+            help: "PBKDF2-SHA256 iterations of new password hashes, default 600000 (lower only for tests)",
+            in: AuthLimits.configurablePBKDF2Iterations
+        ) { $0.pbkdf2Iterations = $1 },
+        .integer(
+            "--js-timeout", environment: "COUCHLITE_JS_TIMEOUT", valueName: "MS",
+            help: "longest a filter/validate/map batch may run before its JavaScript worker is killed, default 5000",
+            in: 10...3_600_000
+        ) { $0.jsTimeoutMilliseconds = $1 },
+        .integer(
+            "--js-workers", environment: "COUCHLITE_JS_WORKERS",
+            help: "most JavaScript worker processes running design functions at once, default 4", in: 1...256
+        ) { $0.jsWorkers = $1 },
+        .integer(
+            "--js-heap-mib", environment: "COUCHLITE_JS_HEAP_MIB", valueName: "MIB",
+            help: "most MiB one JavaScript worker's heap may hold, default 256", in: 8...16384
+        ) { $0.jsHeapMiB = $1 },
         Spec(
             flag: "--users-db-security-editable", environment: "COUCHLITE_USERS_DB_SECURITY_EDITABLE",
             valueName: "BOOL", help: "let admins change _users/_security (e.g. to allow sign-up), default false"

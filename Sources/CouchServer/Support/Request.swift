@@ -112,60 +112,6 @@ struct QueryParameters {
     }
 }
 
-/// RFC 3986 percent-decoding of one URL component.
-enum PercentEncoding {
-    /// - Returns: nil for a malformed escape or bytes that are not UTF-8.
-    static func decode(_ text: Substring, plusIsSpace: Bool = false) -> String? {
-        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
-            return String(text)
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    return nil
-                }
-                out.append(high << 4 | low)
-            } else if plusIsSpace && byte == UInt8(ascii: "+") {
-                out.append(UInt8(ascii: " "))
-            } else {
-                out.append(byte)
-            }
-        }
-        return String(validating: out, as: UTF8.self)
-    }
-
-    /// Encodes a path segment the way CouchDB writes `Location` headers (`/` → `%2F`).
-    static func encodeSegment(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-                UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let digits = Array("0123456789ABCDEF".unicodeScalars)
-                out += "%"
-                out.unicodeScalars.append(digits[Int(byte >> 4)])
-                out.unicodeScalars.append(digits[Int(byte & 0x0f)])
-            }
-        }
-        return out
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-}
-
 extension String {
     func trimmingSpaces() -> String {
         var scalars = Substring(self)
