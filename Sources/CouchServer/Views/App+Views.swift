@@ -74,8 +74,12 @@ extension App {
         for scan in scans where remaining > 0 {
             var cursor: ViewRow?
             while remaining > 0 {
+                // No more rows than the answer can still use (`limit=1` reads one row, not a page).
+                let size =
+                    remaining >= App.viewPageSize || skip >= App.viewPageSize
+                    ? App.viewPageSize : min(App.viewPageSize, remaining + skip)
                 var page: [ViewRow] = []
-                try index.file.rows(scan, after: cursor, limit: App.viewPageSize) { row in
+                try index.file.rows(scan, after: cursor, limit: size) { row in
                     page.append(row)
                     return true
                 }
@@ -88,7 +92,7 @@ extension App {
                     remaining -= 1
                     try output.row(try mapRow(row, query, database))
                 }
-                guard let last = page.last, page.count == App.viewPageSize else { break }
+                guard let last = page.last, page.count == size else { break }
                 cursor = last
             }
         }
@@ -171,31 +175,55 @@ extension App {
             try output.row(row.serialized())
         }
         let scans = query.keys.map { keys in keys.map { query.scan(view: view, key: $0) } } ?? [query.scan(view: view)]
-        for scan in scans {
-            var cursor: ViewRow?
-            while remaining > 0 {
-                var page: [ViewRow] = []
-                try index.file.rows(scan, after: cursor, limit: App.viewPageSize) { row in
-                    page.append(row)
-                    return true
-                }
-                for row in page {
+        for scan in scans where remaining > 0 {
+            // Whole chunks inside the range come with their stored partial; the rest as rows.
+            try index.file.fold(scan) { item in
+                switch item {
+                case .row(let row):
                     // Keys are parsed only when something looks at them (groups, distinct counts, JavaScript).
                     let key = needsKey ? try JSON.parse(row.key) : .null
                     let grouped = App.groupKey(key, row.sortKey, level)
                     if let current = groupKey, current.sortKey != grouped.sortKey { try emitGroup() }
-                    guard remaining > 0 else { break }
+                    guard remaining > 0 else { return .stop }
                     if groupKey == nil { groupKey = grouped }
                     try reduction.add(key: key, docID: row.docID, value: row.value)
+                    return .next
+                case .chunk(let chunk):
+                    // Taken whole when its first and last rows fall in one group; the group's key is that of its
+                    // first row in the scan's order, as row by row.
+                    guard let grouped = try App.chunkGroup(chunk, level, descending: scan.descending) else {
+                        return .expand
+                    }
+                    if let current = groupKey, current.sortKey != grouped.sortKey { try emitGroup() }
+                    guard remaining > 0 else { return .stop }
+                    guard try reduction.merge(partial: chunk.partial) else { return .expand }
+                    if groupKey == nil { groupKey = grouped }
+                    return .next
                 }
-                guard let last = page.last, page.count == App.viewPageSize else { break }
-                cursor = last
             }
             // Each key of `keys` is its own group, even when two keys collate alike.
             if query.keys != nil { try emitGroup() }
         }
         try emitGroup()
         try output.finish()
+    }
+
+    /// The group all of `chunk` falls in, nil when its rows span two groups.
+    private static func chunkGroup(_ chunk: ViewChunk, _ level: ViewQuery.GroupLevel, descending: Bool) throws
+        -> (sortKey: [UInt8], json: JSON)?
+    {
+        switch level {
+        case .none:
+            return ([], .null)
+        case .exact:
+            guard chunk.firstSortKey == chunk.lastSortKey else { return nil }
+            return (chunk.firstSortKey, try JSON.parse(descending ? chunk.lastKey : chunk.firstKey))
+        case .level:
+            let first = groupKey(try JSON.parse(chunk.firstKey), chunk.firstSortKey, level)
+            let last = groupKey(try JSON.parse(chunk.lastKey), chunk.lastSortKey, level)
+            guard first.sortKey == last.sortKey else { return nil }
+            return descending ? last : first
+        }
     }
 
     /// The key a row is grouped under: nothing (one group), the whole key, or an array key's first `n` elements.
@@ -259,6 +287,28 @@ struct Reduction {
         partials.append(try engine.reduce(group, view: view, keys: keys, values: values))
         keys.removeAll(keepingCapacity: true)
         values.removeAll(keepingCapacity: true)
+    }
+
+    /// What a chunk stores of the rows added so far (nil: nothing that reads back exactly, so none).
+    mutating func partial() throws -> JSON? {
+        if let accumulator { return accumulator.partial }
+        return try finish()
+    }
+
+    /// Folds in a chunk's stored partial, in row order with the rows added around it; false (nothing folded) when
+    /// its rows must be added one by one instead, for the exact error or because the partial does not read.
+    mutating func merge(partial bytes: [UInt8]) throws -> Bool {
+        guard let partial = try? JSON.parse(bytes) else { return false }
+        if var accumulator {
+            guard let other = ReduceAccumulator(accumulator.reducer, partial: partial),
+                accumulator.mergeExactly(other)
+            else { return false }
+            self.accumulator = accumulator
+            return true
+        }
+        try flush()
+        partials.append(partial)
+        return true
     }
 
     mutating func finish() throws -> JSON {

@@ -97,7 +97,7 @@ final class ViewIndex: Sendable {
 
     /// Brings the index up to at least `target` (the database's seq when the query arrived).
     func update(_ database: Database, engine: any ViewEngine, to target: Int) throws {
-        guard file.updateSeq < target else { return }
+        guard file.updateSeq < target || !file.chunksValid else { return }
         counters.withLock { $0.waiting += 1 }
         updater.lock()
         counters.withLock {
@@ -108,39 +108,16 @@ final class ViewIndex: Sendable {
             counters.withLock { $0.running = false }
             updater.unlock()
         }
-        guard file.updateSeq < target else { return }
+        guard file.updateSeq < target || !file.chunksValid else { return }
         // From sequence 0, a document read at a seq up to the database's seq at the start has no rows yet (any later
         // update moves it past that seq), so its removal query is skipped: a first build only inserts.
         let fresh = file.updateSeq == 0 ? database.updateSeq : 0
-        while true {
-            let page = try database.winnerChanges(since: file.updateSeq, limit: ViewIndex.batchSize)
-            guard let last = page.last else { break }
-            try apply(page, through: last.change.seq, fresh: fresh, engine: engine)
-            if page.count < ViewIndex.batchSize { break }
-        }
-    }
-
-    private func apply(_ page: [Database.WinnerChange], through seq: Int, fresh: Int, engine: any ViewEngine) throws {
-        var mapped: [Int] = []
-        var documents: [JSON] = []
-        for (position, change) in page.enumerated() {
-            guard let body = try ViewIndex.mapDocument(change, group) else { continue }
-            mapped.append(position)
-            documents.append(body)
-        }
-        let emits = documents.isEmpty ? [] : try engine.map(group, documents)
-        var updates = page.map { (docID: $0.change.id, emits: [ViewEmit](), fresh: $0.change.seq <= fresh) }
-        for (slot, position) in mapped.enumerated() where slot < emits.count {
-            for (view, rows) in emits[slot].enumerated() where view < group.views.count {
-                for row in rows {
-                    updates[position].emits.append(
-                        ViewEmit(
-                            view: view, sortKey: ViewCollation.sortKey(row.key), key: row.key.serialized(),
-                            value: row.value.serialized()))
-                }
-            }
-        }
-        try file.apply(updates, seq: seq)
+        // Chunks are kept up to date batch by batch when they are valid; a build from scratch leaves them and
+        // refolds them all in one pass at the end (every batch of a first build lands all over the key space).
+        let chunks = ViewChunkReductions(group: group, engine: engine)
+        let maintain = fresh == 0 && file.chunksValid
+        try mapAndWrite(database, engine: engine, fresh: fresh, chunks: maintain ? chunks : nil)
+        if !file.chunksValid { try file.rebuildChunks(chunks) }
     }
 
     /// The document a map function sees (`couch_index_updater`: the winner with `_conflicts` and

@@ -82,6 +82,11 @@ enum ReduceNumber: Equatable {
         case .double(let value): .double(value)
         }
     }
+
+    var isFinite: Bool {
+        if case .double(let value) = self { return value.isFinite }
+        return true
+    }
 }
 
 /// One built-in reduction in progress.
@@ -145,6 +150,66 @@ public struct ReduceAccumulator: Sendable {
         }
     }
 
+    /// The state as JSON, for a stored partial reduction (``init(_:partial:)`` reads it back); nil when it has none
+    /// that reads back exactly: a `_sum` that ended in an error, or a sum that overflowed to a non-finite double.
+    public var partial: JSON? {
+        switch reducer {
+        case .count: return .int(count)
+        case .sum:
+            guard sumError == nil, sum.isFinite else { return nil }
+            return sum.json
+        case .stats:
+            guard let stats else { return .null }
+            return stats.isFinite ? stats.json : nil
+        case .approxCountDistinct: return distinct.sparse
+        }
+    }
+
+    /// An accumulator from its ``partial``; nil when `partial` is not one.
+    public init?(_ reducer: BuiltinReducer, partial: JSON) {
+        self.reducer = reducer
+        switch reducer {
+        case .count:
+            guard let value = partial.numberValue?.intValue else { return nil }
+            count = value
+        case .sum:
+            // Added to the starting 0 as a rereduce adds it: numbers, arrays and objects come back as they were.
+            guard let value = try? SumValue.add(partial, to: sum) else { return nil }
+            sum = value
+        case .stats:
+            if partial == .null { return }
+            guard let value = try? StatsValue(partial) else { return nil }
+            stats = value
+        case .approxCountDistinct:
+            guard let value = HyperLogLog(sparse: partial) else { return nil }
+            distinct = value
+        }
+    }
+
+    /// Rereduce of a stored partial that refuses instead of failing: false (nothing changed) when merging `other`
+    /// would end in an error, whose exact text only folding its rows one by one gives.
+    public mutating func mergeExactly(_ other: ReduceAccumulator) -> Bool {
+        switch reducer {
+        case .count:
+            count += other.count
+        case .sum:
+            guard sumError == nil else { return true }  // later rows are not looked at
+            guard other.sumError == nil, let value = try? SumValue.add(other.sum.json, to: sum) else { return false }
+            sum = value
+        case .stats:
+            guard let next = other.stats else { return true }
+            guard let stats else {
+                stats = next
+                return true
+            }
+            guard let merged = try? stats.merged(next) else { return false }
+            self.stats = merged
+        case .approxCountDistinct:
+            distinct.union(other.distinct)
+        }
+        return true
+    }
+
     /// The reduction as CouchDB answers it.
     public var result: JSON {
         switch reducer {
@@ -182,6 +247,15 @@ enum SumValue: Sendable {
         "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be "
         + "mixed with other data structures. Objects can be arbitrarily nested, provided that the values for all "
         + "fields are themselves numbers, arrays of numbers, or objects."
+
+    var isFinite: Bool {
+        switch self {
+        case .number(let n): n.isFinite
+        case .array(let items): items.allSatisfy(\.isFinite)
+        case .object(let members): members.allSatisfy { $0.value.isFinite }
+        case .raw: true
+        }
+    }
 
     var json: JSON {
         switch self {
@@ -340,6 +414,14 @@ enum StatsValue: Sendable {
             throw ReduceError(
                 reason: "The _stats function requires that map values be numbers or arrays of numbers, not '"
                     + other.json.serializedString + "'")
+        }
+    }
+
+    var isFinite: Bool {
+        switch self {
+        case .one(let sum, let count, let min, let max, let sumsqr):
+            [sum, count, min, max, sumsqr].allSatisfy(\.isFinite)
+        case .many(let parts): parts.allSatisfy(\.isFinite)
         }
     }
 

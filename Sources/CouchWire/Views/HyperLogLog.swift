@@ -17,6 +17,28 @@ struct HyperLogLog: Sendable {
         if rank > registers[index] { registers[index] = rank }
     }
 
+    init() {}
+
+    /// The registers that are set, as `[[index, rank], …]` (a chunk of a few dozen keys sets a few dozen).
+    var sparse: JSON {
+        var pairs: [JSON] = []
+        for (index, rank) in registers.enumerated() where rank > 0 {
+            pairs.append(.array([.int(index), .int(Int(rank))]))
+        }
+        return .array(pairs)
+    }
+
+    /// A sketch from its ``sparse`` form; nil when `sparse` is not one.
+    init?(sparse: JSON) {
+        guard case .array(let pairs) = sparse else { return nil }
+        for pair in pairs {
+            guard case .array(let items) = pair, items.count == 2, let index = items[0].numberValue?.intValue,
+                let rank = items[1].numberValue?.intValue, registers.indices.contains(index), (1...64).contains(rank)
+            else { return nil }
+            registers[index] = UInt8(rank)
+        }
+    }
+
     mutating func union(_ other: HyperLogLog) {
         for i in registers.indices where other.registers[i] > registers[i] { registers[i] = other.registers[i] }
     }

@@ -69,14 +69,19 @@ public final class ViewIndexFile: Sendable {
     public let path: String
     private let writer: Mutex<SQLiteConnection>
     private let readers = Mutex<[SQLiteConnection]>([])
-    private let state: Mutex<(updateSeq: Int, purgeSeq: Int, closed: Bool)>
+    private let state: Mutex<(updateSeq: Int, purgeSeq: Int, chunksValid: Bool, closed: Bool)>
+
+    /// The on-disk format (`PRAGMA user_version`). 2 added the chunk table of stored partial reductions: a file of
+    /// another version (1 had none, as `user_version` 0) is emptied and rebuilt, never read with the wrong layout.
+    static let formatVersion = 2
 
     private static let schema = """
         CREATE TABLE IF NOT EXISTS meta (
           id INTEGER PRIMARY KEY CHECK (id = 1),
           owner TEXT NOT NULL,
           update_seq INTEGER NOT NULL,
-          purge_seq INTEGER NOT NULL
+          purge_seq INTEGER NOT NULL,
+          chunks_valid INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE IF NOT EXISTS view_counts (view INTEGER PRIMARY KEY, rows INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS rows (
@@ -89,6 +94,22 @@ public final class ViewIndexFile: Sendable {
           PRIMARY KEY (view, sortkey, docid, n)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS rows_by_doc ON rows (docid);
+        CREATE TABLE IF NOT EXISTS chunks (
+          view INTEGER NOT NULL,
+          sortkey BLOB NOT NULL,
+          docid TEXT NOT NULL,
+          n INTEGER NOT NULL,
+          rows INTEGER NOT NULL,
+          first_sortkey BLOB,
+          first_docid TEXT,
+          first_n INTEGER,
+          first_key BLOB,
+          last_sortkey BLOB,
+          last_docid TEXT,
+          last_key BLOB,
+          partial BLOB,
+          PRIMARY KEY (view, sortkey, docid, n)
+        ) WITHOUT ROWID;
         """
 
     /// Opens or creates the index at `path` for the database identified by `owner` (its uuid): a file left by an
@@ -104,22 +125,32 @@ public final class ViewIndexFile: Sendable {
         try connection.execute("PRAGMA synchronous = OFF")
         try connection.execute("PRAGMA temp_store = MEMORY")
         try connection.execute("PRAGMA cache_size = -8192")
+        if try connection.scalarInt("PRAGMA user_version") != ViewIndexFile.formatVersion {
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute(
+                "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS view_counts; DROP TABLE IF EXISTS meta; "
+                    + "DROP TABLE IF EXISTS chunks")
+            try connection.execute(ViewIndexFile.schema)
+            try connection.execute("PRAGMA user_version = \(ViewIndexFile.formatVersion)")
+            try connection.execute("COMMIT")
+        }
         try connection.execute(ViewIndexFile.schema)
-        let stored = try connection.prepare("SELECT owner, update_seq, purge_seq FROM meta WHERE id = 1")
-        var seqs = (0, 0)
+        let stored = try connection.prepare(
+            "SELECT owner, update_seq, purge_seq, chunks_valid FROM meta WHERE id = 1")
+        var seqs = (0, 0, false)
         if try stored.step(), stored.text(0) == owner {
-            seqs = (stored.int(1), stored.int(2))
+            seqs = (stored.int(1), stored.int(2), stored.int(3) != 0)
             stored.reset()
         } else {
             stored.reset()
             try connection.execute("BEGIN IMMEDIATE")
-            try connection.execute("DELETE FROM rows; DELETE FROM view_counts; DELETE FROM meta")
+            try connection.execute("DELETE FROM rows; DELETE FROM view_counts; DELETE FROM meta; DELETE FROM chunks")
             try connection.run(
                 "INSERT INTO meta (id, owner, update_seq, purge_seq) VALUES (1, ?, 0, 0)", [.text(owner)])
             try connection.execute("COMMIT")
         }
         writer = Mutex(connection)
-        state = Mutex((seqs.0, seqs.1, false))
+        state = Mutex((seqs.0, seqs.1, seqs.2, false))
     }
 
     /// The database sequence every row reflects.
@@ -127,31 +158,50 @@ public final class ViewIndexFile: Sendable {
 
     public var purgeSeq: Int { state.withLock { $0.purgeSeq } }
 
+    /// Whether the chunk table holds the stored partial reductions of the current rows (false after a build from
+    /// scratch until ``rebuildChunks(_:)``, and after any `apply` without a reducer).
+    public var chunksValid: Bool { state.withLock { $0.chunksValid } }
+
     /// Replaces the rows of each document in `documents` (no emits: the document is gone from the views) and
     /// records `seq`, in one transaction. A document marked `fresh` is known to have no rows yet (a first build):
     /// its removal query is skipped.
-    public func apply(_ documents: [(docID: String, emits: [ViewEmit], fresh: Bool)], seq: Int) throws {
+    ///
+    /// With `chunks` (and valid chunks), the chunks the changed rows fall in are refolded in the same transaction;
+    /// without, the chunk table is marked stale (a build from scratch refolds it once at the end instead).
+    public func apply(
+        _ documents: [(docID: String, emits: [ViewEmit], fresh: Bool)], seq: Int, chunks: (any ViewChunkReducer)? = nil
+    ) throws {
+        let maintain = chunks != nil && chunksValid
         try writer.withLock { connection in
             try connection.execute("BEGIN IMMEDIATE")
             do {
                 var counts: [Int: Int] = [:]
-                let removedCounts = try connection.prepare(
-                    "SELECT view, COUNT(*) FROM rows WHERE docid = ? GROUP BY view")
+                var changed = ChangedRows()
+                let removed = try connection.prepare("SELECT view, sortkey, n FROM rows WHERE docid = ?")
                 let remove = try connection.prepare("DELETE FROM rows WHERE docid = ?")
                 let insert = try connection.prepare(
                     "INSERT OR REPLACE INTO rows (view, sortkey, docid, n, key, value) VALUES (?, ?, ?, ?, ?, ?)")
                 for (docID, emits, fresh) in documents {
                     if !fresh {
-                        try removedCounts.bind(1, docID)
-                        while try removedCounts.step() {
-                            counts[removedCounts.int(0), default: 0] -= removedCounts.int(1)
+                        try removed.bind(1, docID)
+                        while try removed.step() {
+                            let view = removed.int(0)
+                            counts[view, default: 0] -= 1
+                            if maintain {
+                                changed.deleted[view, default: []].insert(
+                                    ViewRowKey(sortKey: removed.blob(1) ?? [], docID: docID, n: removed.int(2)))
+                            }
                         }
-                        removedCounts.reset()
+                        removed.reset()
                         try remove.bind(1, docID)
                         while try remove.step() {}
                         remove.reset()
                     }
                     for (n, emit) in emits.enumerated() {
+                        if maintain {
+                            changed.inserted[emit.view, default: []].insert(
+                                ViewRowKey(sortKey: emit.sortKey, docID: docID, n: n))
+                        }
                         try insert.bind(1, emit.view)
                         try insert.bind(2, blob: emit.sortKey)
                         try insert.bind(3, docID)
@@ -168,6 +218,11 @@ public final class ViewIndexFile: Sendable {
                         "INSERT INTO view_counts (view, rows) VALUES (?, ?) "
                             + "ON CONFLICT (view) DO UPDATE SET rows = rows + excluded.rows", [.int(view), .int(delta)])
                 }
+                if maintain, let chunks {
+                    try ViewIndexFile.refold(connection, changed, chunks)
+                } else {
+                    try connection.run("UPDATE meta SET chunks_valid = 0 WHERE id = 1")
+                }
                 try connection.run("UPDATE meta SET update_seq = ? WHERE id = 1", [.int(seq)])
                 try connection.execute("COMMIT")
             } catch {
@@ -175,7 +230,26 @@ public final class ViewIndexFile: Sendable {
                 throw error
             }
         }
-        state.withLock { $0.updateSeq = seq }
+        state.withLock {
+            $0.updateSeq = seq
+            $0.chunksValid = maintain
+        }
+    }
+
+    /// Runs `body` in a write transaction on the writer connection, then sets `chunksValid` to what it returns.
+    func write(_ body: (SQLiteConnection) throws -> Bool) throws {
+        let valid = try writer.withLock { connection in
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                let valid = try body(connection)
+                try connection.execute("COMMIT")
+                return valid
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+        state.withLock { $0.chunksValid = valid }
     }
 
     /// Rows in `view` (CouchDB's `total_rows`).
@@ -260,7 +334,7 @@ public final class ViewIndexFile: Sendable {
         writer.withLock { $0.close() }
     }
 
-    private static func lower(_ bound: ViewBound, _ sql: inout String, _ bindings: inout [SQLiteValue]) {
+    static func lower(_ bound: ViewBound, _ sql: inout String, _ bindings: inout [SQLiteValue]) {
         switch (bound.docID, bound.inclusive) {
         case (nil, true): sql += " AND sortkey >= ?"
         case (nil, false): sql += " AND sortkey > ?"
@@ -271,7 +345,7 @@ public final class ViewIndexFile: Sendable {
         if let docID = bound.docID { bindings.append(.text(docID)) }
     }
 
-    private static func upper(_ bound: ViewBound, _ sql: inout String, _ bindings: inout [SQLiteValue]) {
+    static func upper(_ bound: ViewBound, _ sql: inout String, _ bindings: inout [SQLiteValue]) {
         switch (bound.docID, bound.inclusive) {
         case (nil, true): sql += " AND sortkey <= ?"
         case (nil, false): sql += " AND sortkey < ?"
@@ -283,7 +357,7 @@ public final class ViewIndexFile: Sendable {
     }
 
     /// Runs `body` in a read transaction on a connection nobody else uses.
-    private func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         guard !state.withLock({ $0.closed }) else { throw StoreError.dbNotFound }
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
         try connection.execute("BEGIN")
