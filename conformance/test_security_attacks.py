@@ -356,3 +356,22 @@ def test_login_throttle_counts_parallel_guesses(couch, users):
     for t in threads:
         t.join()
     assert statuses.count(401) == 40
+
+
+def test_leaked_password_stops_working_at_once_despite_the_credential_cache(couch, users):
+    """The attack: a password leaked and the thief uses it; the user changes it. Verified credentials
+    are cached (on couchlite for as long as they are in use), but the old password must stop working
+    with the change, and every password with the account's deletion, not when a cache entry expires."""
+    name, old = users()
+    thief = unique_source()
+    for _ in range(3):  # in use: cached, and kept so
+        assert basic_get(couch, thief, name, old) == 200
+    doc = couch.get(doc_url(name)).json()
+    new = uuid.uuid4().hex
+    doc["password"] = new
+    assert couch.put(doc_url(name), json=doc).status_code in (201, 202)
+    assert basic_get(couch, thief, name, old) == 401
+    assert basic_get(couch, unique_source(), name, new) == 200
+    assert basic_get(couch, thief, name, new) == 200
+    delete_user(couch, name)
+    assert basic_get(couch, thief, name, new) == 401

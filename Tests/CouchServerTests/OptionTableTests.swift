@@ -95,6 +95,64 @@ import Testing
         #expect(usage.hasSuffix("show this help\n\nthe end"))
     }
 
+    /// What a subcommand's entry wrote.
+    final class Written {
+        var help: [String] = []
+        var mistakes: [String] = []
+        var output: CommandOutput {
+            CommandOutput(help: { self.help.append($0) }, mistake: { self.mistakes.append("\($0)|\($1)") })
+        }
+    }
+
+    func enter(
+        _ arguments: [String], _ written: Written, check: (inout Settings) throws(OptionsError) -> Void = { _ in }
+    )
+        -> CommandEntry<Settings>
+    {
+        OptionTableTests.table.enter(
+            arguments, environment: ["T_NAME": "env"], into: Settings(), positional: { $0.rest.append($1) },
+            check: check, output: written.output)
+    }
+
+    @Test func entryRunsWithTheCheckedSettings() {
+        let written = Written()
+        let entry = enter(["a", "--level=2"], written) { s throws(OptionsError) in s.tags.append("checked") }
+        guard case .run(let s) = entry else {
+            Issue.record("no run: \(entry)")
+            return
+        }
+        #expect(s.name == "env" && s.rest == ["a"] && s.inner.level == 2 && s.tags == ["checked"])
+        #expect(written.help.isEmpty && written.mistakes.isEmpty)
+    }
+
+    @Test func entryHelpPrintsTheUsageAndExitsZero() {
+        let written = Written()
+        guard case .exit(0) = enter(["--help", "--nope-is-not-read"], written) else {
+            Issue.record("--help did not exit 0")
+            return
+        }
+        #expect(written.help == [OptionTableTests.table.usage] && written.mistakes.isEmpty)
+    }
+
+    @Test func entryMistakesPrintTheMessageAndUsageAndExit64() {
+        let usage = OptionTableTests.table.usage
+        let written = Written()
+        guard case .exit(64) = enter(["--nope"], written) else {
+            Issue.record("a bad option did not exit 64")
+            return
+        }
+        // A failed check is a usage mistake as well.
+        let check: (inout Settings) throws(OptionsError) -> Void = { s throws(OptionsError) in
+            guard s.rest.count == 2 else { throw OptionsError("t needs two arguments") }
+        }
+        guard case .exit(64) = enter(["one"], written, check: check) else {
+            Issue.record("a failed check did not exit 64")
+            return
+        }
+        #expect(written.mistakes == ["unknown option '--nope'|\(usage)", "t needs two arguments|\(usage)"])
+        #expect(written.help.isEmpty)
+    }
+
     @Test func longHelpWrapsBetweenWordsAndLongFlagsGetTheirOwnLine() {
         let words = Array(repeating: "word", count: 40).joined(separator: " ")
         let rows = OptionTable<Settings>.row("  --short N", words + " [$T_VARIABLE]")

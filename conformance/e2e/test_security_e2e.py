@@ -1,17 +1,22 @@
 """Issue 18 attacks that need a server of their own: file modes on a new data dir (item 12), the
-admin password kept off the command line (item 16), and the default 600,000 PBKDF2 iterations
-with equal-cost checks for unknown names (item 11). Each starts couchlite with its defaults
-(no --pbkdf2-iterations), unlike the conformance suite's server.
+admin password kept off the command line (item 16), the default 600,000 PBKDF2 iterations
+with equal-cost checks for unknown names (item 11), and parallel logins while a slow hash is
+verified (item 8, and the soak's right-password 401s of issue 16). Each starts couchlite with its
+defaults (no --pbkdf2-iterations), unlike the conformance suite's server.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import stat
 import statistics
 import subprocess
+import threading
 import time
+import urllib.parse
+from base64 import b64encode
 
 import requests
 
@@ -133,5 +138,71 @@ def test_unknown_user_login_costs_as_much_as_a_wrong_password(tmp_path):
         unknown = statistics.median(timed(f"nobody-{i}") for i in range(3))
         assert known > 0.05, known  # 600,000 rounds are measurable
         assert unknown > 0.6 * known, (unknown, known)
+    finally:
+        stop(proc)
+
+
+def basic_status(base, name, password, source="127.0.0.1"):
+    """GET /_session with Basic credentials on a new connection from `source` (any 127/8 address)."""
+    parts = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60, source_address=(source, 0))
+    try:
+        token = b64encode(f"{name}:{password}".encode()).decode()
+        conn.request("GET", "/_session", headers={"Authorization": f"Basic {token}"})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
+
+
+def in_parallel(count, call):
+    """`call()` on `count` threads released at once; their results."""
+    barrier = threading.Barrier(count)
+    results = [None] * count
+
+    def one(index):
+        barrier.wait()
+        results[index] = call()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    return threads, results
+
+
+def test_parallel_logins_with_the_right_password_and_a_cold_cache_all_succeed(tmp_path):
+    """Found by the soak (issue 16): 40 connections from one address bring the admin's right password
+    at once to a server that has verified nothing yet. Each used to take a throttle turn (turns in flight
+    count as failures) and its own 600,000-iteration PBKDF2, and the queue they formed refused the right
+    password with 401; now they wait for one verification and all get in."""
+    proc, base, _ = start(tmp_path)
+    try:
+        threads, statuses = in_parallel(40, lambda: basic_status(base, *ADMIN))
+        for t in threads:
+            t.join()
+        assert statuses == [200] * 40, statuses
+    finally:
+        stop(proc)
+
+
+def test_login_throttle_counts_parallel_guesses_while_one_is_verified(tmp_path):
+    """conformance/test_security_attacks.py::test_login_throttle_counts_parallel_guesses with the
+    default 600,000 iterations, so that the 40 identical guesses arrive while the first of them is still
+    being verified: each still takes its throttle turn on arrival (a guess waiting for another's answer
+    is counted too), so the attacker's right password is refused unverified, while the real user at
+    another address logs in."""
+    proc, base, _ = start(tmp_path)
+    attacker, user = "127.0.0.66", "127.0.0.77"
+    try:
+        for _ in range(5):
+            assert basic_status(base, ADMIN[0], "guess", attacker) == 401
+        threads, statuses = in_parallel(40, lambda: basic_status(base, ADMIN[0], "guess", attacker))
+        time.sleep(0.3)  # every guess has reached the server and taken (or been refused) a turn
+        assert basic_status(base, ADMIN[0], ADMIN[1], attacker) == 401
+        assert basic_status(base, ADMIN[0], ADMIN[1], user) == 200
+        for t in threads:
+            t.join()
+        assert statuses == [401] * 40, statuses
     finally:
         stop(proc)

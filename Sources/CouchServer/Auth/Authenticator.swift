@@ -12,11 +12,12 @@ import Synchronization
 /// `couchlite receive`), then `org.couchdb.user:NAME` documents of `_users`. An earlier source
 /// always wins, so nothing written into `_users` can shadow an admin or a server-held identity.
 ///
-/// Verified Basic credentials are cached briefly, keyed by a hash of the name, the password and
-/// the stored hash, so a changed password never matches an old entry. Every uncached check costs
-/// the same PBKDF2 work whether the name exists or not (no timing oracle), passes the
-/// `LoginThrottle` first, and a successful one re-derives a hash weaker than the server's own
-/// iterations (the transparent upgrade CouchDB 3.4 calls `upgrade_hash_on_auth`).
+/// Verified Basic credentials are cached (`CredentialCache`, kept while in use), keyed by a hash of the
+/// name, the password and the stored hash, so a changed password never matches an old entry. Every
+/// uncached check costs the same PBKDF2 work whether the name exists or not (no timing oracle), takes
+/// a `LoginThrottle` turn first, and a successful one re-derives a hash weaker than the server's own
+/// iterations (the transparent upgrade CouchDB 3.4 calls `upgrade_hash_on_auth`). Parallel checks of
+/// the same credentials share one PBKDF2's success (`LoginFlights`).
 final class Authenticator: Sendable {
     private let admins: Mutex<ServerAdmins>
     /// One-time identities held in memory (see `ServerIdentities`).
@@ -29,7 +30,9 @@ final class Authenticator: Sendable {
     let throttle = LoginThrottle()
     /// `couchlite receive`'s one-time accounts (held in `identities`), with their scope, expiry and activity.
     let temporary: TemporaryAccounts
-    private let verified = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let verified = Mutex(CredentialCache())
+    /// Verifications running now (see `login`).
+    let flights = LoginFlights()
 
     /// Someone who can log in.
     struct Account: Sendable {
@@ -126,6 +129,13 @@ final class Authenticator: Sendable {
     }
 
     /// Checks a name and password, after the `LoginThrottle` gave the attempt its turn.
+    ///
+    /// Every uncached attempt takes its turn when it arrives, before anything else, so parallel guesses queue
+    /// and are counted as if each came alone (`test_login_throttle_counts_parallel_guesses`). Then, when the
+    /// same bytes are being verified already (`LoginFlights`), it waits for that answer: a success is its
+    /// success (it ends its turn as one), so 2,000 requests with the right password and a cold cache cost one
+    /// PBKDF2 and are never refused by the queue they form; a failure shares nothing, and the attempt, if the
+    /// throttle gave it a turn, verifies for itself.
     /// - Parameter client: the peer address the engine saw (the throttle counts per client).
     /// - Returns: the account, or nil when the name is unknown, the password wrong or the attempt
     ///   refused by the throttle.
@@ -135,7 +145,43 @@ final class Authenticator: Sendable {
         // gets here, so a guesser sharing the real user's address never holds the user up.
         if let account, isCached(account, password) { return account }
         let keys = LoginThrottle.keys(client: client, name: name)
-        guard throttle.begin(keys) else { return nil }
+        let turn = throttle.take(keys)
+        guard let account else {
+            guard let turn else { return nil }
+            return check(nil, password, keys: keys, turn: turn)
+        }
+        let credentials = LoginFlights.Credentials(account, password: password)
+        let (flight, leads) = flights.join(credentials, turn: turn)
+        if leads {
+            var result: Account? = nil
+            defer { flights.land(flight, credentials, succeeded: result != nil) }
+            guard let turn else { return nil }
+            result = check(account, password, keys: keys, turn: turn)
+            return result
+        }
+        // Wait for the flight's whole answer when its leader verifies no later than we could (from the same
+        // client it usually does: turns are handed out in order of arrival) or when only its success can let us
+        // in; else only until our own turn, so a leader throttled on another client's keys never holds us up.
+        let deadline: ContinuousClock.Instant?
+        switch (flight.turn, turn) {
+        case (let leader?, let own?): deadline = leader <= own ? nil : own
+        case (.some, nil): deadline = nil
+        case (nil, let own): deadline = own  // the leader was refused: it lands at once, with a failure
+        }
+        let shared = flight.wait(until: deadline)
+        if shared == true {
+            if turn != nil { throttle.finish(keys, succeeded: true) }
+            return account
+        }
+        guard let turn else { return nil }
+        return check(account, password, keys: keys, turn: turn)
+    }
+
+    /// One attempt's own verification, once its turn (from `throttle.take`) has come; ends the turn.
+    private func check(
+        _ account: Account?, _ password: [UInt8], keys: [LoginThrottleTable.Key], turn: ContinuousClock.Instant
+    ) -> Account? {
+        LoginThrottle.wait(until: turn)
         let succeeded = verify(account, password)
         throttle.finish(keys, succeeded: succeeded)
         guard succeeded, let account else { return nil }
@@ -144,17 +190,16 @@ final class Authenticator: Sendable {
     }
 
     /// The credential cache's key: name, password and the stored hash, so a new password (or an
-    /// upgraded hash) never matches an old entry.
+    /// upgraded hash, or a hash whose iterations were edited) never matches an old entry.
     private func cacheKey(_ account: Account, _ password: [UInt8]) -> String {
         var key = Array(account.name.text.utf8) + [0] + password + [0] + Array(account.hash.salt.utf8) + [0]
-        key += Array(account.hash.derivedKey.utf8)
+        key += Array(account.hash.derivedKey.utf8) + [0] + Array(String(account.hash.iterations).utf8)
         return Digest.hash(.sha256, key).hexString
     }
 
     private func isCached(_ account: Account, _ password: [UInt8]) -> Bool {
         let key = cacheKey(account, password)
-        guard let expiry = verified.withLock({ $0[key] }) else { return false }
-        return expiry > ContinuousClock.now
+        return verified.withLock { $0.contains(key, now: ContinuousClock.now) }
     }
 
     /// Verifies a password, spending at least the server's own PBKDF2 work: an unknown name, a
@@ -174,10 +219,7 @@ final class Authenticator: Sendable {
     }
 
     private func remember(_ cacheKey: String, now: ContinuousClock.Instant) {
-        verified.withLock { cache in
-            if cache.count >= AuthLimits.credentialCacheEntries { cache.removeAll() }
-            cache[cacheKey] = now + .seconds(AuthLimits.credentialCacheSeconds)
-        }
+        verified.withLock { $0.remember(cacheKey, now: now) }
     }
 
     /// Re-derives a stored hash weaker than the server's at the server's iterations, keeping its

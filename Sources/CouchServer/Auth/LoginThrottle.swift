@@ -28,20 +28,23 @@ final class LoginThrottle: Sendable {
         ]
     }
 
-    /// Waits for this attempt's turn. Call `finish` exactly once after a true answer.
-    /// - Returns: false when the attempt is refused unverified (its turn would be too far away).
-    func begin(_ keys: [LoginThrottleTable.Key]) -> Bool {
-        let decision = table.withLock { $0.begin(keys, now: ContinuousClock.now) }
-        switch decision {
-        case .refuse:
-            return false
-        case .proceed(let wait):
-            if wait > .zero {
-                Thread.sleep(
-                    forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
-            }
-            return true
+    /// Hands this attempt its turn without waiting for it; it counts as a failure in flight from now on. Call
+    /// `finish` exactly once after a non-nil answer.
+    /// - Returns: when the attempt may be verified, or nil when it is refused unverified (its turn would be too
+    ///   far away).
+    func take(_ keys: [LoginThrottleTable.Key]) -> ContinuousClock.Instant? {
+        let now = ContinuousClock.now
+        switch table.withLock({ $0.begin(keys, now: now) }) {
+        case .refuse: return nil
+        case .proceed(let wait): return now + wait
         }
+    }
+
+    /// Sleeps until `turn` (at once when it has passed).
+    static func wait(until turn: ContinuousClock.Instant) {
+        let wait = turn - ContinuousClock.now
+        guard wait > .zero else { return }
+        Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
     }
 
     func finish(_ keys: [LoginThrottleTable.Key], succeeded: Bool) {

@@ -48,24 +48,19 @@ extension Commands {
 
     /// `couchlite push DIR URL`.
     public static func push(arguments: [String], environment: [String: String]) -> Int32 {
-        var settings = PushSettings()
-        do {
-            guard
-                try pushCommandLine.parse(
-                    arguments, environment: environment, into: &settings,
-                    positional: { $0.folderAndURL.append($1) })
-            else {
-                print(pushCommandLine.usage)
-                return 0
+        let settings: PushSettings
+        let entry = pushCommandLine.enter(
+            arguments, environment: environment, into: PushSettings(), positional: { $0.folderAndURL.append($1) }
+        ) { s throws(OptionsError) in
+            guard s.folderAndURL.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
+            guard Endpoint.isURL(s.folderAndURL[1]) else {
+                throw OptionsError("\(s.folderAndURL[1]) is not an http:// or https:// URL")
             }
-            guard settings.folderAndURL.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
-            guard Endpoint.isURL(settings.folderAndURL[1]) else {
-                throw OptionsError("\(settings.folderAndURL[1]) is not an http:// or https:// URL")
-            }
-            try settings.tls.check(urls: [settings.folderAndURL[1]])
-        } catch {
-            printUsageError(String(describing: error), usage: pushCommandLine.usage)
-            return 64
+            try s.tls.check(urls: [s.folderAndURL[1]])
+        }
+        switch entry {
+        case .run(let parsed): settings = parsed
+        case .exit(let status): return status
         }
         let positional = settings.folderAndURL
         let scanner = settings.scanner

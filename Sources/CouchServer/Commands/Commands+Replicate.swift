@@ -65,23 +65,19 @@ extension Commands {
 
     /// `couchlite replicate SOURCE TARGET …`: prints CouchDB's `_replicate` answer on stdout.
     public static func replicate(arguments: [String], environment: [String: String]) -> Int32 {
-        var settings = ReplicateSettings()
-        do {
-            guard
-                try replicateCommandLine.parse(
-                    arguments, environment: environment, into: &settings,
-                    positional: { $0.sourceAndTarget.append($1) })
-            else {
-                print(replicateCommandLine.usage)
-                return 0
-            }
-            guard settings.sourceAndTarget.count == 2 else {
+        let settings: ReplicateSettings
+        let entry = replicateCommandLine.enter(
+            arguments, environment: environment, into: ReplicateSettings(),
+            positional: { $0.sourceAndTarget.append($1) }
+        ) { s throws(OptionsError) in
+            guard s.sourceAndTarget.count == 2 else {
                 throw OptionsError("replicate needs a SOURCE and a TARGET")
             }
-            try settings.tls.check(urls: settings.sourceAndTarget)
-        } catch {
-            printUsageError(String(describing: error), usage: replicateCommandLine.usage)
-            return 64
+            try s.tls.check(urls: s.sourceAndTarget)
+        }
+        switch entry {
+        case .run(let parsed): settings = parsed
+        case .exit(let status): return status
         }
         let positional = settings.sourceAndTarget
         var options = settings.options

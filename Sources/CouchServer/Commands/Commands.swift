@@ -7,15 +7,12 @@ public enum Commands {
     /// `couchlite serve [options]`: the CouchDB-compatible server, until SIGINT/SIGTERM.
     public static func serve(arguments: [String], environment: [String: String]) -> Int32 {
         let options: Options
-        do {
-            guard let parsed = try Options.parse(arguments: arguments, environment: environment) else {
-                print(Options.usage)
-                return 0
-            }
-            options = parsed
-        } catch {
-            printUsageError(String(describing: error), usage: Options.usage)
-            return 64
+        let entry = Options.commandLine.enter(
+            arguments, environment: environment, into: Options(),
+            check: { options throws(OptionsError) in try options.validate() })
+        switch entry {
+        case .run(let parsed): options = parsed
+        case .exit(let status): return status
         }
         let log = Logger(label: "couchlite", level: options.logLevel, format: options.logFormat)
         ServerProcess.prepareProcess()

@@ -85,15 +85,26 @@ struct ReceiveOptions: Sendable {
     /// Parses the environment first, then the arguments, which win.
     /// - Returns: nil when `--help` was asked for.
     static func parse(arguments: [String], environment: [String: String]) throws(OptionsError) -> ReceiveOptions? {
+        var options = defaults
+        guard try commandLine.parse(arguments, environment: environment, into: &options) else { return nil }
+        try check(&options)
+        return options
+    }
+
+    /// The settings before any option is read.
+    static var defaults: ReceiveOptions {
         var options = ReceiveOptions()
         // Less chatter than `serve`: one line per request would bury the progress line.
         options.server.logLevel = .warning
-        guard try commandLine.parse(arguments, environment: environment, into: &options) else { return nil }
+        return options
+    }
+
+    /// What is checked once every option is read.
+    static func check(_ options: inout ReceiveOptions) throws(OptionsError) {
         try options.server.validate()
         if options.qrPin && !options.server.tls.isOn {
             throw OptionsError("--qr-pin puts the certificate's fingerprint in the QR code: it needs --tls")
         }
-        return options
     }
 
     /// `90`, `90s`, `15m`, `2h`, `1h30m`, `1d` → seconds; nil for anything else.
