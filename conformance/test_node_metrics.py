@@ -369,6 +369,22 @@ def test_system_reports_uptime(couch):
         assert body["thread_count"] >= 2 and body["open_os_files"] >= 3
 
 
+def test_system_splits_memory_into_heap_in_use_and_free_on_couchlite(couch, db):
+    if not is_couchlite(couch):
+        pytest.skip("the heap figures are couchlite's (CouchDB reports its Erlang VM's memory)")
+    memory = couch.get("/_node/_local/_system").json()["memory"]
+    for key in ("heap_in_use", "heap_free", "heap_mapped"):
+        assert isinstance(memory[key], int) and memory[key] >= 0, (key, memory)
+    assert memory["heap_in_use"] > 64 << 10, memory  # a running server holds what it allocated: not zeros
+    assert memory["heap_in_use"] + memory["heap_free"] < memory["virtual"], memory
+    # A 4 MiB body is read into one block of its own mapping while the request runs; afterwards what is in
+    # use is back near where it was (nothing holds on to the body).
+    big = "z" * (4 << 20)
+    assert couch.put(f"/{db}/big", json={"x": big}).status_code == 201
+    after = couch.get("/_node/_local/_system").json()["memory"]
+    assert after["heap_in_use"] < memory["heap_in_use"] + (16 << 20), (memory, after)
+
+
 def test_connections_and_bytes_move_with_traffic_on_couchlite(couch, db):
     if not is_couchlite(couch):
         pytest.skip("connection and byte counters are couchlite's (CouchDB has its Erlang io statistics)")

@@ -160,7 +160,8 @@ extension App {
                     "memory",
                     [
                         "rss": .int(figures.residentBytes), "rss_peak": .int(figures.peakResidentBytes),
-                        "virtual": .int(figures.virtualBytes),
+                        "virtual": .int(figures.virtualBytes), "heap_in_use": .int(figures.heapInUseBytes),
+                        "heap_free": .int(figures.heapFreeBytes), "heap_mapped": .int(figures.heapMappedBytes),
                     ]
                 ),
                 ("io_input", .int(traffic.bytesReceived)), ("io_output", .int(traffic.bytesSent)),

@@ -1,3 +1,4 @@
+import CMalloc
 import Foundation
 
 /// What the kernel says about this process (Linux `/proc/self`), for `_system` and `_prometheus`.
@@ -10,6 +11,12 @@ struct SystemFigures {
     var threads = 0
     /// File descriptors open (sockets, databases, blobs being read).
     var openFiles = 0
+    /// The heap as glibc's malloc sees it: bytes handed out and not freed, bytes freed but kept (resident until
+    /// trimmed), and blocks mapped on their own. Resident memory that grows with `heapFreeBytes` is
+    /// fragmentation; with `heapInUseBytes`, something is holding on.
+    var heapInUseBytes = 0
+    var heapFreeBytes = 0
+    var heapMappedBytes = 0
 
     static func read() -> SystemFigures {
         var figures = SystemFigures()
@@ -27,6 +34,10 @@ struct SystemFigures {
             }
         }
         figures.openFiles = countOpenFiles()
+        let heap = couchlite_heap_info()
+        figures.heapInUseBytes = Int(clamping: heap.uordblks)
+        figures.heapFreeBytes = Int(clamping: heap.fordblks)
+        figures.heapMappedBytes = Int(clamping: heap.hblkhd)
         return figures
     }
 
