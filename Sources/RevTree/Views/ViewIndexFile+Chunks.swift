@@ -117,9 +117,7 @@ extension ViewIndexFile {
                 try rows.bind(1, view)
                 var chunk = ChunkBuilder(fold: reducer.fold(view: view))
                 while try rows.step() {
-                    let row = ViewRow(
-                        sortKey: rows.blob(0) ?? [], docID: rows.text(1), index: rows.int(2), key: rows.blob(3) ?? [],
-                        value: rows.blob(4) ?? [])
+                    let row = ViewRow(selected: rows)
                     chunk.add(row)
                     let key = ViewRowKey(sortKey: row.sortKey, docID: row.docID, n: row.index)
                     if key.endsChunk {
@@ -205,10 +203,7 @@ extension ViewIndexFile {
         try rows.bind(bindings)
         var chunk = ChunkBuilder(fold: reducer.fold(view: view))
         while try rows.step() {
-            chunk.add(
-                ViewRow(
-                    sortKey: rows.blob(0) ?? [], docID: rows.text(1), index: rows.int(2), key: rows.blob(3) ?? [],
-                    value: rows.blob(4) ?? []))
+            chunk.add(ViewRow(selected: rows))
         }
         try chunk.store(connection, view: view, key: key)
     }
@@ -331,10 +326,7 @@ extension ViewIndexFile {
         defer { statement.reset() }
         try statement.bind(bindings)
         while try statement.step() {
-            let row = ViewRow(
-                sortKey: statement.blob(0) ?? [], docID: statement.text(1), index: statement.int(2),
-                key: statement.blob(3) ?? [], value: statement.blob(4) ?? [])
-            if try body(.row(row)) == .stop { return false }
+            if try body(.row(ViewRow(selected: statement))) == .stop { return false }
         }
         return true
     }

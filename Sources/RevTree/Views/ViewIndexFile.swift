@@ -28,6 +28,15 @@ public struct ViewRow: Sendable {
     public var value: [UInt8]
 }
 
+extension ViewRow {
+    /// The row a statement selecting `sortkey, docid, n, key, value` (in that order) is on.
+    init(selected statement: SQLiteStatement) {
+        self.init(
+            sortKey: statement.blob(0) ?? [], docID: statement.text(1), index: statement.int(2),
+            key: statement.blob(3) ?? [], value: statement.blob(4) ?? [])
+    }
+}
+
 /// One end of a key range: rows from/to (`sortKey`, `docID`); without `docID` the bound covers every row of
 /// the key (inclusive) or none of them (exclusive).
 public struct ViewBound: Sendable {
@@ -303,10 +312,7 @@ public final class ViewIndexFile: Sendable {
             defer { statement.reset() }
             try statement.bind(bindings)
             while try statement.step() {
-                let row = ViewRow(
-                    sortKey: statement.blob(0) ?? [], docID: statement.text(1), index: statement.int(2),
-                    key: statement.blob(3) ?? [], value: statement.blob(4) ?? [])
-                guard try body(row) else { return }
+                guard try body(ViewRow(selected: statement)) else { return }
             }
         }
     }
