@@ -56,7 +56,9 @@ def test_writes_without_validation_functions_start_no_worker(servers):
     assert len(workers_of(a.proc.pid)) == 1
 
 
-def test_a_killed_worker_is_replaced(servers):
+def server_with_one_worker(servers):
+    """A server whose one query-server worker has just run a filter: (the server, its database URL, the worker's
+    pid)."""
     a = servers("a")
     db = f"{a.url}/db"
     assert requests.put(db, timeout=30).status_code == 201
@@ -64,6 +66,11 @@ def test_a_killed_worker_is_replaced(servers):
                         timeout=30).status_code == 201
     assert requests.get(f"{db}/_changes", params={"filter": "f/all"}, timeout=30).status_code == 200
     [worker] = workers_of(a.proc.pid)
+    return a, db, worker
+
+
+def test_a_killed_worker_is_replaced(servers):
+    a, db, worker = server_with_one_worker(servers)
     os.kill(worker, signal.SIGKILL)
     time.sleep(0.2)
     # The idle worker's death is noticed by the next call, which fails over to a new worker or answers 500
@@ -101,13 +108,7 @@ def test_a_looping_worker_ends_with_the_server(servers):
 
 
 def test_workers_do_not_hold_the_servers_sockets(servers):
-    a = servers("a")
-    db = f"{a.url}/db"
-    assert requests.put(db, timeout=30).status_code == 201
-    assert requests.put(f"{db}/_design/f", json={"filters": {"all": "function() { return true; }"}},
-                        timeout=30).status_code == 201
-    assert requests.get(f"{db}/_changes", params={"filter": "f/all"}, timeout=30).status_code == 200
-    [worker] = workers_of(a.proc.pid)
+    a, _, worker = server_with_one_worker(servers)
     fds = os.listdir(f"/proc/{worker}/fd")
     targets = [os.readlink(f"/proc/{worker}/fd/{fd}") for fd in fds]
     assert not any(t.startswith("socket:") for t in targets), targets
