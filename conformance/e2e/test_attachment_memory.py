@@ -189,6 +189,49 @@ def test_compaction_removes_unreferenced_blobs_only(att_server):
     assert s.session.get(f"{s.base}/{db}/e/b").content == b"second version"
 
 
+def att_wait_until_empty(directory, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while os.listdir(directory) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert os.listdir(directory) == [], f"{directory} still holds {os.listdir(directory)}"
+
+
+def test_deleting_a_database_frees_its_name_at_once_and_its_blobs_in_the_background(att_server):
+    s = att_server
+    db = "att-trashed"
+    assert s.session.put(f"{s.base}/{db}").status_code == 201
+    for i in range(40):
+        r = s.session.put(f"{s.base}/{db}/p{i}/photo.jpg", data=f"photo {i}".encode() * 100,
+                          headers={"Content-Type": "image/jpeg"})
+        assert r.status_code == 201, r.text
+    assert len(s.blob_files(db)) == 40
+    assert s.session.delete(f"{s.base}/{db}").json() == {"ok": True}
+    # When the DELETE answers, the database's blob folder is gone (moved to the trash, not yet unlinked file by
+    # file: on a disk mounted with discard that took minutes for a photo album).
+    assert not os.path.exists(s.blob_dir(db))
+    # Created again under the name, the database is empty: none of the old photos is served.
+    assert s.session.put(f"{s.base}/{db}").status_code == 201
+    assert s.session.get(f"{s.base}/{db}/p0/photo.jpg").status_code == 404
+    r = s.session.put(f"{s.base}/{db}/p0/photo.jpg", data=b"a new photo", headers={"Content-Type": "image/jpeg"})
+    assert r.status_code == 201
+    trash = os.path.join(s.data_dir, "attachments", ".trash")
+    assert os.stat(trash).st_mode & 0o077 == 0, oct(os.stat(trash).st_mode)  # owner-only, like the data
+    att_wait_until_empty(trash)
+    assert s.session.get(f"{s.base}/{db}/p0/photo.jpg").content == b"a new photo"
+
+
+def test_what_a_stopped_server_left_in_the_trash_is_removed_when_it_starts(att_server):
+    s = att_server
+    s.stop()
+    left = os.path.join(s.data_dir, "attachments", ".trash", "0123456789abcdef", "ab")
+    os.makedirs(left)
+    with open(os.path.join(left, "ab" + "0" * 30), "wb") as f:
+        f.write(b"a photo of a database deleted just before the stop")
+    s.start()
+    att_wait_until_empty(os.path.join(s.data_dir, "attachments", ".trash"))
+    assert s.session.get(f"{s.base}/_up").status_code == 200
+
+
 def test_crash_during_upload_leaves_nothing_visible(att_server):
     s = att_server
     db = "att-crash"

@@ -174,6 +174,8 @@ def check_store_on_disk(data_dir: str) -> None:
     root = os.path.join(data_dir, "attachments")
     blobs = 0
     for store in os.listdir(root):
+        if store == ".trash":  # deleted databases' blobs, removed in the background
+            continue
         for sub in os.listdir(os.path.join(root, store)):
             path = os.path.join(root, store, sub)
             if sub == "tmp":

@@ -15,6 +15,9 @@ import Synchronization
 final class BlobRegistry: Sendable {
     private let root: String
     private let stores = Mutex<[String: BlobStore]>([:])
+    /// `<root>/.trash`: a deleted database's blob directory is moved here and removed in the background (nil when
+    /// it cannot be made: deletes then remove the files before they answer).
+    let trash: Trash?
     /// Commits take it shared, the sweep exclusively: a sweep can never judge a blob unreferenced
     /// between an upload's rename and the refresh of its time.
     let sweepGate = ReadWriteLock()
@@ -30,6 +33,7 @@ final class BlobRegistry: Sendable {
     /// removed at startup rather than when the database is next used.
     init(root: String) {
         self.root = root
+        trash = try? Trash(directory: root + "/" + BlobRegistry.trashName)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         stores.withLock { stores in
             for directoryName in names {
@@ -73,12 +77,16 @@ final class BlobRegistry: Sendable {
         }
     }
 
-    /// Removes a deleted database's blobs.
+    /// The trash's directory name under the root: not hex, so never taken for a database's store.
+    static let trashName = ".trash"
+
+    /// Removes a deleted database's blobs: their directory is gone when this returns, the files go in the
+    /// background (see `Trash`).
     func destroy(_ name: String) throws {
         let store = try stores.withLock { stores in
             try stores.removeValue(forKey: name) ?? BlobStore(directory: directory(for: name))
         }
-        try store.destroy()
+        try store.destroy(via: trash)
     }
 
     private func directory(for name: String) -> String {

@@ -78,6 +78,15 @@ enum POSIX {
         throw .io(operation: "mkdir", path: path, errno: code)
     }
 
+    /// Creates a directory and its missing parents; existing ones are fine.
+    static func makeDirectories(_ path: String) throws(BlobStoreError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            try makeDirectory(prefix)
+        }
+    }
+
     /// Names in a directory, without `.` and `..`.
     static func list(_ path: String) throws(BlobStoreError) -> [String] {
         guard let dir = opendir(path) else { throw .io(operation: "opendir", path: path, errno: errno) }

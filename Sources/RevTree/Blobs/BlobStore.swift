@@ -44,11 +44,7 @@ public final class BlobStore: Sendable {
         let trimmed = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         self.directory = trimmed
         tempDirectory = trimmed + "/tmp"
-        var prefix = trimmed.hasPrefix("/") ? "" : "."
-        for component in trimmed.split(separator: "/") {
-            prefix += "/" + component
-            try POSIX.makeDirectory(prefix)
-        }
+        try POSIX.makeDirectories(trimmed)
         try POSIX.makeDirectory(tempDirectory)
         for name in try POSIX.list(tempDirectory) where !name.hasPrefix(Self.processToken + "-") {
             if unlink(tempDirectory + "/" + name) != 0, errno != ENOENT {
@@ -144,8 +140,11 @@ public final class BlobStore: Sendable {
     }
 
     /// Deletes the whole directory (the database was deleted). Open readers keep working.
-    public func destroy() throws {
+    /// - Parameter trash: Where the directory is moved to be removed in the background. Without one, or when it
+    ///   cannot be moved there, its files are removed before this returns.
+    public func destroy(via trash: Trash? = nil) throws {
         durableEntries.withLock { $0.removeAll() }
+        if let trash, trash.take(directory) { return }
         try POSIX.removeTree(directory)
     }
 
