@@ -75,6 +75,48 @@ def test_environment_configures_the_server(tmp_path):
         proc.wait(timeout=10)
 
 
+def environ_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [entry.decode("utf-8", "replace").partition("=") for entry in f.read().split(b"\0") if entry]
+    return {name: value for name, _, value in pairs}
+
+
+def start_with_environment(tmp_path, extra: dict) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {name: value for name, value in os.environ.items() if name not in ("GLIBC_TUNABLES", "COUCHLITE_MALLOC_TUNED")}
+    env.update(extra)
+    proc = subprocess.Popen([os.environ["COUCHLITE_BIN"], "--bind", "127.0.0.1", "--port", str(port),
+                             "--data-dir", str(tmp_path / "d"), "--admin", "admin:pass"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    assert f":{port}/" in proc.stdout.readline().decode()
+    return proc, port
+
+
+def test_the_server_bounds_glibcs_per_thread_caches_by_starting_itself_again(tmp_path):
+    proc, port = start_with_environment(tmp_path, {})
+    try:
+        # Started again in the same process (same pid, so clients and supervisors see one server), with the tunable.
+        environment = environ_of(proc.pid)
+        assert "glibc.malloc.tcache_max=128" in environment.get("GLIBC_TUNABLES", ""), environment
+        assert environment.get("COUCHLITE_MALLOC_TUNED") == "1"
+        assert requests.get(f"http://127.0.0.1:{port}/_up", timeout=5).status_code == 200
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+
+
+def test_an_operators_own_thread_cache_tunable_is_left_as_it_is(tmp_path):
+    proc, port = start_with_environment(tmp_path, {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=3"})
+    try:
+        environment = environ_of(proc.pid)
+        assert environment["GLIBC_TUNABLES"] == "glibc.malloc.tcache_count=3"
+        assert "COUCHLITE_MALLOC_TUNED" not in environment  # not started again
+        assert requests.get(f"http://127.0.0.1:{port}/_up", timeout=5).status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_access_log_has_one_line_per_request(servers):
     a = servers("a")
     requests.get(f"http://127.0.0.1:{a.port}/_up", timeout=5)

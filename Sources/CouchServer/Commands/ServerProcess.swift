@@ -151,10 +151,12 @@ final class ServerProcess: Sendable {
 
     /// Tunes the process once, before any server starts.
     static func prepareProcess() {
+        MallocTunables.applyByRestarting()
         // glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps freed
         // memory in them; with a thread per connection, 2,000 long-poll feeds would leave that memory
         // behind after they close. A few shared arenas keep resident memory flat.
         _ = mallopt(M_ARENA_MAX, 2)
+        HeapTrimmer.start()
     }
 }
 
