@@ -11,10 +11,14 @@ struct FeedWriter {
 
     /// Bytes gathered before they are handed to the connection (about one TCP send buffer).
     static let flushBytes = 64 * 1024
+    /// Most buffer capacity a live feed keeps while it waits for the next change. Its buffer grows (by doubling) to
+    /// what its rows need, up to about two `flushBytes`; a feed that then sits waiting gives that back. A long-poll
+    /// or continuous feed spends most of its life waiting, and with 128 KiB reserved for each, the open feeds of
+    /// the soak (bench/soak.py) held 34 MiB of the heap (heaptrack), most of it never written.
+    static let waitingCapacity = 4 * 1024
 
     init(reply: Reply) {
         self.reply = reply
-        buffer.reserveCapacity(FeedWriter.flushBytes * 2)
     }
 
     mutating func append(_ bytes: [UInt8]) throws {
@@ -31,10 +35,12 @@ struct FeedWriter {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Sends everything gathered and pushes it to the client (a live feed's rows must not wait).
+    /// Sends everything gathered and pushes it to the client (a live feed's rows must not wait, and then it waits:
+    /// a big buffer is let go).
     mutating func flush() throws {
         try send()
         try reply.flush()
+        if buffer.capacity > FeedWriter.waitingCapacity { buffer = [] }
     }
 
     /// Appends `row` with `doc` as its last member (`"doc":…`), the document written by `appendDocument`.

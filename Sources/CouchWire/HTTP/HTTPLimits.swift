@@ -21,6 +21,8 @@ public enum HTTPLimits {
     public static let maxDrainBytes = 64 * 1024
     /// Response bytes buffered before they are sent without an explicit flush, in bytes (64 KiB).
     public static let responseBufferBytes = 64 * 1024
+    /// Most buffer capacity a response keeps across an explicit flush (a live feed waiting), in bytes (4 KiB).
+    public static let waitingBufferBytes = 4 * 1024
     /// Per-connection read buffer, in bytes (16 KiB). Body reads larger than this go straight to the caller.
     public static let readBufferBytes = 16 * 1024
     /// Stack of each connection thread, in bytes (512 KiB). Only touched pages count towards RSS.

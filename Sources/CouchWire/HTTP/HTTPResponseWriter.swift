@@ -120,7 +120,7 @@ public final class HTTPResponseWriter {
         case .closeDelimited:
             output.append(contentsOf: bytes)
         }
-        if output.count + pendingChunk.count >= HTTPLimits.responseBufferBytes { try flush() }
+        if output.count + pendingChunk.count >= HTTPLimits.responseBufferBytes { try sendBuffered() }
     }
 
     /// Appends body bytes (buffered); see `write(_:)` for the raw-buffer variant.
@@ -132,7 +132,17 @@ public final class HTTPResponseWriter {
     }
 
     /// Sends everything buffered so far (as one chunk when chunked).
+    ///
+    /// A flush is what a live feed does before it waits for its next change (a long stream is sent as its buffer
+    /// fills, without one), so the buffers' capacity beyond `HTTPLimits.waitingBufferBytes` is let go: a feed that
+    /// sent one big batch would otherwise keep up to twice 128 KiB while it waits, for as long as it is open.
     public func flush() throws(HTTPError) {
+        try sendBuffered()
+        if output.capacity > HTTPLimits.waitingBufferBytes { output = [] }
+        if pendingChunk.capacity > HTTPLimits.waitingBufferBytes { pendingChunk = [] }
+    }
+
+    private func sendBuffered() throws(HTTPError) {
         guard headSent else { throw .responseMisuse("flush before writeHead.") }
         guard !isBroken else { throw .clientGone }
         emitPendingChunk()
