@@ -33,9 +33,11 @@ public final class BlobStore: Sendable {
     /// fsync, which on this class of disk is a device flush in every repeated upload's path.
     /// `removeAll` forgets what it deletes (a blob renamed in again is remembered only after its own
     /// sync); a store opened on an existing directory knows nothing until it syncs.
-    private let durableEntries = Mutex<Set<String>>([])
-    /// Most keys remembered; the set starts over when full (forgetting only costs a sync).
-    static let maxDurableEntries = 65_536
+    private let durableEntries = Mutex<Set<PackedKey>>([])
+    /// Most keys remembered; the set starts over when full (forgetting only costs a sync). At 16 bytes a key (and
+    /// the set's slack) that is at most about 512 KiB a database; kept as `String`s, 65,536 of them were 6 MiB a
+    /// database, and the soak's heap grew by their share as photos arrived.
+    static let maxDurableEntries = 16_384
 
     /// Opens (creating if needed) a store and removes temp files left by a crashed process.
     /// - Parameter directory: The database's blob directory; parents are created too.
@@ -129,7 +131,7 @@ public final class BlobStore: Sendable {
         for key in try keys() where !keep.contains(key) {
             guard let path = path(for: key), let info = POSIX.fileStatus(path) else { continue }
             if minimumAge > .zero, Int64(info.st_mtim.tv_sec) >= cutoff { continue }
-            durableEntries.withLock { _ = $0.remove(key) }
+            if let packed = PackedKey(key) { durableEntries.withLock { _ = $0.remove(packed) } }
             if unlink(path) == 0 {
                 removed += 1
             } else if errno != ENOENT {
@@ -150,7 +152,8 @@ public final class BlobStore: Sendable {
 
     /// Whether `key`'s directory entry is known to be on disk (see `durableEntries`).
     public func isKnownDurable(_ key: String) -> Bool {
-        durableEntries.withLock { $0.contains(key) }
+        guard let packed = PackedKey(key) else { return false }
+        return durableEntries.withLock { $0.contains(packed) }
     }
 
     /// Makes `key`'s directory entry durable: fsyncs its fan-out directory, unless the blob was not
@@ -158,9 +161,10 @@ public final class BlobStore: Sendable {
     func syncEntry(_ key: String, fanOut: String, renamed: Bool = false) throws(BlobStoreError) {
         if !renamed && isKnownDurable(key) { return }
         try POSIX.fsyncDirectory(fanOut)
+        guard let packed = PackedKey(key) else { return }
         durableEntries.withLock { entries in
             if entries.count >= Self.maxDurableEntries { entries.removeAll() }
-            entries.insert(key)
+            entries.insert(packed)
         }
     }
 
@@ -184,5 +188,31 @@ public final class BlobStore: Sendable {
 
     private static func isHex(_ text: String) -> Bool {
         text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
+/// A blob key (32 lowercase hex characters) as its 16 bytes: what the store remembers keys by.
+struct PackedKey: Hashable {
+    let high: UInt64
+    let low: UInt64
+
+    /// nil unless `key` is 32 lowercase hex characters.
+    init?(_ key: String) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var count = 0
+        for byte in key.utf8 {
+            let digit: UInt64
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt64(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt64(byte - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+            if count < 16 { high = high << 4 | digit } else if count < 32 { low = low << 4 | digit } else { return nil }
+            count += 1
+        }
+        guard count == 32 else { return nil }
+        self.high = high
+        self.low = low
     }
 }
