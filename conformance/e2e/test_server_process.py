@@ -83,7 +83,8 @@ def environ_of(pid: int) -> dict[str, str]:
 
 def start_with_environment(tmp_path, extra: dict) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = {name: value for name, value in os.environ.items() if name not in ("GLIBC_TUNABLES", "COUCHLITE_MALLOC_TUNED")}
+    tuning = ("GLIBC_TUNABLES", "COUCHLITE_MALLOC_TUNED")  # the test's own, not inherited from whoever runs it
+    env = {name: value for name, value in os.environ.items() if name not in tuning}
     env.update(extra)
     proc = subprocess.Popen([os.environ["COUCHLITE_BIN"], "--bind", "127.0.0.1", "--port", str(port),
                              "--data-dir", str(tmp_path / "d"), "--admin", "admin:pass"], env=env,
