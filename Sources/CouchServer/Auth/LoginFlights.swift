@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Synchronization
 
@@ -83,8 +84,7 @@ final class LoginFlight: @unchecked Sendable {
             }
             let left = deadline - ContinuousClock.now
             guard left > .zero else { return nil }
-            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
-            _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: left.timeInterval))
         }
     }
 

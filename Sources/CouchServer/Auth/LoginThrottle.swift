@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Synchronization
 
@@ -44,7 +45,7 @@ final class LoginThrottle: Sendable {
     static func wait(until turn: ContinuousClock.Instant) {
         let wait = turn - ContinuousClock.now
         guard wait > .zero else { return }
-        Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: wait.timeInterval)
     }
 
     func finish(_ keys: [LoginThrottleTable.Key], succeeded: Bool) {

@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Synchronization
 
@@ -55,7 +56,7 @@ final class ReceiveProgress: Sendable {
             let first = state.firstAt ?? now
             state.firstAt = first
             if isTerminal {
-                let seconds = max(0.001, ReceiveProgress.seconds(now - first))
+                let seconds = max(0.001, (now - first).timeInterval)
                 let rate = totals.photos > 1 ? ", \(ReceiveProgress.size(Int(Double(totals.bytes) / seconds)))/s" : ""
                 let line =
                     "received \(totals.photos) photo\(totals.photos == 1 ? "" : "s"), "
@@ -78,10 +79,6 @@ final class ReceiveProgress: Sendable {
 
     private func write(_ text: String) {
         handle.write(Data(text.utf8))
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// `512 B`, `3.4 MB` (decimal units, as photo apps show sizes).

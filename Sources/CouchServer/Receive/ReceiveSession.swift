@@ -133,7 +133,7 @@ final class ReceiveSession: Sendable {
             user = "drop-" + Secrets.randomBytes(ReceiveLimits.nameBytes).hexString
         } while process.app.access.authenticator.isServerAdmin(ExactName(user)) || accounts.contains(user)
         let password = Secrets.randomBytes(ReceiveLimits.passwordBytes).hexString
-        let seconds = ReceiveProgress.seconds(options.ttl)
+        let seconds = options.ttl.timeInterval
         accounts.add(
             name: user, password: Array(password.utf8), database: options.database, expires: .now + options.ttl)
         let bind = process.app.options.bind

@@ -1,4 +1,9 @@
 extension Duration {
+    /// The duration in seconds, as Foundation's `TimeInterval` (sleeps, condition waits, messages).
+    public var timeInterval: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
     /// The duration in nanoseconds, clamped to `0...UInt64.max / 2`.
     var clampedNanoseconds: UInt64 {
         let (seconds, attoseconds) = components

@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Synchronization
 
@@ -101,10 +102,10 @@ final class QueryServerPool: Sendable {
                 return .wait
             }
             if case .wait = claim {
-                let signalled = available.wait(until: Date() + (deadline - ContinuousClock.now).seconds)
+                let signalled = available.wait(until: Date() + (deadline - ContinuousClock.now).timeInterval)
                 available.unlock()
                 if !signalled && ContinuousClock.now >= deadline {
-                    throw .timeout(seconds: configuration.timeout.seconds)
+                    throw .timeout(seconds: configuration.timeout.timeInterval)
                 }
                 continue
             }

@@ -1,4 +1,5 @@
 import CProcess
+import CouchWire
 import Foundation
 
 /// One running `couchlite query-server` process and the server's ends of its pipes. Used by one thread at a
@@ -115,7 +116,7 @@ final class WorkerProcess: @unchecked Sendable {
     {
         while true {
             let remaining = deadline - ContinuousClock.now
-            guard remaining > .zero else { throw .timeout(seconds: timeout.seconds) }
+            guard remaining > .zero else { throw .timeout(seconds: timeout.timeInterval) }
             let ms = Int32(
                 clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
                     + 1)
@@ -159,12 +160,5 @@ final class WorkerProcess: @unchecked Sendable {
         exitStatus = status
         close(toWorker)
         close(fromWorker)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, for messages.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
