@@ -19,7 +19,8 @@ func fuzzOne(_ bytes: [UInt8]) {
     // borrowing API the same. Parsing every input all six ways, byte by byte twice, was nearly all of the CPU.
     let whole = body.isEmpty ? [] : [0..<body.count]
     let way = inputChoice(bytes, among: 5)
-    let pieces = way == 0 ? whole : way % 2 == 1 ? bytewise(body.count) : splitPoints(count: body.count, seed: body)
+    let pieces =
+        way == 0 ? whole : way % 2 == 1 ? bytewise(body.count, seed: body) : splitPoints(count: body.count, seed: body)
     let outcomes = [
         parseBorrowing(body, whole, boundary: boundary),
         way < 3 ? parseCopying(body, pieces, boundary: boundary) : parseBorrowing(body, pieces, boundary: boundary),
