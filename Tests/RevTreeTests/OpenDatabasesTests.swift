@@ -175,3 +175,66 @@ import Testing
         #expect(try again.info().docCount == 0)
     }
 }
+
+/// The page cache the open databases' writers share (`OpenDatabases.writerCacheBudgetKiB`): each writer keeps its
+/// share, and a busy writer gives back what is over it at its next commit.
+@Suite struct WriterCacheBudgetTests {
+    private func put(_ db: Database, _ id: String, bytes: Int = 16) throws {
+        let text = String(repeating: "x", count: bytes)
+        _ = try db.applyEdits([RevisionWrite(docID: id, path: [], body: body("{\"t\":\"\(text)\"}"))])[0].result.get()
+    }
+
+    /// What the writer runs with, read inside one of its own transactions.
+    private func writerCache(_ db: Database) throws -> (kib: Int, usedBytes: Int) {
+        try db.write { connection in (-(try connection.scalarInt("PRAGMA cache_size") ?? 0), connection.cacheUsedBytes)
+        }
+    }
+
+    @Test func sharesAreEqualPartsOfTheBudgetBetweenTheFloorAndTheCeiling() {
+        let full = Database.writerCacheKiB
+        #expect(OpenDatabases.writerCacheKiB(open: 0) == full)
+        #expect(OpenDatabases.writerCacheKiB(open: 1) == full)
+        #expect(OpenDatabases.writerCacheKiB(open: 3) == full)
+        #expect(OpenDatabases.writerCacheKiB(open: 4) == OpenDatabases.writerCacheBudgetKiB / 4)
+        #expect(OpenDatabases.writerCacheKiB(open: 20) == OpenDatabases.writerCacheBudgetKiB / 20)
+        #expect(OpenDatabases.writerCacheKiB(open: 10_000) == Database.minWriterCacheKiB)
+        #expect(OpenDatabases.writerCacheKiB(open: 20) * 20 <= OpenDatabases.writerCacheBudgetKiB)
+    }
+
+    @Test func aWriterKeepsItsShareAsDatabasesOpenAndClose() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100)
+        defer { store.close() }
+        let first = try store.create("first")
+        try put(first, "a")
+        #expect(try writerCache(first).kib == Database.writerCacheKiB)
+        for index in 0..<23 { try put(try store.create("db\(index)"), "x") }
+        #expect(store.openDatabaseCount == 24)
+        #expect(try writerCache(first).kib == OpenDatabases.writerCacheBudgetKiB / 24)
+        for index in 0..<23 { try store.delete("db\(index)") }
+        #expect(try writerCache(first).kib == Database.writerCacheKiB)
+    }
+
+    @Test func aWriterOverItsNewShareGivesPagesBackAtItsNextCommit() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100)
+        defer { store.close() }
+        let big = try store.create("big")
+        // About 6 MiB of documents: more than a writer's share once 40 databases are open (1.2 MiB).
+        for batch in 0..<30 {
+            let edits = (0..<50).map { index in
+                RevisionWrite(
+                    docID: "d\(batch)-\(index)", path: [],
+                    body: body("{\"t\":\"\(String(repeating: "y", count: 4_000))\"}"))
+            }
+            _ = try big.applyEdits(edits)
+        }
+        let before = try writerCache(big).usedBytes
+        #expect(before > 4 << 20)
+        for index in 0..<39 { _ = try store.create("db\(index)") }
+        try put(big, "next")
+        let share = OpenDatabases.writerCacheBudgetKiB / 40
+        let after = try writerCache(big)
+        #expect(after.kib == share)
+        // The pages over the share went (a little over it stays: the pages of the transaction in progress).
+        #expect(after.usedBytes < (share + 256) << 10)
+    }
+}

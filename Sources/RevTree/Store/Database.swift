@@ -18,8 +18,11 @@ public final class Database: Sendable {
     /// Path of the SQLite file.
     public let path: String
     /// Page cache of the writer connection, in KiB (SQLite's default is 2,000): index pages of large databases stay
-    /// cached between commits instead of being re-read.
+    /// cached between commits instead of being re-read. Its most: with many databases open, each writer gets its
+    /// share of ``OpenDatabases/writerCacheBudgetKiB``.
     static let writerCacheKiB = 16 * 1024
+    /// The least page cache a writer gets however many databases are open, in KiB.
+    static let minWriterCacheKiB = 1024
     private let published: PublishedState
     /// The uuid this database file was created with: a database deleted and created again under the same name
     /// has a new one, so state kept beside it (view indexes) can tell it is stale.
@@ -60,7 +63,7 @@ public final class Database: Sendable {
         self.registry = registry
         let published = PublishedState(Published(updateSeq: 0, revsLimit: RevTreeLimits.defaultRevsLimit))
         self.published = published
-        let engine = try DatabaseEngine(path: path, create: create, published: published)
+        let engine = try DatabaseEngine(path: path, create: create, published: published, registry: registry)
         uuid = engine.uuid
         usage.withLock { $0.engine = engine }
         lastUse.store(registry?.tick() ?? 0, ordering: .relaxed)
@@ -118,7 +121,7 @@ public final class Database: Sendable {
                 return .success((engine, false))
             }
             do {
-                let engine = try DatabaseEngine(path: path, create: false, published: published)
+                let engine = try DatabaseEngine(path: path, create: false, published: published, registry: registry)
                 usage.engine = engine
                 usage.leases += 1
                 registry?.opened(self)
@@ -228,7 +231,9 @@ final class DatabaseEngine: Sendable {
     let uuid: String
 
     /// Opens (creating when `create`) the file at `path`, migrates it and publishes its committed state.
-    init(path: String, create: Bool, published: Database.PublishedState) throws {
+    /// - Parameter registry: the bound the database counts against, whose share of the writers' page cache the
+    ///   writer keeps (the full `Database.writerCacheKiB` without one).
+    init(path: String, create: Bool, published: Database.PublishedState, registry: OpenDatabases?) throws {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = FULL")
@@ -236,7 +241,7 @@ final class DatabaseEngine: Sendable {
         // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
         // never needed after a crash (the WAL is the durable record).
         try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA cache_size = -\(Database.writerCacheKiB)")
+        try connection.execute("PRAGMA cache_size = -\(registry?.writerCacheKiB ?? Database.writerCacheKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
         // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
         try connection.execute("PRAGMA synchronous = NORMAL")
@@ -254,7 +259,10 @@ final class DatabaseEngine: Sendable {
         }
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path)
-        self.writer = WriteQueue(connection: connection, sync: WALFile(path: path + "-wal").sync) { connection in
+        self.writer = WriteQueue(
+            connection: connection, cacheKiB: { registry?.writerCacheKiB ?? Database.writerCacheKiB },
+            sync: WALFile(path: path + "-wal").sync
+        ) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
             return {
                 let waiters = published.withLock { state -> [DispatchSemaphore] in

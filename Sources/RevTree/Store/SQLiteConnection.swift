@@ -134,6 +134,14 @@ final class SQLiteConnection: @unchecked Sendable {
         while try statement.step() {}
     }
 
+    /// Bytes this connection's page cache holds now (`SQLITE_DBSTATUS_CACHE_USED`).
+    var cacheUsedBytes: Int {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+        return Int(current)
+    }
+
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -51,6 +51,22 @@ final class WriteQueue: Sendable {
         var value: T?
     }
 
+    /// The writer's page cache size, following its share (`cacheKiB`): set before a group transaction when the
+    /// share changed. Lowering `cache_size` frees the pages over the new size at once. Used by the writer thread
+    /// alone.
+    private final class CacheSize: @unchecked Sendable {
+        let wanted: @Sendable () -> Int
+        var applied: Int?
+
+        init(_ wanted: @escaping @Sendable () -> Int) { self.wanted = wanted }
+
+        func apply(to connection: SQLiteConnection) {
+            let kib = wanted()
+            guard kib != applied, (try? connection.execute("PRAGMA cache_size = -\(kib)")) != nil else { return }
+            applied = kib
+        }
+    }
+
     private let writer: BatchWorker<Job>
     private let syncer: BatchWorker<Committed>
     private let connection: SQLiteConnection
@@ -59,11 +75,14 @@ final class WriteQueue: Sendable {
     /// - Parameters:
     ///   - connection: the database's only writing connection, set to `synchronous=NORMAL`; from now on used by
     ///     the writer thread alone.
+    ///   - cacheKiB: the page cache the writer should keep now (its share of the open databases' budget); read
+    ///     before each group transaction.
     ///   - sync: makes every commit so far durable (`WALFile.sync` of the connection's WAL); nil or an error.
     ///   - afterCommit: runs on the writer thread after each successful commit and reads what it changed; the
     ///     closure it returns runs once that commit is durable (publishes the new seq, wakes feeds).
     init(
-        connection: SQLiteConnection, sync: @escaping @Sendable () -> StoreError?,
+        connection: SQLiteConnection, cacheKiB: @escaping @Sendable () -> Int = { Database.writerCacheKiB },
+        sync: @escaping @Sendable () -> StoreError?,
         afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
         let syncer = BatchWorker<Committed>(name: "couchlite-sync") { batch in
@@ -75,7 +94,9 @@ final class WriteQueue: Sendable {
         }
         self.syncer = syncer
         self.connection = connection
+        let cache = CacheSize(cacheKiB)
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
+            cache.apply(to: connection)
             WriteQueue.commit(jobs, connection, afterCommit, syncer)
         }
     }
