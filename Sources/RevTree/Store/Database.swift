@@ -234,6 +234,7 @@ final class DatabaseEngine: Sendable {
     /// - Parameter registry: the bound the database counts against, whose share of the writers' page cache the
     ///   writer keeps (the full `Database.writerCacheKiB` without one).
     init(path: String, create: Bool, published: Database.PublishedState, registry: OpenDatabases?) throws {
+        let cacheKiB: @Sendable () -> Int = { registry?.writerCacheKiB ?? Database.writerCacheKiB }
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = FULL")
@@ -241,7 +242,7 @@ final class DatabaseEngine: Sendable {
         // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
         // never needed after a crash (the WAL is the durable record).
         try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA cache_size = -\(registry?.writerCacheKiB ?? Database.writerCacheKiB)")
+        try connection.execute("PRAGMA cache_size = -\(cacheKiB())")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
         // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
         try connection.execute("PRAGMA synchronous = NORMAL")
@@ -260,7 +261,7 @@ final class DatabaseEngine: Sendable {
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path)
         self.writer = WriteQueue(
-            connection: connection, cacheKiB: { registry?.writerCacheKiB ?? Database.writerCacheKiB },
+            connection: connection, cacheKiB: cacheKiB,
             sync: WALFile(path: path + "-wal").sync
         ) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
