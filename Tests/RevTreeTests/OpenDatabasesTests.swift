@@ -5,13 +5,14 @@ import Testing
 
 @testable import RevTree
 
+/// Writes one small document to `db`.
+private func put(_ db: Database, _ id: String) throws {
+    _ = try db.applyEdits([RevisionWrite(docID: id, path: [], body: body("{\"id\":\"\(id)\"}"))])[0].result.get()
+}
+
 /// The bound on open databases (`--max-dbs-open`): least recently used idle databases close, reopen unnoticed
 /// on their next use, and a leased one (a feed, a stream, a replication) is never closed under its user.
 @Suite struct OpenDatabasesTests {
-    private func put(_ db: Database, _ id: String) throws {
-        _ = try db.applyEdits([RevisionWrite(docID: id, path: [], body: body("{\"id\":\"\(id)\"}"))])[0].result.get()
-    }
-
     @Test func closesTheLeastRecentlyUsedIdleDatabase() throws {
         let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 3)
         defer { store.close() }
@@ -179,11 +180,6 @@ import Testing
 /// The page cache the open databases' writers share (`OpenDatabases.writerCacheBudgetKiB`): each writer keeps its
 /// share, and a busy writer gives back what is over it at its next commit.
 @Suite struct WriterCacheBudgetTests {
-    private func put(_ db: Database, _ id: String, bytes: Int = 16) throws {
-        let text = String(repeating: "x", count: bytes)
-        _ = try db.applyEdits([RevisionWrite(docID: id, path: [], body: body("{\"t\":\"\(text)\"}"))])[0].result.get()
-    }
-
     /// What the writer runs with, read inside one of its own transactions.
     private func writerCache(_ db: Database) throws -> (kib: Int, usedBytes: Int) {
         try db.write { connection in (-(try connection.scalarInt("PRAGMA cache_size") ?? 0), connection.cacheUsedBytes)
