@@ -275,8 +275,9 @@ class Database:
 
 
 class Soak:
-    def __init__(self, target, args):
+    def __init__(self, target, args, data_dir=None):
         self.target, self.args = target, args
+        self.data_dir = data_dir  # the server's, when this soak started it: its file sizes are sampled
         self.stats = Stats()
         self.stop_at = None
         self.nonce = "%08x" % random.getrandbits(32)
@@ -514,22 +515,43 @@ class Soak:
             except OSError:
                 pass
         rss = self.target.rss_mib()
-        heap = self.heap_in_use_mib()
-        log(f"minute {minute}: RSS {rss if rss is None else round(rss, 1)} MiB, heap in use {heap} MiB, {fds} fds, "
+        memory = self.memory_mib()
+        heap, writers, readers = (memory.get(k) for k in ("heap_in_use", "page_cache_writers", "page_cache_readers"))
+        files = self.database_files_mib()
+        log(f"minute {minute}: RSS {rss if rss is None else round(rss, 1)} MiB, heap in use {heap} MiB "
+            f"(page caches: writers {writers}, idle readers {readers}), database files {files} MiB, {fds} fds, "
             f"{sum(len(v) for v in self.stats.latency.values())} requests, "
             f"{sum(self.stats.failures.values())} failed")
         return {"minute": minute, "rss_mib": None if rss is None else round(rss, 1), "heap_in_use_mib": heap,
+                "page_cache_writers_mib": writers, "page_cache_readers_mib": readers, "database_files_mib": files,
                 "fds": fds}
 
-    def heap_in_use_mib(self):
-        """couchlite's malloc heap in use (`_system` memory.heap_in_use), MiB; None elsewhere. RSS alone cannot
-        tell memory held from memory freed but kept by malloc."""
+    def database_files_mib(self):
+        """Bytes of the SQLite files (databases and their WALs) of a server this soak started, MiB; None for --url."""
+        data_dir = self.data_dir
+        if data_dir is None:
+            return None
+        total = 0
+        for name in os.listdir(data_dir) if os.path.isdir(data_dir) else []:
+            if name.endswith((".couch", ".couch-wal")):
+                try:
+                    total += os.path.getsize(os.path.join(data_dir, name))
+                except OSError:
+                    pass
+        return round(total / 2**20, 1)
+
+    def memory_mib(self):
+        """couchlite's memory figures from `_system` (`memory.heap_in_use`: the malloc heap in use; the page caches
+        of the writers and idle readers, part of it), MiB; empty elsewhere. RSS alone cannot tell memory held from
+        memory freed but kept by malloc."""
         try:
             status, body = self.target.request("GET", "/_node/_local/_system", timeout=10)
-            in_use = json.loads(body)["memory"]["heap_in_use"] if status == 200 else None
+            memory = json.loads(body)["memory"] if status == 200 else {}
         except (OSError, ValueError, KeyError, TypeError):
-            return None
-        return None if not isinstance(in_use, int) else round(in_use / 2**20, 1)
+            return {}
+        if not isinstance(memory, dict):
+            return {}
+        return {k: round(v / 2**20, 1) for k, v in memory.items() if isinstance(v, int)}
 
     async def sampler(self, started, samples):
         minute = 0
@@ -627,8 +649,9 @@ def report(soak, elapsed, samples, missing):
     for kind, v in per_type.items():
         print(f"{kind:<18}{v['requests']:>10}{v['failed']:>8}{v['p50_ms'] or '-':>9}{v['p99_ms'] or '-':>9}")
     print(f"CPU (100 = one core): server {soak.cpu_pct['server']} %, this client {soak.cpu_pct['client']} %")
-    print("RSS MiB / heap in use MiB / open fds: " + ", ".join(
-        f"min {s['minute']}: {s['rss_mib']} / {s['heap_in_use_mib']} / {s['fds']}" for s in samples))
+    print("RSS MiB / heap in use MiB (writers' + idle readers' page caches) / open fds: " + ", ".join(
+        f"min {s['minute']}: {s['rss_mib']} / {s['heap_in_use_mib']} ({s['page_cache_writers_mib']} + "
+        f"{s['page_cache_readers_mib']}) / {s['fds']}" for s in samples))
     minute = {s["minute"]: s["rss_mib"] for s in samples}
     rss_goal = None
     if minute.get(1) and minute.get(5):
@@ -678,7 +701,7 @@ def main(argv):
         else:
             server = bench_run.LocalServer(work_dir, args.server_bin)
             target = server.start()
-        soak = Soak(target, args)
+        soak = Soak(target, args, data_dir=None if args.url else os.path.join(work_dir, "data", "databases"))
         elapsed, samples, missing = asyncio.run(soak.run())
         if server and server.proc.poll() is not None:
             soak.stats.fail("server", f"server exited with {server.proc.returncode}: {server.log_tail()}")

@@ -385,6 +385,28 @@ def test_system_splits_memory_into_heap_in_use_and_free_on_couchlite(couch, db):
     assert after["heap_in_use"] < memory["heap_in_use"] + (16 << 20), (memory, after)
 
 
+def test_system_reports_the_page_caches_a_database_fills_and_frees_on_couchlite(couch, db):
+    if not is_couchlite(couch):
+        pytest.skip("the SQLite page-cache figures are couchlite's")
+    before = couch.get("/_node/_local/_system").json()["memory"]
+    for key in ("page_cache_writers", "page_cache_readers"):
+        assert isinstance(before[key], int) and 0 <= before[key] <= before["heap_in_use"], (key, before)
+    # About 2 MiB of documents through the writer, then every one of them read back.
+    for batch in range(10):
+        docs = [{"_id": f"d{batch}-{i}", "t": "y" * 4000} for i in range(50)]
+        r = couch.post(f"/{db}/_bulk_docs", json={"docs": docs})
+        assert r.status_code == 201, r.text
+    assert couch.get(f"/{db}/_all_docs", params={"include_docs": "true"}).status_code == 200
+    filled = couch.get("/_node/_local/_system").json()["memory"]
+    assert filled["page_cache_writers"] >= before["page_cache_writers"] + (200 << 10), (before, filled)
+    assert filled["page_cache_readers"] >= 200 << 10, filled  # the reader that scanned the documents kept pages
+    # Deleting the database closes its connections, and their caches leave the figures.
+    assert couch.delete(f"/{db}").status_code == 200
+    freed = couch.get("/_node/_local/_system").json()["memory"]
+    assert freed["page_cache_writers"] <= filled["page_cache_writers"] - (200 << 10), (filled, freed)
+    assert freed["page_cache_readers"] <= filled["page_cache_readers"] - (200 << 10), (filled, freed)
+
+
 def test_connections_and_bytes_move_with_traffic_on_couchlite(couch, db):
     if not is_couchlite(couch):
         pytest.skip("connection and byte counters are couchlite's (CouchDB has its Erlang io statistics)")

@@ -234,3 +234,57 @@ private func put(_ db: Database, _ id: String) throws {
         #expect(after.usedBytes < (share + 256) << 10)
     }
 }
+
+/// What the open databases' page caches hold (`Store.pageCache`, `_system`'s `page_cache_*`): each writer's cache
+/// after its commits, each idle reader's when it is back in its pool, and nothing once the databases close.
+@Suite struct PageCacheGaugeTests {
+    /// Writes about `kib` KiB of documents to `db` in batches of 50.
+    private func fill(_ db: Database, kib: Int) throws {
+        for batch in 0..<max(1, kib / 200) {
+            let edits = (0..<50).map { index in
+                RevisionWrite(
+                    docID: "d\(batch)-\(index)", path: [],
+                    body: body("{\"t\":\"\(String(repeating: "y", count: 4_000))\"}"))
+            }
+            _ = try db.applyEdits(edits)
+        }
+    }
+
+    @Test func theWritersFigureIsWhatEachWriterHoldsAfterItsLastCommit() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 10)
+        defer { store.close() }
+        #expect(store.pageCache.writers == 0)
+        let a = try store.create("a")
+        let b = try store.create("b")
+        try fill(a, kib: 1_000)
+        try fill(b, kib: 2_000)
+        // Read inside a write: the writer's own figure at that moment, which the next commit reports.
+        let held = try a.write { $0.cacheUsedBytes } + (try b.write { $0.cacheUsedBytes })
+        #expect(held > 2 << 20)
+        #expect(store.pageCache.writers == held)
+        try store.delete("a")
+        #expect(store.pageCache.writers == (try b.write { $0.cacheUsedBytes }))
+        try store.delete("b")
+        #expect(store.pageCache.writers == 0)
+    }
+
+    @Test func theReadersFigureCountsIdleReadersAndNothingOnceTheyClose() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 10)
+        defer { store.close() }
+        let db = try store.create("r")
+        try fill(db, kib: 1_000)
+        #expect(store.pageCache.readers == 0)
+        var inside = 0
+        let count = try db.read { connection in
+            let rows = try connection.scalarInt("SELECT count(length(body)) FROM documents") ?? 0
+            inside = store.pageCache.readers  // the reader in use is not counted while it reads
+            return rows
+        }
+        #expect(count == 250)
+        #expect(inside == 0)
+        let idle = store.pageCache.readers
+        #expect(idle > 256 << 10)  // a scan of ~1 MiB of documents left its pages in the reader's cache
+        try store.delete("r")
+        #expect(store.pageCache.readers == 0)
+    }
+}

@@ -162,6 +162,8 @@ extension App {
                         "rss": .int(figures.residentBytes), "rss_peak": .int(figures.peakResidentBytes),
                         "virtual": .int(figures.virtualBytes), "heap_in_use": .int(figures.heapInUseBytes),
                         "heap_free": .int(figures.heapFreeBytes), "heap_mapped": .int(figures.heapMappedBytes),
+                        "page_cache_writers": .int(store.pageCache.writers),
+                        "page_cache_readers": .int(store.pageCache.readers),
                     ]
                 ),
                 ("io_input", .int(traffic.bytesReceived)), ("io_output", .int(traffic.bytesSent)),

@@ -232,9 +232,10 @@ final class DatabaseEngine: Sendable {
 
     /// Opens (creating when `create`) the file at `path`, migrates it and publishes its committed state.
     /// - Parameter registry: the bound the database counts against, whose share of the writers' page cache the
-    ///   writer keeps (the full `Database.writerCacheKiB` without one).
+    ///   writer keeps (the full `Database.writerCacheKiB` without one) and whose gauge counts its page caches.
     init(path: String, create: Bool, published: Database.PublishedState, registry: OpenDatabases?) throws {
         let cacheKiB: @Sendable () -> Int = { registry?.writerCacheKiB ?? Database.writerCacheKiB }
+        let gauge = registry?.pageCache ?? PageCacheGauge()
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
         try connection.execute("PRAGMA synchronous = FULL")
@@ -259,9 +260,9 @@ final class DatabaseEngine: Sendable {
             state.revsLimit = revsLimit
         }
         self.checkpointer = try Checkpointer(path: path, writer: connection)
-        self.readers = ReaderPool(path: path)
+        self.readers = ReaderPool(path: path, gauge: gauge)
         self.writer = WriteQueue(
-            connection: connection, cacheKiB: cacheKiB,
+            connection: connection, cacheKiB: cacheKiB, gauge: gauge,
             sync: WALFile(path: path + "-wal").sync
         ) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }

@@ -21,6 +21,8 @@ final class OpenDatabases: Sendable {
     private let trimming = Mutex(())
     /// The page cache each open database's writer may keep now, in KiB (``writerCacheKiB``).
     private let writerCache = Atomic<Int>(Database.writerCacheKiB)
+    /// What the open databases' page caches hold.
+    let pageCache = PageCacheGauge()
 
     /// Page cache the writers of all open databases share, in KiB: three databases get the full
     /// `Database.writerCacheKiB` each, more share it equally, down to `Database.minWriterCacheKiB`. A writer is a

@@ -22,28 +22,37 @@ final class ReaderPool: Sendable {
     static let cacheKiB = 2 * 1024
 
     private let path: String
-    private let idle = Mutex<(connections: [SQLiteConnection], closed: Bool)>(([], false))
+    /// Each idle connection with the bytes its page cache held when it came back (counted in `gauge`).
+    private let idle = Mutex<(connections: [(SQLiteConnection, cached: Int)], closed: Bool)>(([], false))
     private let slots = DispatchSemaphore(value: ReaderPool.maxOpen)
+    private let gauge: PageCacheGauge
 
-    init(path: String) {
+    /// - Parameter gauge: counts the idle connections' page caches.
+    init(path: String, gauge: PageCacheGauge = PageCacheGauge()) {
         self.path = path
+        self.gauge = gauge
     }
 
     /// Runs `body` in a read transaction.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         slots.wait()
         defer { slots.signal() }
-        let taken = try idle.withLock { idle -> SQLiteConnection? in
+        let taken = try idle.withLock { idle -> (SQLiteConnection, cached: Int)? in
             guard !idle.closed else { throw StoreError.dbNotFound }
             return idle.connections.popLast()
         }
-        let connection = try taken ?? open()
+        if let taken { gauge.reader(-taken.cached) }
+        let connection = try taken?.0 ?? open()
         try connection.run(.begin)
         defer {
             try? connection.run(.commit)
-            idle.withLock { idle in
-                if !idle.closed && idle.connections.count < ReaderPool.maxIdle { idle.connections.append(connection) }
+            let cached = connection.cacheUsedBytes
+            let kept = idle.withLock { idle in
+                guard !idle.closed && idle.connections.count < ReaderPool.maxIdle else { return false }
+                idle.connections.append((connection, cached))
+                return true
             }
+            if kept { gauge.reader(cached) }
         }
         return try body(connection)
     }
@@ -56,7 +65,8 @@ final class ReaderPool: Sendable {
             defer { idle.connections.removeAll() }
             return idle.connections
         }
-        for connection in connections {
+        for (connection, cached) in connections {
+            gauge.reader(-cached)
             if persistWAL { connection.persistWAL() }
             connection.close()
         }

@@ -38,6 +38,9 @@ public final class Store: Sendable {
     /// How many databases count against the bound now (open, not `alwaysOpen`).
     public var boundedOpenDatabaseCount: Int { bound.count }
 
+    /// What the page caches of the open databases' writers and idle readers hold (`_system`).
+    public var pageCache: PageCacheGauge { bound.pageCache }
+
     /// The bound on idle open databases.
     public var maxOpenDatabases: Int { bound.limit }
 

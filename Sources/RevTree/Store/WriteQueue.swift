@@ -51,25 +51,43 @@ final class WriteQueue: Sendable {
         var value: T?
     }
 
-    /// The writer's page cache size, following its share (`cacheKiB`): set before a group transaction when the
-    /// share changed. Lowering `cache_size` frees the pages over the new size at once. Used by the writer thread
-    /// alone.
-    private final class CacheSize: @unchecked Sendable {
+    /// The writer's page cache: its size follows the writer's share (`cacheKiB`), set before a group transaction
+    /// when the share changed (lowering `cache_size` frees the pages over the new size at once), and what it holds
+    /// after each commit goes to the gauge. Used by the writer thread alone, and by `close` once that thread ended.
+    private final class WriterCache: @unchecked Sendable {
         let wanted: @Sendable () -> Int
+        let gauge: PageCacheGauge
         var applied: Int?
+        var measured = 0
 
-        init(_ wanted: @escaping @Sendable () -> Int) { self.wanted = wanted }
+        init(_ wanted: @escaping @Sendable () -> Int, gauge: PageCacheGauge) {
+            self.wanted = wanted
+            self.gauge = gauge
+        }
 
         func apply(to connection: SQLiteConnection) {
             let kib = wanted()
             guard kib != applied, (try? connection.execute("PRAGMA cache_size = -\(kib)")) != nil else { return }
             applied = kib
         }
+
+        /// Reports what the cache holds now.
+        func measure(_ connection: SQLiteConnection) {
+            let bytes = connection.cacheUsedBytes
+            gauge.writer(from: measured, to: bytes)
+            measured = bytes
+        }
+
+        func closed() {
+            gauge.writer(from: measured, to: 0)
+            measured = 0
+        }
     }
 
     private let writer: BatchWorker<Job>
     private let syncer: BatchWorker<Committed>
     private let connection: SQLiteConnection
+    private let cache: WriterCache
 
     /// Starts the writer and sync threads.
     /// - Parameters:
@@ -77,12 +95,13 @@ final class WriteQueue: Sendable {
     ///     the writer thread alone.
     ///   - cacheKiB: the page cache the writer should keep now (its share of the open databases' budget); read
     ///     before each group transaction.
+    ///   - gauge: where the writer reports the bytes its page cache holds after each commit.
     ///   - sync: makes every commit so far durable (`WALFile.sync` of the connection's WAL); nil or an error.
     ///   - afterCommit: runs on the writer thread after each successful commit and reads what it changed; the
     ///     closure it returns runs once that commit is durable (publishes the new seq, wakes feeds).
     init(
         connection: SQLiteConnection, cacheKiB: @escaping @Sendable () -> Int = { Database.writerCacheKiB },
-        sync: @escaping @Sendable () -> StoreError?,
+        gauge: PageCacheGauge = PageCacheGauge(), sync: @escaping @Sendable () -> StoreError?,
         afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
         let syncer = BatchWorker<Committed>(name: "couchlite-sync") { batch in
@@ -94,10 +113,16 @@ final class WriteQueue: Sendable {
         }
         self.syncer = syncer
         self.connection = connection
-        let cache = CacheSize(cacheKiB)
+        let cache = WriterCache(cacheKiB, gauge: gauge)
+        self.cache = cache
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
             cache.apply(to: connection)
-            WriteQueue.commit(jobs, connection, afterCommit, syncer)
+            // Measured before the commit is handed to the syncer, so a caller answered sees its commit counted.
+            let measuredThenAfterCommit = { (connection: SQLiteConnection) -> (@Sendable () -> Void)? in
+                cache.measure(connection)
+                return afterCommit(connection)
+            }
+            WriteQueue.commit(jobs, connection, measuredThenAfterCommit, syncer)
         }
     }
 
@@ -121,6 +146,7 @@ final class WriteQueue: Sendable {
     /// - Parameter persistWAL: keep the WAL files (see ``SQLiteConnection/persistWAL()``).
     func close(persistWAL: Bool = false) {
         writer.close()
+        cache.closed()
         syncer.close()
         if persistWAL { connection.persistWAL() }
         connection.close()
