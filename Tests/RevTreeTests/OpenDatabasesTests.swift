@@ -177,8 +177,20 @@ private func put(_ db: Database, _ id: String) throws {
     }
 }
 
-/// The page cache the open databases' writers share (`OpenDatabases.writerCacheBudgetKiB`): each writer keeps its
-/// share, and a busy writer gives back what is over it at its next commit.
+/// Writes about `kib` KiB of documents to `db`, in batches of 50 documents of 4 KB.
+private func fill(_ db: Database, kib: Int) throws {
+    for batch in 0..<max(1, kib / 200) {
+        let edits = (0..<50).map { index in
+            RevisionWrite(
+                docID: "d\(batch)-\(index)", path: [],
+                body: body("{\"t\":\"\(String(repeating: "y", count: 4_000))\"}"))
+        }
+        _ = try db.applyEdits(edits)
+    }
+}
+
+/// The page cache the open databases' writers share (`WriterCacheBudget`): each writer keeps the budget's part
+/// its database's size earns, and a busy writer gives back what is over it at its next commit.
 @Suite struct WriterCacheBudgetTests {
     /// What the writer runs with, read inside one of its own transactions.
     private func writerCache(_ db: Database) throws -> (kib: Int, usedBytes: Int) {
@@ -186,70 +198,68 @@ private func put(_ db: Database, _ id: String) throws {
         }
     }
 
-    @Test func sharesAreEqualPartsOfTheBudgetBetweenTheFloorAndTheCeiling() {
-        let full = Database.writerCacheKiB
-        #expect(OpenDatabases.writerCacheKiB(open: 0) == full)
-        #expect(OpenDatabases.writerCacheKiB(open: 1) == full)
-        #expect(OpenDatabases.writerCacheKiB(open: 3) == full)
-        #expect(OpenDatabases.writerCacheKiB(open: 4) == OpenDatabases.writerCacheBudgetKiB / 4)
-        #expect(OpenDatabases.writerCacheKiB(open: 20) == OpenDatabases.writerCacheBudgetKiB / 20)
-        #expect(OpenDatabases.writerCacheKiB(open: 10_000) == Database.minWriterCacheKiB)
-        #expect(OpenDatabases.writerCacheKiB(open: 20) * 20 <= OpenDatabases.writerCacheBudgetKiB)
+    @Test func partsFollowTheDatabasesSizesDownToTheFloor() {
+        let budget = WriterCacheBudget(kib: 8192)
+        #expect(budget.share(ofPages: 0) == 8192)  // nothing open yet: a first writer gets it all
+        budget.resized(from: 0, to: 100)
+        #expect(budget.share(ofPages: 100) == 8192)
+        budget.resized(from: 0, to: 100)
+        #expect(budget.share(ofPages: 100) == 4096)
+        budget.resized(from: 0, to: 1)
+        #expect(budget.share(ofPages: 1) == WriterCacheBudget.minimumKiB)
+        #expect(budget.share(ofPages: 100) == 8192 * 100 / 201)
+        budget.resized(from: 100, to: 300)  // one database grew
+        #expect(budget.share(ofPages: 300) == 8192 * 300 / 401)
+        #expect(budget.share(ofPages: 100) == 8192 * 100 / 401)
+        budget.resized(from: 300, to: 0)  // and closed
+        budget.resized(from: 1, to: 0)
+        #expect(budget.totalPages == 100)
+        #expect(budget.share(ofPages: 100) == 8192)
+        #expect(WriterCacheBudget(kib: 1).kib == WriterCacheBudget.minimumKiB)
     }
 
-    @Test func aWriterKeepsItsShareAsDatabasesOpenAndClose() throws {
-        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100)
+    @Test func aWriterKeepsItsPartAsDatabasesGrowAndClose() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100, writerCacheKiB: 4096)
         defer { store.close() }
         let first = try store.create("first")
-        try put(first, "a")
-        #expect(try writerCache(first).kib == Database.writerCacheKiB)
-        for index in 0..<23 { try put(try store.create("db\(index)"), "x") }
-        #expect(store.openDatabaseCount == 24)
-        #expect(try writerCache(first).kib == OpenDatabases.writerCacheBudgetKiB / 24)
-        for index in 0..<23 { try store.delete("db\(index)") }
-        #expect(try writerCache(first).kib == Database.writerCacheKiB)
+        try fill(first, kib: 1_000)
+        #expect(try writerCache(first).kib == 4096)
+        let second = try store.create("second")
+        try fill(second, kib: 1_000)
+        // Alike databases: half each (what the first reported at its last commit against the total).
+        let pages = try first.read { $0.pageCount }
+        let total = store.writerCacheBudget.totalPages
+        let half = try writerCache(first).kib
+        #expect(half == 4096 * pages / total)
+        #expect(half > 1700 && half < 2400)
+        // Small databases beside it take little (a new file is a few pages of empty tables).
+        for index in 0..<10 { try put(try store.create("small\(index)"), "x") }
+        #expect(try writerCache(first).kib > half * 8 / 10)
+        try store.delete("second")
+        _ = try writerCache(first)  // the first commit after the delete reports, the next one applies
+        #expect(try writerCache(first).kib > half * 3 / 2)
     }
 
-    @Test func aWriterOverItsNewShareGivesPagesBackAtItsNextCommit() throws {
-        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100)
+    @Test func aWriterOverItsNewPartGivesPagesBackAtItsNextCommit() throws {
+        let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 100, writerCacheKiB: 2048)
         defer { store.close() }
         let big = try store.create("big")
-        // About 6 MiB of documents: more than a writer's share once 40 databases are open (1.2 MiB).
-        for batch in 0..<30 {
-            let edits = (0..<50).map { index in
-                RevisionWrite(
-                    docID: "d\(batch)-\(index)", path: [],
-                    body: body("{\"t\":\"\(String(repeating: "y", count: 4_000))\"}"))
-            }
-            _ = try big.applyEdits(edits)
-        }
+        try fill(big, kib: 1_600)
         let before = try writerCache(big).usedBytes
-        #expect(before > 4 << 20)
-        for index in 0..<39 { _ = try store.create("db\(index)") }
+        #expect(before > 1 << 20)
+        // A database three times its size opens: the big one's part falls to about a quarter of the budget.
+        try fill(try store.create("bigger"), kib: 4_800)
         try put(big, "next")
-        let share = OpenDatabases.writerCacheBudgetKiB / 40
         let after = try writerCache(big)
-        #expect(after.kib == share)
-        // The pages over the share went (a little over it stays: the pages of the transaction in progress).
-        #expect(after.usedBytes < (share + 256) << 10)
+        #expect(after.kib < 700)
+        // The pages over the part went (a little over it stays: the pages of the transaction in progress).
+        #expect(after.usedBytes < (after.kib + 256) << 10)
     }
 }
 
 /// What the open databases' page caches hold (`Store.pageCache`, `_system`'s `page_cache_*`): each writer's cache
 /// after its commits, each idle reader's when it is back in its pool, and nothing once the databases close.
 @Suite struct PageCacheGaugeTests {
-    /// Writes about `kib` KiB of documents to `db` in batches of 50.
-    private func fill(_ db: Database, kib: Int) throws {
-        for batch in 0..<max(1, kib / 200) {
-            let edits = (0..<50).map { index in
-                RevisionWrite(
-                    docID: "d\(batch)-\(index)", path: [],
-                    body: body("{\"t\":\"\(String(repeating: "y", count: 4_000))\"}"))
-            }
-            _ = try db.applyEdits(edits)
-        }
-    }
-
     @Test func theWritersFigureIsWhatEachWriterHoldsAfterItsLastCommit() throws {
         let store = try Store(directory: temporaryDirectory(), maxOpenDatabases: 10)
         defer { store.close() }

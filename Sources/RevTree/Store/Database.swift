@@ -17,12 +17,6 @@ public final class Database: Sendable {
     public let name: String
     /// Path of the SQLite file.
     public let path: String
-    /// Page cache of the writer connection, in KiB (SQLite's default is 2,000): index pages of large databases stay
-    /// cached between commits instead of being re-read. Its most: with many databases open, each writer gets its
-    /// share of ``OpenDatabases/writerCacheBudgetKiB``.
-    static let writerCacheKiB = 16 * 1024
-    /// The least page cache a writer gets however many databases are open, in KiB.
-    static let minWriterCacheKiB = 1024
     private let published: PublishedState
     /// The uuid this database file was created with: a database deleted and created again under the same name
     /// has a new one, so state kept beside it (view indexes) can tell it is stale.
@@ -231,10 +225,10 @@ final class DatabaseEngine: Sendable {
     let uuid: String
 
     /// Opens (creating when `create`) the file at `path`, migrates it and publishes its committed state.
-    /// - Parameter registry: the bound the database counts against, whose share of the writers' page cache the
-    ///   writer keeps (the full `Database.writerCacheKiB` without one) and whose gauge counts its page caches.
+    /// - Parameter registry: the bound the database counts against, whose writers' page-cache budget the writer
+    ///   shares (a budget of its own without one) and whose gauge counts its page caches.
     init(path: String, create: Bool, published: Database.PublishedState, registry: OpenDatabases?) throws {
-        let cacheKiB: @Sendable () -> Int = { registry?.writerCacheKiB ?? Database.writerCacheKiB }
+        let budget = registry?.writerCache ?? WriterCacheBudget()
         let gauge = registry?.pageCache ?? PageCacheGauge()
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
@@ -243,7 +237,8 @@ final class DatabaseEngine: Sendable {
         // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
         // never needed after a crash (the WAL is the durable record).
         try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA cache_size = -\(cacheKiB())")
+        // The writer's share of the budget is set before its first group transaction (`WriteQueue`).
+        try connection.execute("PRAGMA cache_size = -\(WriterCacheBudget.minimumKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
         // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
         try connection.execute("PRAGMA synchronous = NORMAL")
@@ -262,7 +257,7 @@ final class DatabaseEngine: Sendable {
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path, gauge: gauge)
         self.writer = WriteQueue(
-            connection: connection, cacheKiB: cacheKiB, gauge: gauge,
+            connection: connection, cache: budget, gauge: gauge,
             sync: WALFile(path: path + "-wal").sync
         ) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }

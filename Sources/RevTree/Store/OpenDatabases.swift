@@ -19,22 +19,15 @@ final class OpenDatabases: Sendable {
     private let pinned = Mutex<Set<ObjectIdentifier>>([])
     private let clock = Atomic<UInt64>(0)
     private let trimming = Mutex(())
-    /// The page cache each open database's writer may keep now, in KiB (``writerCacheKiB``).
-    private let writerCache = Atomic<Int>(Database.writerCacheKiB)
+    /// The page cache the open databases' writers share.
+    let writerCache: WriterCacheBudget
     /// What the open databases' page caches hold.
     let pageCache = PageCacheGauge()
 
-    /// Page cache the writers of all open databases share, in KiB: three databases get the full
-    /// `Database.writerCacheKiB` each, more share it equally, down to `Database.minWriterCacheKiB`. A writer is a
-    /// database's one long-lived connection and nothing resets its cache (readers drop theirs whenever another
-    /// connection committed), so with a cap per writer alone the writers' caches could reach the open-database
-    /// bound times 16 MiB (8 GiB at the default bound of 500, CouchDB's `max_dbs_open`), growing with every
-    /// database's size.
-    static let writerCacheBudgetKiB = 48 * 1024
-
-    init(limit: Int, exempt: Set<String>) {
+    init(limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget = WriterCacheBudget()) {
         self.limit = max(1, limit)
         self.exempt = exempt
+        self.writerCache = writerCache
     }
 
     /// How many counted databases are open now.
@@ -42,17 +35,6 @@ final class OpenDatabases: Sendable {
 
     /// How many databases are open now, `exempt` ones included.
     var total: Int { count + pinned.withLock { $0.count } }
-
-    /// The page cache, in KiB, each open database's writer should keep now: its share of
-    /// ``writerCacheBudgetKiB``. Writers read it before each group transaction, so a change reaches a busy writer
-    /// at its next commit (an idle one keeps its pages until then, bounded by the previous share).
-    var writerCacheKiB: Int { writerCache.load(ordering: .relaxed) }
-
-    /// Each writer's share of ``writerCacheBudgetKiB`` when `open` databases are open (`exempt` ones count: their
-    /// writers cache pages like any other).
-    static func writerCacheKiB(open: Int) -> Int {
-        min(Database.writerCacheKiB, max(Database.minWriterCacheKiB, writerCacheBudgetKiB / max(1, open)))
-    }
 
     /// The next value of the use clock.
     func tick() -> UInt64 { clock.add(1, ordering: .relaxed).newValue }
@@ -64,18 +46,12 @@ final class OpenDatabases: Sendable {
         } else {
             open.withLock { $0[ObjectIdentifier(database)] = database }
         }
-        shareWriterCache()
     }
 
     /// `database` closed its engine.
     func closed(_ database: Database) {
         _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(database)) }
         _ = pinned.withLock { $0.remove(ObjectIdentifier(database)) }
-        shareWriterCache()
-    }
-
-    private func shareWriterCache() {
-        writerCache.store(OpenDatabases.writerCacheKiB(open: total), ordering: .relaxed)
     }
 
     /// Closes idle databases, least recently used first, until at most `limit` are open or none is idle.

@@ -142,6 +142,9 @@ final class SQLiteConnection: @unchecked Sendable {
         return Int(current)
     }
 
+    /// Pages of the database file as this connection sees it (`PRAGMA page_count`; 0 if it cannot be read).
+    var pageCount: Int { (try? scalarInt("PRAGMA page_count")) ?? 0 }
+
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -23,11 +23,14 @@ public final class Store: Sendable {
     /// - Parameters:
     ///   - maxOpenDatabases: how many databases stay open while idle (at least 1).
     ///   - alwaysOpen: names never closed by that bound nor counted in it (CouchDB's system databases).
+    ///   - writerCacheKiB: the page cache the open databases' writers share (``WriterCacheBudget``).
     public init(
-        directory: String, maxOpenDatabases: Int = Store.defaultMaxOpenDatabases, alwaysOpen: Set<String> = []
+        directory: String, maxOpenDatabases: Int = Store.defaultMaxOpenDatabases, alwaysOpen: Set<String> = [],
+        writerCacheKiB: Int = WriterCacheBudget.defaultKiB
     ) throws {
         self.directory = directory
-        self.bound = OpenDatabases(limit: maxOpenDatabases, exempt: alwaysOpen)
+        self.bound = OpenDatabases(
+            limit: maxOpenDatabases, exempt: alwaysOpen, writerCache: WriterCacheBudget(kib: writerCacheKiB))
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
@@ -37,6 +40,9 @@ public final class Store: Sendable {
 
     /// How many databases count against the bound now (open, not `alwaysOpen`).
     public var boundedOpenDatabaseCount: Int { bound.count }
+
+    /// The page cache the open databases' writers share.
+    var writerCacheBudget: WriterCacheBudget { bound.writerCache }
 
     /// What the page caches of the open databases' writers and idle readers hold (`_system`).
     public var pageCache: PageCacheGauge { bound.pageCache }

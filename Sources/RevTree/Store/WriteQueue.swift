@@ -51,34 +51,42 @@ final class WriteQueue: Sendable {
         var value: T?
     }
 
-    /// The writer's page cache: its size follows the writer's share (`cacheKiB`), set before a group transaction
-    /// when the share changed (lowering `cache_size` frees the pages over the new size at once), and what it holds
-    /// after each commit goes to the gauge. Used by the writer thread alone, and by `close` once that thread ended.
+    /// The writer's page cache: its size follows the writer's part of the budget, set before a group transaction
+    /// when the part changed (lowering `cache_size` frees the pages over the new size at once). After each commit
+    /// the writer reports its file's pages to the budget and what its cache holds to the gauge. Used by the writer
+    /// thread alone, and by `init` and `close` before and after that thread runs.
     private final class WriterCache: @unchecked Sendable {
-        let wanted: @Sendable () -> Int
+        let budget: WriterCacheBudget
         let gauge: PageCacheGauge
         var applied: Int?
+        var pages = 0
         var measured = 0
 
-        init(_ wanted: @escaping @Sendable () -> Int, gauge: PageCacheGauge) {
-            self.wanted = wanted
+        init(_ budget: WriterCacheBudget, gauge: PageCacheGauge, connection: SQLiteConnection) {
+            self.budget = budget
             self.gauge = gauge
+            report(connection)
         }
 
         func apply(to connection: SQLiteConnection) {
-            let kib = wanted()
+            let kib = budget.share(ofPages: pages)
             guard kib != applied, (try? connection.execute("PRAGMA cache_size = -\(kib)")) != nil else { return }
             applied = kib
         }
 
-        /// Reports what the cache holds now.
-        func measure(_ connection: SQLiteConnection) {
+        /// Reports the file's pages and what the cache holds now.
+        func report(_ connection: SQLiteConnection) {
+            let now = connection.pageCount
+            budget.resized(from: pages, to: now)
+            pages = now
             let bytes = connection.cacheUsedBytes
             gauge.writer(from: measured, to: bytes)
             measured = bytes
         }
 
         func closed() {
+            budget.resized(from: pages, to: 0)
+            pages = 0
             gauge.writer(from: measured, to: 0)
             measured = 0
         }
@@ -93,14 +101,13 @@ final class WriteQueue: Sendable {
     /// - Parameters:
     ///   - connection: the database's only writing connection, set to `synchronous=NORMAL`; from now on used by
     ///     the writer thread alone.
-    ///   - cacheKiB: the page cache the writer should keep now (its share of the open databases' budget); read
-    ///     before each group transaction.
+    ///   - cache: the page-cache budget the writer shares with the other open databases' writers.
     ///   - gauge: where the writer reports the bytes its page cache holds after each commit.
     ///   - sync: makes every commit so far durable (`WALFile.sync` of the connection's WAL); nil or an error.
     ///   - afterCommit: runs on the writer thread after each successful commit and reads what it changed; the
     ///     closure it returns runs once that commit is durable (publishes the new seq, wakes feeds).
     init(
-        connection: SQLiteConnection, cacheKiB: @escaping @Sendable () -> Int = { Database.writerCacheKiB },
+        connection: SQLiteConnection, cache budget: WriterCacheBudget = WriterCacheBudget(),
         gauge: PageCacheGauge = PageCacheGauge(), sync: @escaping @Sendable () -> StoreError?,
         afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
@@ -113,16 +120,16 @@ final class WriteQueue: Sendable {
         }
         self.syncer = syncer
         self.connection = connection
-        let cache = WriterCache(cacheKiB, gauge: gauge)
+        let cache = WriterCache(budget, gauge: gauge, connection: connection)
         self.cache = cache
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
             cache.apply(to: connection)
-            // Measured before the commit is handed to the syncer, so a caller answered sees its commit counted.
-            let measuredThenAfterCommit = { (connection: SQLiteConnection) -> (@Sendable () -> Void)? in
-                cache.measure(connection)
+            // Reported before the commit is handed to the syncer, so a caller answered sees its commit counted.
+            let reportedThenAfterCommit = { (connection: SQLiteConnection) -> (@Sendable () -> Void)? in
+                cache.report(connection)
                 return afterCommit(connection)
             }
-            WriteQueue.commit(jobs, connection, measuredThenAfterCommit, syncer)
+            WriteQueue.commit(jobs, connection, reportedThenAfterCommit, syncer)
         }
     }
 
