@@ -11,7 +11,7 @@ public final class PageCacheGauge: Sendable {
     private let writerBytes = Atomic<Int>(0)
     private let readerBytes = Atomic<Int>(0)
 
-    public init() {}
+    init() {}
 
     /// The writers' caches, bytes.
     public var writers: Int { writerBytes.load(ordering: .relaxed) }

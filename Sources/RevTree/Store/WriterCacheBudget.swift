@@ -24,7 +24,7 @@ public final class WriterCacheBudget: Sendable {
     /// Pages of the open databases' files, as their writers last reported them.
     private let pages = Atomic<Int>(0)
 
-    public init(kib: Int = WriterCacheBudget.defaultKiB) {
+    init(kib: Int = WriterCacheBudget.defaultKiB) {
         self.kib = max(WriterCacheBudget.minimumKiB, kib)
     }
 
