@@ -24,7 +24,7 @@ final class OpenDatabases: Sendable {
     /// What the open databases' page caches hold.
     let pageCache = PageCacheGauge()
 
-    init(limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget = WriterCacheBudget()) {
+    init(limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget) {
         self.limit = max(1, limit)
         self.exempt = exempt
         self.writerCache = writerCache

@@ -28,7 +28,7 @@ final class ReaderPool: Sendable {
     private let gauge: PageCacheGauge
 
     /// - Parameter gauge: counts the idle connections' page caches.
-    init(path: String, gauge: PageCacheGauge = PageCacheGauge()) {
+    init(path: String, gauge: PageCacheGauge) {
         self.path = path
         self.gauge = gauge
     }

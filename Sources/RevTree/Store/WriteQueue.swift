@@ -122,13 +122,13 @@ final class WriteQueue: Sendable {
         self.connection = connection
         let cache = WriterCache(budget, gauge: gauge, connection: connection)
         self.cache = cache
+        // Reported before the commit is handed to the syncer, so a caller answered sees its commit counted.
+        let reportedThenAfterCommit: @Sendable (SQLiteConnection) -> (@Sendable () -> Void)? = { connection in
+            cache.report(connection)
+            return afterCommit(connection)
+        }
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
             cache.apply(to: connection)
-            // Reported before the commit is handed to the syncer, so a caller answered sees its commit counted.
-            let reportedThenAfterCommit = { (connection: SQLiteConnection) -> (@Sendable () -> Void)? in
-                cache.report(connection)
-                return afterCommit(connection)
-            }
             WriteQueue.commit(jobs, connection, reportedThenAfterCommit, syncer)
         }
     }
