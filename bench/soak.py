@@ -518,8 +518,9 @@ class Soak:
         memory = self.memory_mib()
         heap, writers, readers = (memory.get(k) for k in ("heap_in_use", "page_cache_writers", "page_cache_readers"))
         files = self.database_files_mib()
+        files_text = "" if files is None else f"database files {files} MiB, "
         log(f"minute {minute}: RSS {rss if rss is None else round(rss, 1)} MiB, heap in use {heap} MiB "
-            f"(page caches: writers {writers}, idle readers {readers}), database files {files} MiB, {fds} fds, "
+            f"(page caches: writers {writers}, idle readers {readers}), {files_text}{fds} fds, "
             f"{sum(len(v) for v in self.stats.latency.values())} requests, "
             f"{sum(self.stats.failures.values())} failed")
         return {"minute": minute, "rss_mib": None if rss is None else round(rss, 1), "heap_in_use_mib": heap,
