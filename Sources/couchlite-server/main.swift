@@ -17,6 +17,9 @@ let usage = """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
+// SIGINT and SIGTERM go to one thread that waits for them, so they are blocked before any other thread starts
+// (StopSignals). A query-server worker is stopped by its server, never by a signal of its own.
+if arguments.first != "query-server" { StopSignals.start() }
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)

@@ -111,8 +111,7 @@ extension Commands {
         options.checkpointDocs = 20
         options.checkpointInterval = .seconds(5)
         let replication = Replication(source: outbox.endpoint, target: target, options: options)
-        let signals = stopOnInterrupt(replication)
-        defer { withExtendedLifetime(signals) {} }
+        stopOnInterrupt(replication)
         let outcome = Mutex<Result<JSON, ReplicationError>?>(nil)
         let thread = Thread {
             let result = Result { () throws(ReplicationError) in try replication.run() }

@@ -111,8 +111,7 @@ extension Commands {
         printError(
             "replicating \(replication.source.display) -> \(replication.target.display) "
                 + "(checkpoint _local/\(replication.replicationID))")
-        let signals = stopOnInterrupt(replication)
-        defer { withExtendedLifetime(signals) {} }
+        stopOnInterrupt(replication)
         do {
             let result = try replication.run()
             printOut(result.serializedString + "\n")
@@ -140,19 +139,12 @@ extension Commands {
 
     /// SIGINT/SIGTERM stop the replication after a checkpoint of what it wrote (a continuous one ends this way);
     /// a second signal, or 10 s without the checkpoint done, cancels it outright.
-    static func stopOnInterrupt(_ replication: Replication) -> [any DispatchSourceSignal] {
-        let queue = DispatchQueue(label: "couchlite.replicate.signals")
+    static func stopOnInterrupt(_ replication: Replication) {
         let received = SignalCount()
-        return [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                guard received.value.add(1, ordering: .relaxed).newValue == 1 else { return replication.cancel() }
-                replication.stop()
-                DispatchQueue.global().asyncAfter(deadline: .now() + 10) { replication.cancel() }
-            }
-            source.resume()
-            return source
+        StopSignals.onStop { _ in
+            guard received.value.add(1, ordering: .relaxed).newValue == 1 else { return replication.cancel() }
+            replication.stop()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10) { replication.cancel() }
         }
     }
 

@@ -23,6 +23,7 @@ public enum Commands {
             log.error("could not start", ["error": String(describing: error)])
             return 1
         }
+        process.stopOnSignal(log: log)
         log.info(
             "listening",
             [
@@ -50,7 +51,7 @@ public enum Commands {
 
                 """)
         }
-        process.runUntilSignalled(log: log)
+        process.runUntilStopped()
         log.info("stopped")
         return 0
     }

@@ -130,15 +130,23 @@ final class ServerProcess: Sendable {
         for server in servers { server.waitUntilStopped() }
     }
 
-    /// Stops on SIGINT/SIGTERM (replications checkpoint, in-flight requests finish), then closes the store.
-    func runUntilSignalled(log: Logger) {
-        let sources = installSignalHandlers(self, log: log)
+    /// From now on SIGINT and SIGTERM stop the server gracefully (`shutdown()`: replications checkpoint, in-flight
+    /// requests finish). Called before the server says it is listening, so a supervisor's stop at once after that
+    /// line is a graceful one.
+    func stopOnSignal(log: Logger) {
+        StopSignals.onStop { [self] number in
+            log.info("shutting down", ["signal": String(number)])
+            shutdown()
+        }
+    }
+
+    /// Blocks until the server has stopped (`stopOnSignal`), then stops what is left and closes the store.
+    func runUntilStopped() {
         waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
-        withExtendedLifetime(sources) {}
     }
 
     /// The order of a graceful stop: replications first, while the server and the local databases they
@@ -157,22 +165,6 @@ final class ServerProcess: Sendable {
         // behind after they close. A few shared arenas keep resident memory flat.
         _ = mallopt(M_ARENA_MAX, 2)
         HeapTrimmer.start()
-    }
-}
-
-/// Stops the server on SIGINT/SIGTERM, handled on a Dispatch queue of its own.
-private func installSignalHandlers(_ process: ServerProcess, log: Logger) -> [any DispatchSourceSignal] {
-    signal(SIGINT, SIG_IGN)
-    signal(SIGTERM, SIG_IGN)
-    let queue = DispatchQueue(label: "couchlite.signals")
-    return [SIGINT, SIGTERM].map { signalNumber in
-        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-        source.setEventHandler {
-            log.info("shutting down", ["signal": String(signalNumber)])
-            process.shutdown()
-        }
-        source.resume()
-        return source
     }
 }
 

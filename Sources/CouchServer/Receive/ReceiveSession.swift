@@ -46,8 +46,7 @@ final class ReceiveSession: Sendable {
         // Without --bind, every LAN address is served on the one port; the URL names the likeliest.
         let extraHosts = options.bind == nil ? candidates.dropFirst().map(\.address) : []
         ServerProcess.prepareProcess()
-        let signals = installSignalHandlers()
-        defer { withExtendedLifetime(signals) {} }
+        StopSignals.onStop { [self] _ in interrupted.withLock { $0 = true } }
         let process: ServerProcess
         let database: Database
         let exporter: PhotoExporter
@@ -231,19 +230,6 @@ final class ReceiveSession: Sendable {
             FileHandle.standardError.write(Data(text.utf8))
         } else {
             Commands.printOut(text)
-        }
-    }
-
-    /// SIGINT and SIGTERM end the session (handled on a Dispatch queue; the main thread polls the flag).
-    private func installSignalHandlers() -> [any DispatchSourceSignal] {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let queue = DispatchQueue(label: "couchlite.receive.signals")
-        return [SIGINT, SIGTERM].map { signalNumber in
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-            source.setEventHandler { [self] in interrupted.withLock { $0 = true } }
-            source.resume()
-            return source
         }
     }
 }
