@@ -7,6 +7,7 @@ the recordings themselves).
 
 import json
 import os
+import time
 import urllib.parse
 import uuid
 
@@ -72,6 +73,19 @@ def is_couchlite(couch: Couch) -> bool:
     from CouchDB (a clean 4xx where CouchDB answers 500, a leniency a real client needs) and then
     assert each server's own behaviour; they never skip on it silently."""
     return couch.get("/").json().get("vendor", {}).get("name") == "couchlite"
+
+
+def settled(couch: Couch, condition, what: str, timeout_s: float = 10.0) -> None:
+    """Asserts `condition()`: on couchlite at once; on CouchDB within `timeout_s`, for the effects it applies
+    after answering the request that caused them (its authentication cache follows `_users` asynchronously, about
+    0.25 s behind here). A test that calls this still fails on CouchDB if the effect never comes."""
+    if is_couchlite(couch):
+        assert condition(), what
+        return
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {timeout_s:.0f} s"
+        time.sleep(0.05)
 
 
 def pytest_collection_modifyitems(config, items):

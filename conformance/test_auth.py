@@ -18,7 +18,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import REQUEST_TIMEOUT_S, is_couchlite, unique_db_name
+from conftest import REQUEST_TIMEOUT_S, is_couchlite, settled, unique_db_name
 
 NOT_MEMBER_ANON = {"error": "unauthorized", "reason": "You are not authorized to access this db."}
 NOT_MEMBER_NAMED = {"error": "forbidden", "reason": "You are not allowed to access this db."}
@@ -352,6 +352,8 @@ def test_signup_hashes_password(open_users, open_users_accounts):
         doc["password"] = "n3w"
         r = requests.put(couch.url(f"/_users/{user_doc_id(name)}"), json=doc, auth=(name, "s3cret"), timeout=10)
         assert r.status_code == 201, r.text
+        settled(couch, lambda: requests.get(couch.url("/_session"), auth=(name, "n3w"), timeout=10).status_code == 200,
+                "the new password is accepted")
         assert requests.get(couch.url("/_session"), auth=(name, "n3w"), timeout=10).json()["userCtx"]["name"] == name
         assert requests.get(couch.url("/_session"), auth=(name, "s3cret"), timeout=10).status_code == 401
     finally:
