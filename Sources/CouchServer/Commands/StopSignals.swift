@@ -35,7 +35,8 @@ public enum StopSignals {
     }
 
     /// From now on each SIGINT or SIGTERM calls `handle` with the signal's number, on the waiting thread, one at a
-    /// time and in the order they came (a handle that blocks delays the next signal, never loses it).
+    /// time. A handle that blocks delays the signals after it; those stay pending meanwhile, where two of one kind
+    /// count as one, as the kernel keeps them.
     static func onStop(_ handle: @escaping @Sendable (Int32) -> Void) {
         handler.withLock { $0 = handle }
     }
