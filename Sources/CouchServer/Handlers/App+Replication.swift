@@ -179,66 +179,56 @@ extension App {
         let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }
         if body["attachments"]?.boolValue == true { options.attachments = true }
+        // What each document asks; an empty id or a bad rev is answered without a lookup.
+        let asks = docs.map { BulkGetAsk($0, options: options, latest: latest) }
+        let queries = asks.compactMap { $0.query }
         // Streamed one result at a time, attachment data included, so `attachments=true` (what every
-        // PouchDB pull sends) costs one document's JSON however large the attachments.
+        // PouchDB pull sends) costs one document's JSON however large the attachments. The lookups are read a run
+        // at a time, each run in one read transaction and bounded by its bodies' bytes.
         let inline = InlineAttachments(self, database)
+        var answers: [RevisionAnswer] = []
+        var nextAnswer = 0
+        var nextQuery = 0
         try reply.begin(200)
         try reply.write("{\"results\":[")
-        for (position, spec) in docs.enumerated() {
-            let id = spec["id"]?.stringValue
-            var entries: [JSON] = []
-            func failure(_ rev: String?, _ error: String, _ reason: String) -> JSON {
-                var err = JSONObject()
-                err["id"] = id.map(JSON.string) ?? .null
-                err["rev"] = rev.map(JSON.string) ?? .null
-                err["error"] = .string(error)
-                err["reason"] = .string(reason)
-                return ["error": .object(err)]
-            }
+        for (position, ask) in asks.enumerated() {
             if position > 0 { try reply.write(",") }
-            guard let id, !id.isEmpty else {
-                let result: JSON = [
-                    "id": .null, "docs": [failure(nil, "illegal_docid", "Document id must not be empty")],
-                ]
-                try reply.write(result.serialized())
+            guard case .lookUp(let query, let revText, let docOptions) = ask else {
+                if case .answered(let result) = ask { try reply.write(result.serialized()) }
                 continue
             }
-            var docOptions = options
-            if let since = spec["atts_since"], !since.isNull {
-                docOptions.attsSince = try? RenderOptions.revList(since)
+            if nextAnswer == answers.count {
+                answers = try database.revisions(queries[nextQuery...], bodyBudget: Limits.bulkGetReadBytes)
+                nextAnswer = 0
+                nextQuery += answers.count
             }
-            do {
-                let info = try database.document(id)
-                var targets: [RevID] = []
-                if let revText = spec["rev"]?.stringValue {
-                    let rev = try DocumentInput.parseRev(revText)
-                    targets = [rev]
-                    if latest, let info {
-                        let leaves = info.tree.leaves(descendingFrom: rev)
-                        if !leaves.isEmpty { targets = leaves }
-                    }
-                } else if let info {
-                    targets = [info.winner]
-                }
-                if info == nil || targets.isEmpty {
-                    entries.append(failure(spec["rev"]?.stringValue ?? "undefined", "not_found", "missing"))
-                }
-                let renderer = DocumentRenderer(id: id, info: info, options: docOptions, inline: inline)
-                for rev in targets where info != nil {
-                    if let revision = try database.revision(id, rev: rev), revision.body != nil || revision.deleted {
-                        entries.append(["ok": .object(try renderer.render(revision))])
-                    } else {
-                        entries.append(failure(rev.description, "not_found", "missing"))
-                    }
-                }
-            } catch let error as CouchError {
-                entries.append(failure(spec["rev"]?.stringValue, error.error, error.reason))
-            }
-            let result: JSON = ["id": .string(id), "docs": .array(entries)]
+            guard nextAnswer < answers.count else { throw CouchError.internalError("_bulk_get: a lookup went unread") }
+            let answer = answers[nextAnswer]
+            nextAnswer += 1
+            let result: JSON = [
+                "id": .string(query.id), "docs": .array(try bulkGetEntries(query, revText, docOptions, answer, inline)),
+            ]
             try inline.write(result.serialized(), to: reply)
         }
         try reply.write("]}\n")
         try reply.finish()
+    }
+
+    /// One `_bulk_get` document's `docs`: each revision found, or its error (CouchDB's `not_found` / `missing`).
+    private func bulkGetEntries(
+        _ query: RevisionQuery, _ revText: String?, _ options: RenderOptions, _ answer: RevisionAnswer,
+        _ inline: InlineAttachments
+    ) throws -> [JSON] {
+        guard let info = answer.info, !answer.revisions.isEmpty else {
+            return [bulkGetFailure(query.id, revText ?? "undefined", "not_found", "missing")]
+        }
+        let renderer = DocumentRenderer(id: query.id, info: info, options: options, inline: inline)
+        return try answer.revisions.map { rev, revision in
+            guard let revision, revision.body != nil || revision.deleted else {
+                return bulkGetFailure(query.id, rev.description, "not_found", "missing")
+            }
+            return ["ok": .object(try renderer.render(revision))]
+        }
     }
 
     /// CouchDB answers 415 to JSON endpoints given another content type.
@@ -247,4 +237,49 @@ extension App {
             throw .badContentType("Content-Type must be application/json")
         }
     }
+}
+
+/// What one `_bulk_get` document asks for: a lookup, or an answer known without one (a bad id or rev).
+private enum BulkGetAsk {
+    case lookUp(RevisionQuery, revText: String?, options: RenderOptions)
+    case answered(JSON)
+
+    init(_ spec: JSON, options: RenderOptions, latest: Bool) {
+        guard let id = spec["id"]?.stringValue, !id.isEmpty else {
+            // An empty id is echoed as CouchDB does; a missing or non-string one is null (CouchDB answers the whole
+            // request 500 `function_clause` then).
+            let echoed = spec["id"]?.stringValue
+            self = .answered([
+                "id": echoed.map(JSON.string) ?? .null,
+                "docs": [bulkGetFailure(echoed, nil, "illegal_docid", "Document id must not be empty")],
+            ])
+            return
+        }
+        let revText = spec["rev"]?.stringValue
+        var options = options
+        if let since = spec["atts_since"], !since.isNull {
+            options.attsSince = try? RenderOptions.revList(since)
+        }
+        do throws(CouchError) {
+            let rev = try revText.map { text throws(CouchError) in try DocumentInput.parseRev(text) }
+            self = .lookUp(RevisionQuery(id: id, rev: rev, latest: latest), revText: revText, options: options)
+        } catch {
+            self = .answered(["id": .string(id), "docs": [bulkGetFailure(id, revText, error.error, error.reason)]])
+        }
+    }
+
+    var query: RevisionQuery? {
+        if case .lookUp(let query, _, _) = self { return query }
+        return nil
+    }
+}
+
+/// One error item of a `_bulk_get` result's `docs`.
+private func bulkGetFailure(_ id: String?, _ rev: String?, _ error: String, _ reason: String) -> JSON {
+    var err = JSONObject()
+    err["id"] = id.map(JSON.string) ?? .null
+    err["rev"] = rev.map(JSON.string) ?? .null
+    err["error"] = .string(error)
+    err["reason"] = .string(reason)
+    return ["error": .object(err)]
 }

@@ -16,6 +16,10 @@ enum Limits {
     /// kilobyte of working memory whatever its size, so a body of 3-byte `{}` documents would otherwise
     /// cost 300 times its length. PouchDB sends 100 per batch, CouchDB's replicator 500.
     static let maxBulkDocs = 100_000
+    /// Bytes of document bodies `_bulk_get` reads in one read transaction before it renders them: it reads its
+    /// documents a run at a time (one reader checked out per run, not two per document), and this bounds what a run
+    /// holds (plus one document).
+    static let bulkGetReadBytes = 1024 * 1024
     /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
     static let maxUUIDCount = 1000
     /// Longest database name, in bytes (CouchDB's limit).

@@ -64,6 +64,40 @@ extension Database {
         }
     }
 
+    /// Looks up documents' revisions as `_bulk_get` asks for them, as many as `bodyBudget` allows in one read
+    /// transaction of one pooled reader (checking a reader out per document cost `_bulk_get` a third of its CPU in
+    /// lock contention). Stops after the query whose bodies took the bytes read past `bodyBudget`, so what it holds
+    /// is bounded by the budget plus one document; the caller asks again for the rest.
+    /// - Returns: one answer per query answered, in order: at least one when `queries` is not empty.
+    public func revisions(_ queries: ArraySlice<RevisionQuery>, bodyBudget: Int) throws -> [RevisionAnswer] {
+        try read { connection in
+            var answers: [RevisionAnswer] = []
+            var bytes = 0
+            for query in queries {
+                guard bytes <= bodyBudget else { break }
+                let answer = try Database.answer(query, connection)
+                bytes += answer.revisions.reduce(0) { $0 + ($1.revision?.body?.count ?? 0) }
+                answers.append(answer)
+            }
+            return answers
+        }
+    }
+
+    private static func answer(_ query: RevisionQuery, _ connection: SQLiteConnection) throws -> RevisionAnswer {
+        guard let doc = try loadDocument(query.id, connection),
+            let info = documentInfo(id: query.id, seq: doc.seq, tree: doc.tree)
+        else { return RevisionAnswer(info: nil, revisions: []) }
+        var targets = [query.rev ?? info.winner]
+        if query.latest, let rev = query.rev {
+            let leaves = info.tree.leaves(descendingFrom: rev)
+            if !leaves.isEmpty { targets = leaves }
+        }
+        let revisions = try targets.map { rev in
+            (rev: rev, revision: try storedRevision(rev, of: doc.stored, connection))
+        }
+        return RevisionAnswer(info: info, revisions: revisions)
+    }
+
     /// Every leaf with its body, winner first (`open_revs=all`).
     public func leafRevisions(_ id: String) throws -> [StoredRevision] {
         try read { connection in

@@ -52,3 +52,26 @@ public struct DocumentInfo: Sendable {
     public var leaves: [(rev: RevID, deleted: Bool)]
     public var tree: RevTree
 }
+
+/// One document of a `_bulk_get` (``Database/revisions(_:bodyBudget:)``).
+public struct RevisionQuery: Sendable {
+    public var id: String
+    /// The revision asked for; nil for the winner.
+    public var rev: RevID?
+    /// With `rev`: the leaves descending from it instead, or `rev` itself when it has none (`latest=true`).
+    public var latest: Bool
+
+    public init(id: String, rev: RevID?, latest: Bool) {
+        self.id = id
+        self.rev = rev
+        self.latest = latest
+    }
+}
+
+/// What a ``RevisionQuery`` found.
+public struct RevisionAnswer: Sendable {
+    /// The document; nil when it was never stored.
+    public var info: DocumentInfo?
+    /// Each revision the query names (empty when `info` is nil), with what is stored of it (nil: not stored).
+    public var revisions: [(rev: RevID, revision: StoredRevision?)]
+}
