@@ -205,9 +205,14 @@ extension App {
             guard nextAnswer < answers.count else { throw CouchError.internalError("_bulk_get: a lookup went unread") }
             let answer = answers[nextAnswer]
             nextAnswer += 1
-            let result: JSON = [
-                "id": .string(query.id), "docs": .array(try bulkGetEntries(query, revText, docOptions, answer, inline)),
-            ]
+            let entries: [JSON]
+            do {
+                entries = try bulkGetEntries(query, revText, docOptions, answer, inline)
+            } catch let error as CouchError {
+                // One document that cannot be rendered (an attachment's bytes gone, say) is its own error item.
+                entries = [bulkGetFailure(query.id, revText, error.error, error.reason)]
+            }
+            let result: JSON = ["id": .string(query.id), "docs": .array(entries)]
             try inline.write(result.serialized(), to: reply)
         }
         try reply.write("]}\n")
