@@ -199,5 +199,8 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
         #expect(tree.leaves(descendingFrom: r("1-a")) == [r("3-c"), r("2-x"), r("3-d")])
         #expect(tree.leaves(descendingFrom: r("2-x")) == [r("2-x")])
         #expect(tree.leaves(descendingFrom: r("9-zz")).isEmpty)
+        #expect(tree.latest(of: r("2-b")) == [r("3-c"), r("3-d")])
+        #expect(tree.latest(of: r("2-x")) == [r("2-x")])
+        #expect(tree.latest(of: r("9-zz")) == [r("9-zz")])  // not in the tree: asked for as it is
     }
 }

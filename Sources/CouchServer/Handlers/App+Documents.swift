@@ -85,11 +85,7 @@ extension App {
             }
             var seen = Set<RevID>()
             for rev in requested {
-                var targets = [rev]
-                if latest, let info {
-                    let leaves = info.tree.leaves(descendingFrom: rev)
-                    if !leaves.isEmpty { targets = leaves }
-                }
+                let targets = latest ? info?.tree.latest(of: rev) ?? [rev] : [rev]
                 for target in targets where seen.insert(target).inserted {
                     let found = try database.revision(docID, rev: target)
                     results.append((target, found.flatMap { $0.body != nil || $0.deleted ? $0 : nil }))

@@ -266,7 +266,7 @@ private enum BulkGetAsk {
             options.attsSince = try? RenderOptions.revList(since)
         }
         do throws(CouchError) {
-            let rev = try revText.map { text throws(CouchError) in try DocumentInput.parseRev(text) }
+            let rev = try revText.map(DocumentInput.parseRev)
             self = .lookUp(RevisionQuery(id: id, rev: rev, latest: latest), revText: revText, options: options)
         } catch {
             self = .answered(["id": .string(id), "docs": [bulkGetFailure(id, revText, error.error, error.reason)]])

@@ -87,11 +87,7 @@ extension Database {
         guard let doc = try loadDocument(query.id, connection),
             let info = documentInfo(id: query.id, seq: doc.seq, tree: doc.tree)
         else { return RevisionAnswer(info: nil, revisions: []) }
-        var targets = [query.rev ?? info.winner]
-        if query.latest, let rev = query.rev {
-            let leaves = info.tree.leaves(descendingFrom: rev)
-            if !leaves.isEmpty { targets = leaves }
-        }
+        let targets = query.rev.map { query.latest ? info.tree.latest(of: $0) : [$0] } ?? [info.winner]
         let revisions = try targets.map { rev in
             (rev: rev, revision: try storedRevision(rev, of: doc.stored, connection))
         }

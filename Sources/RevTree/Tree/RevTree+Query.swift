@@ -46,6 +46,13 @@ extension RevTree {
         return leaves.filter { history(of: $0.rev).contains(rev) }.map(\.rev)
     }
 
+    /// What `latest=true` reads for a requested `rev`: the leaves descending from it, or `rev` itself when it is
+    /// not in the tree (then it is reported missing as it was asked).
+    public func latest(of rev: RevID) -> [RevID] {
+        let leaves = leaves(descendingFrom: rev)
+        return leaves.isEmpty ? [rev] : leaves
+    }
+
     /// The stored history of `rev`: `rev` first, then its ancestors back to its root (for `_revisions`).
     public func history(of rev: RevID) -> [RevID] {
         var out = [RevID]()
