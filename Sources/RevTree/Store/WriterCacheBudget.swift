@@ -10,7 +10,7 @@ import Synchronization
 /// database beside small ones (`_users`, `_replicator`) keeps most of it. A writer reports its file's pages after
 /// each commit and reads its part before the next, when lowering `cache_size` frees the pages over it.
 ///
-/// Why the budget is small and the floor not tiny (BENCHMARKS.md, "Soak", eighth session): in the store benchmark
+/// Why the budget is small and the floor not tiny (bench/HISTORY.md, "Soak, eighth session"): in the store benchmark
 /// (100,000 documents) writes were as fast with 512 KiB per writer as with 16 MiB, and reads as fast with 2 MiB,
 /// but `_changes` and `_all_docs` ran at 0.75-0.85x after writes through a 512 KiB writer cache.
 public final class WriterCacheBudget: Sendable {
