@@ -49,6 +49,13 @@ let package = Package(
                 "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails", "Replicator",
                 "QueryServer",
             ],
+            // The photo gallery's page, style, script and images: real files, compiled into the binary as
+            // `PackageResources.<name>_<ext>` byte arrays (nothing is read from disk at run time).
+            resources: [
+                .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
+                .embedInCode("Gallery/Assets/app.css"), .embedInCode("Gallery/Assets/app.js"),
+                .embedInCode("Gallery/Assets/icon.svg"), .embedInCode("Gallery/Assets/placeholder.svg"),
+            ],
             swiftSettings: swiftSettings),
         // The `couchlite` executable: a thin command line over CouchServer.
         .executableTarget(

@@ -2,7 +2,7 @@
 # Idempotent environment setup for couchlite on Debian: C libraries for the server (SQLite, libcrypto, Duktape,
 # zlib, libjpeg-turbo and libpng for thumbnails; libssl for HTTPS, the openssl command for its tests), Python + pytest + requests for the conformance suite,
 # Chromium + Playwright + ffmpeg (test videos) for the gallery's browser tests, wrk for benchmarks, curl for the
-# README's examples (and their e2e test), and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
+# README's examples (and their e2e test), Node.js to lint the gallery's script, and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
 # Source it (`. scripts/setup.sh`) to keep the PATH fix for /opt/swift in the caller.
 set -euo pipefail
 
@@ -21,6 +21,8 @@ for pkg in libsqlite3-dev libssl-dev openssl zlib1g-dev duktape-dev libqrencode-
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# Any node on PATH will do (for `node --check` of the gallery's script in scripts/test.sh); Debian's when there is none.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
 # Any python3 on PATH will do (pyenv's, say); Debian's only when there is none.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi

@@ -50,13 +50,13 @@ extension App {
     func galleryWelcome(_ request: Request, _ reply: Reply) throws {
         var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
         headers.set("Vary", "Accept")
-        try reply.bytes(200, Array(GalleryAssets.welcome.utf8), headers: headers)
+        try reply.bytes(200, GalleryAssets.welcome, headers: headers)
     }
 
     private func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
         try require(request, "GET", "HEAD")
         guard let asset = GalleryAssets.files[name] else { throw CouchError.notFound("missing") }
-        try reply.bytes(200, Array(asset.body.utf8), headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
+        try reply.bytes(200, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
     }
 
     /// A database the current user may read; system databases are not photo albums.
@@ -183,7 +183,7 @@ extension App {
             try reply.bytes(200, [UInt8](data), headers: headers)
         case .placeholder:
             headers.set("Content-Type", "image/svg+xml")
-            try reply.bytes(200, Array(GalleryAssets.placeholder.utf8), headers: headers)
+            try reply.bytes(200, GalleryAssets.placeholder, headers: headers)
         }
     }
 
