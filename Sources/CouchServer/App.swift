@@ -38,6 +38,10 @@ final class App: Sendable {
     let queryServer: QueryServer
     /// Each database's validating design documents.
     let designFunctions = DesignFunctionCache()
+    /// The route table, read by routing, authorization, the drop scope and body limits alike.
+    let router = Router(App.routeTable)
+    /// Decides from a request's route whether its user may make it.
+    let authorizer: RequestAuthorizer
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
     let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -52,6 +56,7 @@ final class App: Sendable {
         self.options = options
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
+        authorizer = RequestAuthorizer(store: store, security: access.security)
         self.gallery = GalleryState(dataDir: options.dataDir)
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
@@ -86,15 +91,14 @@ final class App: Sendable {
             return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
         }
         applyCORS(head, reply)
-        defer { UserContext.clearCurrent() }
         let target = databaseName(of: head).map { (name: $0, deletions: store.deletions(of: $0)) }
         var temporaryRequest: TemporaryAccounts.Request?
         do {
-            let request = try Request(head: head, body: body)
-            if try admit(request, reply, trusted: trusted) {
-                temporaryRequest = access.authenticator.temporary.begin(
-                    UserContext.current, method: request.method, segments: request.segments)
-                try route(request, reply)
+            var request = try Request(head: head, body: body)
+            guard let user = try authenticate(request, reply, trusted: trusted) else { return finish() }
+            request.user = user
+            try dispatch(request, reply) { route in
+                temporaryRequest = access.authenticator.temporary.begin(user, method: request.method, drop: route.drop)
             }
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.
@@ -104,18 +108,66 @@ final class App: Sendable {
             reply.error(couchError, headers: errorHeaders(couchError, head))
         }
         temporaryRequest?.end(status: reply.status)
-        let elapsed = ContinuousClock.now - started
-        let ms = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
-        if trusted == nil { metrics.requestFinished(status: reply.status, milliseconds: ms) }
-        // Formatting the line costs more than serving a small document: skip it unless it is logged.
-        guard log.level >= .info else { return }
-        log.info(
-            "request",
-            [
-                "client": head.remoteAddress ?? "-", "method": head.method, "path": head.target,
-                "status": String(reply.status),
-                "bytes": String(reply.bytesSent), "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
-            ])
+        finish()
+
+        func finish() {
+            let elapsed = ContinuousClock.now - started
+            let ms = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+            if trusted == nil { metrics.requestFinished(status: reply.status, milliseconds: ms) }
+            // Formatting the line costs more than serving a small document: skip it unless it is logged.
+            guard log.level >= .info else { return }
+            log.info(
+                "request",
+                [
+                    "client": head.remoteAddress ?? "-", "method": head.method, "path": head.target,
+                    "status": String(reply.status), "bytes": String(reply.bytesSent),
+                    "ms": String(Int(ms * 10) / 10) + "." + String(Int(ms * 10) % 10),
+                ])
+        }
+    }
+
+    /// Routes an authenticated request by the table: its row decides who may make it and how much they may send,
+    /// before any of the body is read, and then its handler answers it.
+    /// - Parameter begin: Told of the row once the request is authorized, before its handler runs.
+    private func dispatch(_ request: Request, _ reply: Reply, begin: (Route) -> Void) throws {
+        switch router.resolve(method: request.method, segments: request.segments) {
+        case .unrouted(let unrouted):
+            try authorizer.authorize(
+                unrouted.access, drop: .closed, RouteParameters(database: unrouted.database), request.user)
+            throw unrouted.error
+        case .methodNotAllowed(let allowed, let reason, let rule, let parameters):
+            try authorizer.authorize(rule, drop: .closed, parameters, request.user)
+            var headers = HTTPHeaders()
+            headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
+            let error = CouchError.methodNotAllowed(reason)
+            reply.error(error, headers: headers)
+        case .route(let route, let parameters):
+            try authorizer.authorize(route.access, drop: route.drop, parameters, request.user)
+            try limitBody(request, route, parameters)
+            begin(route)
+            guard route.pattern.leasesDatabase, let name = parameters.database else {
+                let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: nil)
+                return try route.handler(self, context)
+            }
+            let database = try openDatabase(name)
+            // Held for the whole request: the bound on open databases never closes a database under its user.
+            let lease = try database.lease()
+            defer { lease.release() }
+            let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: database)
+            try route.handler(self, context)
+        }
+    }
+
+    /// Caps the body at what the route and the user may send.
+    /// - Throws: 413 `too_large` when the declared Content-Length is over the cap (nothing read).
+    private func limitBody(_ request: Request, _ route: Route, _ parameters: RouteParameters) throws(CouchError) {
+        guard request.body.hasBody, let cap = authorizer.bodyCap(route.body, parameters, request.user) else { return }
+        do {
+            try request.body.limit(to: cap.bytes)
+        } catch {
+            guard cap.byUser else { throw CouchError(error) }
+            throw .tooLarge("The request body is larger than this user may send (\(cap.bytes) bytes)")
+        }
     }
 
     /// What the client is told about a failure. Details that name files or SQLite internals are logged,
@@ -148,95 +200,6 @@ final class App: Sendable {
         return name
     }
 
-    /// Dispatches on the decoded path segments.
-    private func route(_ request: Request, _ reply: Reply) throws {
-        let segments = request.segments
-        guard let first = segments.first else {
-            if App.prefersHTML(request) { return try galleryWelcome(request, reply) }
-            return try serverRoot(request, reply)
-        }
-        if first == "_photos" { return try gallery(request, reply) }
-        if first.hasBytePrefix("_") && !App.systemDatabases.contains(first) {
-            if first == "_scheduler" { return try scheduler(request, reply) }
-            if first == "_node" { return try node(request, reply) }
-            guard segments.count == 1 else { throw CouchError.notFound("missing") }
-            switch first {
-            case "_up": return try up(request, reply)
-            case "_all_dbs": return try allDatabases(request, reply)
-            case "_uuids": return try uuids(request, reply)
-            case "_session": return try sessionEndpoint(request, reply)
-            case "_replicate": return try replicate(request, reply)
-            case "_active_tasks": return try activeTasks(request, reply)
-            case "_membership": return try membership(request, reply)
-            default: throw CouchError.notFound("missing")
-            }
-        }
-        if first == App.usersDatabase, try usersRoute(request, reply) { return }
-        if segments.count == 1 {
-            try databaseRoot(first, request, reply)
-            // A created or deleted database starts again from the default `_security`.
-            if request.method == "PUT" || request.method == "DELETE" { access.security.reset(first) }
-            // A deleted database's indexes go with it (a new one of the same name has another uuid anyway).
-            if request.method == "DELETE" && reply.status == 200 { views.drop(first) }
-            return
-        }
-        let database = try openDatabase(first)
-        // Held for the whole request (a feed, an attachment stream, a write): the bound on open databases
-        // never closes a database under its user.
-        let lease = try database.lease()
-        defer { lease.release() }
-        let second = segments[1]
-        switch second {
-        case "_bulk_docs": return try bulkDocs(database, request, reply)
-        case "_revs_diff": return try revsDiff(database, request, reply, missingRevsStyle: false)
-        case "_missing_revs": return try revsDiff(database, request, reply, missingRevsStyle: true)
-        case "_bulk_get": return try bulkGet(database, request, reply)
-        case "_all_docs": return try allDocs(database, request, reply)
-        case "_changes": return try changes(database, request, reply)
-        case "_ensure_full_commit": return try ensureFullCommit(database, request, reply)
-        case "_revs_limit": return try revsLimit(database, request, reply)
-        case "_compact": return try compact(database, request, reply)
-        case "_local":
-            // couch_httpd_db: `/db/_local` with anything but exactly one more segment.
-            guard segments.count == 3 else {
-                throw CouchError.badRequest("_local documents do not accept attachments.")
-            }
-            return try localDocument(database, "_local/" + segments[2], request, reply)
-        case "_design":
-            guard segments.count >= 3 else { throw CouchError.notFound("missing") }
-            let docID = "_design/" + segments[2]
-            if segments.count == 3 { return try document(database, docID, request, reply) }
-            if segments[3] == "_info" { return try designInfo(database, design: segments[2], request, reply) }
-            if segments[3] == "_view" {
-                guard segments.count == 5 else { throw CouchError.notFound("missing") }
-                return try designView(database, design: segments[2], view: segments[4], request, reply)
-            }
-            if let reason = App.unsupportedDesignEndpoints[segments[3]] { throw CouchError.notImplemented(reason) }
-            return try attachment(database, docID, segments[3...].joined(separator: "/"), request, reply)
-        case "_security": return try securityObject(database, request, reply)
-        case "_temp_view": throw CouchError.gone("Temporary views are not supported in CouchDB")
-        case "_view_cleanup": return try viewCleanup(database, request, reply)
-        case "_find", "_index", "_explain", "_design_docs", "_purge":
-            throw CouchError.notImplemented("\(second) is not supported by couchlite.")
-        default:
-            // `_local%2Fx` and `_design%2Fx` arrive as one segment.
-            if second.hasBytePrefix("_local/") {
-                guard segments.count == 2 else {
-                    throw CouchError.badRequest("_local documents do not accept attachments.")
-                }
-                return try localDocument(database, second, request, reply)
-            }
-            if second.hasBytePrefix("_design/") && segments.count == 2 {
-                return try document(database, second, request, reply)
-            }
-            if second.hasBytePrefix("_") {
-                throw CouchError.illegalDocID("Only reserved document ids may start with underscore.")
-            }
-            if segments.count == 2 { return try document(database, second, request, reply) }
-            return try attachment(database, second, segments[2...].joined(separator: "/"), request, reply)
-        }
-    }
-
     /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
     /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
     func answerOnly(hosts: [String]) {
@@ -245,16 +208,20 @@ final class App: Sendable {
     }
 
     /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
-    /// rewrite URLs rather than replicate data), with the reason given in their 501.
-    static let unsupportedDesignEndpoints: [String: String] = [
-        "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render it "
-            + "in the client.",
-        "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
-            + "rows in the client.",
-        "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with PUT "
-            + "or _bulk_docs (validate_doc_update still applies).",
-        "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database directly.",
-    ]
+    /// rewrite URLs rather than replicate data): 501 with the reason.
+    static func unsupportedDesign(_ endpoint: String) throws -> Never {
+        let reasons = [
+            "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render "
+                + "it in the client.",
+            "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
+                + "rows in the client.",
+            "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with "
+                + "PUT or _bulk_docs (validate_doc_update still applies).",
+            "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database "
+                + "directly.",
+        ]
+        throw CouchError.notImplemented(reasons[endpoint] ?? "\(endpoint) is not supported by couchlite.")
+    }
 
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]

@@ -9,7 +9,7 @@ extension App {
         switch request.method {
         case "POST": try logIn(request, reply)
         case "GET", "HEAD":
-            let user = UserContext.current
+            let user = request.user
             if user.name == nil, request.query["basic"] == "true" { throw CouchError.unauthorized("Please login.") }
             var info = JSONObject([("authentication_handlers", ["cookie", "default"])])
             if let handler = user.handler { info["authenticated"] = .string(handler) }

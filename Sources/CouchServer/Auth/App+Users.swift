@@ -9,49 +9,42 @@ extension App {
     static let usersDatabase = "_users"
     static let userDocumentPrefix = "org.couchdb.user:"
 
-    /// Handles the `_users` writes that carry documents; other routes fall through.
-    /// - Returns: true when the request was answered.
-    func usersRoute(_ request: Request, _ reply: Reply) throws -> Bool {
-        let segments = request.segments
-        let method = request.method
-        if segments.count == 1 && method == "POST" {
-            let database = try openDatabase(App.usersDatabase)
-            let doc = try userDocumentBody(request)
-            guard let docID = doc["_id"]?.stringValue else {
-                throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name")
-            }
-            let rev = try writeUserDocument(database, docID: docID, doc, base: nil, newEdits: true)
-            try sendUserWrite(docID, rev, status: 201, request, reply)
-            return true
-        }
-        if segments.count == 2 && segments[1] == "_bulk_docs" {
-            try bulkUserDocuments(request, reply)
-            return true
-        }
-        guard segments.count == 2, !segments[1].hasBytePrefix("_"), method == "PUT" || method == "DELETE" else {
-            return false
-        }
+    /// `POST /_users`: a new user document, its `_id` from the body.
+    func createUserDocument(_ request: Request, _ reply: Reply) throws {
         let database = try openDatabase(App.usersDatabase)
-        let docID = segments[1]
+        let doc = try userDocumentBody(request)
+        guard let docID = doc["_id"]?.stringValue else {
+            throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name")
+        }
+        let rev = try writeUserDocument(
+            database, docID: docID, doc, base: nil, newEdits: true, user: request.user)
+        try sendUserWrite(docID, rev, status: 201, request, reply)
+    }
+
+    /// `PUT` and `DELETE /_users/{doc}`.
+    func putUserDocument(_ c: RequestContext) throws {
+        let request = c.request
+        let database = try c.database()
+        let docID = try c.docID()
         var base = try request.query["rev"].map(DocumentInput.parseRev)
         if let ifMatch = request.head.headers["If-Match"] {
             base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
         }
-        if method == "DELETE" {
+        if request.method == "DELETE" {
             guard let base else { throw CouchError.conflict }
             let rev = try writeUserDocument(
-                database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true)
-            try sendUserWrite(docID, rev, status: 200, request, reply)
-            return true
+                database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true,
+                user: request.user)
+            return try sendUserWrite(docID, rev, status: 200, request, c.reply)
         }
         let doc = try userDocumentBody(request)
         // The URL names the document (a different body `_id` is ignored, as in CouchDB).
         if let bodyID = doc["_id"]?.stringValue, !bodyID.utf8Equals(docID) { try DocumentID.validate(bodyID) }
         if base == nil, let revText = doc["_rev"]?.stringValue { base = try DocumentInput.parseRev(revText) }
         let newEdits = request.query.newEdits
-        let rev = try writeUserDocument(database, docID: docID, doc, base: base, newEdits: newEdits)
-        try sendUserWrite(docID, rev, status: 201, request, reply)
-        return true
+        let rev = try writeUserDocument(
+            database, docID: docID, doc, base: base, newEdits: newEdits, user: request.user)
+        try sendUserWrite(docID, rev, status: 201, request, c.reply)
     }
 
     private func userDocumentBody(_ request: Request) throws -> JSONObject {
@@ -73,15 +66,14 @@ extension App {
     }
 
     /// `POST /_users/_bulk_docs`: each document goes through the same checks, one at a time.
-    private func bulkUserDocuments(_ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
+    func bulkUserDocuments(_ request: Request, _ reply: Reply) throws {
         try requireJSONContent(request)
         let database = try openDatabase(App.usersDatabase)
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
-        try App.checkBulkCount(docs.count)
+        try Limits.checkBulkCount(docs.count)
         let newEdits = body["new_edits"]?.boolValue ?? true
         var results: [JSON] = []
         for item in docs {
@@ -91,7 +83,7 @@ extension App {
                 guard let id else { throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name") }
                 let base = try doc["_rev"]?.stringValue.map(DocumentInput.parseRev)
                 let rev = try writeUserDocument(
-                    database, docID: id, doc, base: newEdits ? base : nil, newEdits: newEdits)
+                    database, docID: id, doc, base: newEdits ? base : nil, newEdits: newEdits, user: request.user)
                 if newEdits { results.append(["ok": true, "id": .string(id), "rev": .string(rev.description)]) }
             } catch let error as CouchError {
                 var entry = JSONObject()
@@ -105,11 +97,10 @@ extension App {
     }
 
     /// Checks, hashes and stores one user document.
-    func writeUserDocument(_ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool) throws
-        -> RevID
-    {
+    func writeUserDocument(
+        _ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool, user: UserContext
+    ) throws -> RevID {
         try DocumentID.validate(docID)
-        let user = UserContext.current
         let isAdmin = isDatabaseAdmin(App.usersDatabase, user)
         // Names are compared by bytes (`ExactName`): a look-alike of someone's name is not them.
         let docName = docID.afterBytePrefix(App.userDocumentPrefix).map { ExactName($0) }
@@ -120,7 +111,7 @@ extension App {
             throw CouchError.forbidden("This user name is reserved by the server.")
         }
         if docID.hasBytePrefix("_design/") {
-            guard isAdmin else { throw App.securityError(user, "You are not a db or server admin.") }
+            guard isAdmin else { throw RequestAuthorizer.securityError(user, "You are not a db or server admin.") }
         }
         var doc = doc
         doc["_id"] = .string(docID)
@@ -138,7 +129,8 @@ extension App {
         if let rev = base { doc["_rev"] = .string(rev.description) }
         let input = try DocumentInput(.object(doc))
         return try writeOne(
-            database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil)
+            database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil, user: user
+        )
     }
 
     /// Replaces `password` by a fresh PBKDF2 hash (couch_users_db:save_doc).

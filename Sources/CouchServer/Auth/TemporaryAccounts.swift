@@ -89,12 +89,13 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// Starts tracking a request made by `user`, when `user` is a temporary account.
-    func begin(_ user: UserContext, method: String, segments: [String]) -> Request? {
+    /// - Parameter drop: What the request's route lets the account do (its checkpoints, its uploads).
+    func begin(_ user: UserContext, method: String, drop: DropScope) -> Request? {
         guard user.scope != nil, let key = user.name else { return nil }
         var kind = Request.Kind.other
-        if method == "PUT", segments.count >= 2, segments[1] == "_local" || segments[1].hasPrefix("_local/") {
+        if drop == .checkpoint && method == "PUT" {
             kind = .checkpoint
-        } else if method == "PUT" || (method == "POST" && segments.count == 2 && segments[1] == "_bulk_docs") {
+        } else if drop == .upload {
             kind = .write
         }
         let known = activities.withLock { activities -> Bool in

@@ -1,5 +1,4 @@
 import CouchWire
-import Foundation
 
 /// Who a request speaks for, as CouchDB's `#user_ctx`: `name` is nil for an anonymous request.
 /// Names and roles are `ExactName`s: every access decision compares them by bytes.
@@ -25,47 +24,5 @@ struct UserContext: Sendable, Equatable {
             JSONObject([
                 ("name", name.map { JSON.string($0.text) } ?? .null), ("roles", .array(roles.map { .string($0.text) })),
             ]))
-    }
-}
-
-extension UserContext {
-    /// The context of the request the current thread is handling.
-    ///
-    /// The engine runs each request start to finish on one connection thread, so a thread-local
-    /// slot lets deep handlers (document writes, `_users` reads) see the caller without every
-    /// signature carrying it. `App.handle` sets it before routing and clears it afterwards. The
-    /// slot is a pthread key (a few nanoseconds), not `Thread.threadDictionary` (a Foundation
-    /// dictionary lookup that showed up in read-heavy profiles).
-    static var current: UserContext {
-        get {
-            guard let pointer = pthread_getspecific(threadKey) else { return .anonymous }
-            return Unmanaged<Box>.fromOpaque(pointer).takeUnretainedValue().value
-        }
-        set {
-            clearCurrent()
-            pthread_setspecific(threadKey, Unmanaged.passRetained(Box(newValue)).toOpaque())
-        }
-    }
-
-    static func clearCurrent() {
-        guard let pointer = pthread_getspecific(threadKey) else { return }
-        pthread_setspecific(threadKey, nil)
-        Unmanaged<Box>.fromOpaque(pointer).release()
-    }
-
-    /// The thread-local slot; a thread that ends with a context set releases it in the destructor.
-    private static let threadKey: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { pointer in
-            guard let pointer else { return }
-            Unmanaged<AnyObject>.fromOpaque(pointer).release()
-        }
-        return key
-    }()
-
-    /// A class wrapper so the struct can live behind a thread-local pointer.
-    private final class Box {
-        let value: UserContext
-        init(_ value: UserContext) { self.value = value }
     }
 }

@@ -37,14 +37,13 @@ extension App {
             }
         }
         req["cookie"] = .object(cookies)
-        req["userCtx"] = userContextJSON(database)
+        req["userCtx"] = userContextJSON(database, request.user)
         req["secObj"] = .object(access.security.security(of: database.name).json)
         return .object(req)
     }
 
-    /// `{"db","name","roles"}` of the current request's user, as design functions see it.
-    func userContextJSON(_ database: Database) -> JSON {
-        let user = UserContext.current
+    /// `{"db","name","roles"}` of a request's user, as design functions see it.
+    func userContextJSON(_ database: Database, _ user: UserContext) -> JSON {
         var userCtx = JSONObject()
         userCtx["db"] = .string(database.name)
         userCtx["name"] = user.name.map { .string($0.text) } ?? .null

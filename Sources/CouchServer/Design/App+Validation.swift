@@ -10,7 +10,9 @@ extension App {
     /// - Returns: for each write, nil when it may be stored, or the error that refuses it (403 `forbidden`,
     ///   401 `unauthorized`, or the function's own 500).
     /// - Throws: when the functions could not run at all (a worker timed out, a function does not compile).
-    func validateWrites(_ database: Database, _ writes: [RevisionWrite], newEdits: Bool) throws -> [CouchError?] {
+    func validateWrites(
+        _ database: Database, _ writes: [RevisionWrite], newEdits: Bool, user: UserContext
+    ) throws -> [CouchError?] {
         var verdicts = [CouchError?](repeating: nil, count: writes.count)
         guard !writes.isEmpty else { return verdicts }
         let validators = try designFunctions.validators(database)
@@ -30,7 +32,7 @@ extension App {
         let outcomes: [ValidationOutcome]
         do {
             outcomes = try queryServer.validate(
-                validators, items: items, userCtx: userContextJSON(database), secObj: secObj)
+                validators, items: items, userCtx: userContextJSON(database, user), secObj: secObj)
         } catch {
             throw CouchError(error)
         }
@@ -47,8 +49,10 @@ extension App {
     }
 
     /// Validates one write; throws its refusal.
-    func validateWrite(_ database: Database, _ write: RevisionWrite, newEdits: Bool) throws {
-        if let refusal = try validateWrites(database, [write], newEdits: newEdits).first ?? nil { throw refusal }
+    func validateWrite(_ database: Database, _ write: RevisionWrite, newEdits: Bool, user: UserContext) throws {
+        if let refusal = try validateWrites(database, [write], newEdits: newEdits, user: user).first ?? nil {
+            throw refusal
+        }
     }
 
     /// `newDoc` as CouchDB passes it: `_id`, `_rev` and `_revisions` from the write's path (for an edit, the
@@ -118,14 +122,18 @@ extension App {
 extension App {
     /// `database.applyEdits` for the single-document write paths (PUT, POST, DELETE, COPY, attachment PUT and
     /// DELETE, multipart, the gallery's upload): validated first, the first refusal thrown.
-    func applyValidatedEdits(_ database: Database, _ writes: [RevisionWrite]) throws -> [WriteResult] {
-        for write in writes { try validateWrite(database, write, newEdits: true) }
+    func applyValidatedEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+        -> [WriteResult]
+    {
+        for write in writes { try validateWrite(database, write, newEdits: true, user: user) }
         return try database.applyEdits(writes)
     }
 
     /// `database.applyReplicated` for a single replicated write (`PUT ?new_edits=false`), validated first.
-    func applyValidatedReplicated(_ database: Database, _ writes: [RevisionWrite]) throws -> [WriteResult] {
-        for write in writes { try validateWrite(database, write, newEdits: false) }
+    func applyValidatedReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+        -> [WriteResult]
+    {
+        for write in writes { try validateWrite(database, write, newEdits: false, user: user) }
         return try database.applyReplicated(writes)
     }
 }

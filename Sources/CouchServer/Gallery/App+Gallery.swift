@@ -9,33 +9,6 @@ import Thumbnails
 /// Everything else the page needs is CouchDB's own API (`/_session`, attachments with Range,
 /// `_changes` longpoll). Who may read or write what is the databases' `_security`, as for the API.
 extension App {
-    /// `/_photos/…`; `segments` starts after `_photos`.
-    func gallery(_ request: Request, _ reply: Reply) throws {
-        let segments = Array(request.segments.dropFirst())
-        guard let first = segments.first else { return try galleryAsset("index.html", request, reply) }
-        if first != "api" {
-            guard segments.count == 1 else { throw CouchError.notFound("missing") }
-            return try galleryAsset(first, request, reply)
-        }
-        guard segments.count >= 2 else { throw CouchError.notFound("missing") }
-        if segments[1] == "dbs" && segments.count == 2 { return try galleryDatabases(request, reply) }
-        guard segments[1] == "db", segments.count >= 4 else { throw CouchError.notFound("missing") }
-        let name = segments[2]
-        let database = try galleryDatabase(name)
-        let rest = Array(segments[3...])
-        switch (rest[0], rest.count) {
-        case ("photos", 1): return try galleryPhotos(database, request, reply)
-        case ("upload", 1): return try galleryUpload(database, request, reply)
-        case ("photo", 2): return try galleryPhoto(database, rest[1], request, reply)
-        case ("doc", 2): return try galleryDelete(database, rest[1], request, reply)
-        case ("thumb", 3...):
-            return try galleryThumbnail(database, rest[1], rest[2...].joined(separator: "/"), request, reply)
-        case ("download", 3...):
-            return try galleryDownload(database, rest[1], rest[2...].joined(separator: "/"), request, reply)
-        default: throw CouchError.notFound("missing")
-        }
-    }
-
     /// `GET /` from a browser (`Accept: text/html`): a page linking to the gallery. JSON clients get
     /// the welcome object unchanged.
     static func prefersHTML(_ request: Request) -> Bool {
@@ -53,31 +26,30 @@ extension App {
         try reply.bytes(200, GalleryAssets.welcome, headers: headers)
     }
 
-    private func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
+    func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
         guard let asset = GalleryAssets.files[name] else { throw CouchError.notFound("missing") }
         try reply.bytes(200, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
     }
 
-    /// A database the current user may read; system databases are not photo albums.
-    private func galleryDatabase(_ name: String) throws -> Database {
+    /// The database a gallery route names, which its user may read; system databases are not photo albums.
+    func galleryDatabase(_ c: RequestContext) throws -> Database {
+        let name = try c.databaseName()
         guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
         let database = try openDatabase(name)
-        let user = UserContext.current
-        // A temporary account reaches only its upload here (`authorizeScopedGallery`), never by `_security`.
+        let user = c.user
+        // A temporary account reaches only its upload here (its route's `DropScope`), never by `_security`.
         if let scope = user.scope {
-            guard Array(scope.utf8) == Array(name.utf8) else { throw App.scopeError(scope) }
+            guard Array(scope.utf8) == Array(name.utf8) else { throw RequestAuthorizer.scopeError(scope) }
             return database
         }
-        guard access.security.security(of: name).isMember(user) else { throw App.securityError(user) }
+        guard access.security.security(of: name).isMember(user) else { throw RequestAuthorizer.securityError(user) }
         return database
     }
 
     /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them). A temporary
     /// account reads none, and gets the one it may drop photos into as `drop`.
-    private func galleryDatabases(_ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
-        let user = UserContext.current
+    func galleryDatabases(_ request: Request, _ reply: Reply) throws {
+        let user = request.user
         if let scope = user.scope {
             return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
         }
@@ -91,8 +63,7 @@ extension App {
 
     /// `GET …/photos?before=SEQ&limit=N`: live documents newest first (by update sequence), a page at a
     /// time; `next` is the `before` of the next page, `update_seq` where a `_changes` feed picks up.
-    private func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
+    func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
         let before = try request.query.int("before") ?? Int.max
         let limit = min(max(try request.query.int("limit") ?? 60, 1), 500)
         let updateSeq = database.updateSeq
@@ -120,8 +91,7 @@ extension App {
     }
 
     /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
-    private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
+    func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         guard let info = try database.document(docID), !info.deleted,
             let item = try galleryItem(database, docID, seq: info.seq)
         else { throw CouchError.notFound("missing") }
@@ -152,10 +122,9 @@ extension App {
 
     /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the server (cached by digest and size), or a
     /// placeholder image for a file that is not a photo it can read.
-    private func galleryThumbnail(
+    func galleryThumbnail(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
-        try require(request, "GET", "HEAD")
         let att = try galleryAttachment(database, docID, name)
         let size = GalleryState.thumbnailSize(try request.query.int("size"))
         let etag = "\"\(att.blobKey)-\(size)\""
@@ -188,10 +157,9 @@ extension App {
     }
 
     /// `GET …/download/DOC/ATT`: the attachment as a download under its own name, whatever it is.
-    private func galleryDownload(
+    func galleryDownload(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
-        try require(request, "GET", "HEAD")
         let att = try galleryAttachment(database, docID, name)
         let reader = try blobs(for: database).openReader(att.blobKey)
         defer { reader.close() }
@@ -210,8 +178,7 @@ extension App {
     /// blob store while hashed (no size limit but the disk), then one document per file with the
     /// id `couchlite push` gives it. A file already there (same bytes) is not stored again: 200 with
     /// `"existing": true`; a new one is 201.
-    private func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
+    func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
         try GalleryGuard.requireSameOrigin(request.head)
         guard let name = request.query["name"], !name.isEmpty else {
             throw CouchError.badRequest("upload needs a name parameter")
@@ -249,7 +216,7 @@ extension App {
             docID: id, path: [], deleted: false,
             body: JSON.object(PhotoDocument.fields(name: name, taken: modified, size: stored.length)).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try applyValidatedEdits(database, [write]).first else {
+        guard let outcome = try applyValidatedEdits(database, [write], user: request.user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {
@@ -266,8 +233,7 @@ extension App {
     }
 
     /// `DELETE …/doc/DOC?rev=R`: deletes that revision (409 when it is not the current one).
-    private func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
-        try require(request, "DELETE")
+    func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         try GalleryGuard.requireSameOrigin(request.head)
         guard let revText = request.query["rev"] else { throw CouchError.conflict }
         try DocumentID.validate(docID)
@@ -275,7 +241,7 @@ extension App {
         input.deleted = true
         let rev = try writeOne(
             database, docID: docID, input: input, base: try DocumentInput.parseRev(revText), newEdits: true,
-            followed: nil)
+            followed: nil, user: request.user)
         try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
     }
 }

@@ -138,7 +138,7 @@ extension App {
             name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: identityLength,
             revpos: (base?.pos ?? 0) + 1, encoding: encoding, encodedLength: encoding == nil ? nil : stored.length,
             blobKey: stored.key)
-        let rev = try rewriteAttachments(database, docID, base: base) { atts in
+        let rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts in
             atts.removeAll { $0.name.utf8Equals(name) }
             atts.append(newAttachment)
         }
@@ -182,7 +182,7 @@ extension App {
             throw CouchError.conflict
         }
         let base = try DocumentInput.parseRev(revText)
-        let rev = try rewriteAttachments(database, docID, base: base) { atts throws(CouchError) in
+        let rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts throws(CouchError) in
             guard atts.contains(where: { $0.name.utf8Equals(name) }) else {
                 throw CouchError.notFound("Document is missing attachment")
             }
@@ -193,7 +193,7 @@ extension App {
 
     /// Writes a new revision on `base` with the same body and edited attachments.
     func rewriteAttachments(
-        _ database: Database, _ docID: String, base: RevID?,
+        _ database: Database, _ docID: String, base: RevID?, user: UserContext,
         edit: (inout [AttachmentInfo]) throws(CouchError) -> Void
     ) throws -> RevID {
         var body: [UInt8] = Array("{}".utf8)
@@ -216,7 +216,7 @@ extension App {
         }
         let write = RevisionWrite(
             docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body, attachments: refs)
-        guard let outcome = try applyValidatedEdits(database, [write]).first else {
+        guard let outcome = try applyValidatedEdits(database, [write], user: user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {

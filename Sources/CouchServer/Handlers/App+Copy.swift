@@ -26,12 +26,12 @@ extension App {
             guard !winner.deleted else { throw CouchError.notFound("deleted") }
             source = winner
         }
-        try requireDesignWriteAccess(database, docID: targetID)
+        try requireDesignWriteAccess(database, docID: targetID, request.user)
         // Attachments are referenced, not re-read: the copy names the same content-addressed blobs.
         let write = RevisionWrite(
             docID: targetID, path: targetRev.map { [$0] } ?? [], deleted: source.deleted,
             body: source.body ?? Array("{}".utf8), attachments: source.attachments.map { .stored($0) })
-        guard let result = try applyValidatedEdits(database, [write]).first else {
+        guard let result = try applyValidatedEdits(database, [write], user: request.user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch result.result {

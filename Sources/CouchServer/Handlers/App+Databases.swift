@@ -4,38 +4,42 @@ import RevTree
 
 /// Database-level endpoints: create, info, delete, and the small maintenance calls replicators make.
 extension App {
-    func databaseRoot(_ name: String, _ request: Request, _ reply: Reply) throws {
-        switch request.method {
-        case "GET", "HEAD":
-            let database = try openDatabase(name)
-            try reply.json(200, try databaseInfo(database))
-        case "PUT":
-            try App.validateShardParameters(request.query)
-            try App.validateDatabaseName(name)
-            do {
-                // Blobs a crashed earlier incarnation of this name left behind are not ours; they go
-                // before the database is visible, so no request can store a blob that is then removed.
-                _ = try store.create(name) { try? blobRegistry.destroy(name) }
-            } catch {
-                throw CouchError(error)
-            }
-            var headers = HTTPHeaders()
-            headers.set("Location", "/" + PercentEncoding.segment(name))
-            try reply.json(201, ["ok": true], headers: headers)
-        case "DELETE":
-            do {
-                try store.delete(name)
-            } catch {
-                throw CouchError(error)
-            }
-            try blobRegistry.destroy(name)
-            try reply.json(200, ["ok": true])
-        case "POST":
-            let database = try openDatabase(name)
-            try postDocument(database, request, reply)
-        default:
-            throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT")
+    /// `GET /db`.
+    func getDatabase(_ c: RequestContext) throws {
+        try c.reply.json(200, try databaseInfo(openDatabase(c.databaseName())))
+    }
+
+    /// `PUT /db`. A created database starts from the default `_security`.
+    func createDatabase(_ c: RequestContext) throws {
+        let name = try c.databaseName()
+        try App.validateShardParameters(c.query)
+        try App.validateDatabaseName(name)
+        do {
+            // Blobs a crashed earlier incarnation of this name left behind are not ours; they go
+            // before the database is visible, so no request can store a blob that is then removed.
+            _ = try store.create(name) { try? blobRegistry.destroy(name) }
+        } catch {
+            throw CouchError(error)
         }
+        access.security.reset(name)
+        var headers = HTTPHeaders()
+        headers.set("Location", "/" + PercentEncoding.segment(name))
+        try c.reply.json(201, ["ok": true], headers: headers)
+    }
+
+    /// `DELETE /db`: its `_security` goes back to the default and its indexes go with it (a new database of the same
+    /// name has another uuid anyway).
+    func deleteDatabase(_ c: RequestContext) throws {
+        let name = try c.databaseName()
+        do {
+            try store.delete(name)
+        } catch {
+            throw CouchError(error)
+        }
+        try blobRegistry.destroy(name)
+        access.security.reset(name)
+        views.drop(name)
+        try c.reply.json(200, ["ok": true])
     }
 
     func databaseInfo(_ database: Database) throws -> JSON {
@@ -84,7 +88,6 @@ extension App {
 
     /// `POST /db/_ensure_full_commit`: every acknowledged write is already durable.
     func ensureFullCommit(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
         try reply.json(201, ["ok": true, "instance_start_time": "0"])
     }
 
@@ -99,7 +102,7 @@ extension App {
             try database.setRevsLimit(limit)
             try reply.json(200, ["ok": true])
         default:
-            throw CouchError.methodNotAllowed("GET,PUT")
+            throw CouchError.methodNotAllowed("GET,PUT")  // the route table admits no other method
         }
     }
 
@@ -107,13 +110,12 @@ extension App {
     /// true until its effects (ancestor bodies dropped, unreferenced blobs swept) are complete.
     /// `POST /db/_compact/ddoc` compacts a design document's view indexes, of which couchlite keeps none: 202 when
     /// the design document exists, else 404 as CouchDB.
-    func compact(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
+    func compact(_ database: Database, design: String?, _ request: Request, _ reply: Reply) throws {
         if let type = request.contentType, type != "application/json" {
             throw CouchError.badContentType("Content-Type must be application/json")
         }
-        if request.segments.count > 2 {
-            let ddocID = "_design/" + request.segments[2]
+        if let design {
+            let ddocID = "_design/" + design
             guard let ddoc = try database.document(ddocID), !ddoc.deleted else { throw CouchError.notFound("missing") }
             return try reply.json(202, ["ok": true])
         }

@@ -135,10 +135,13 @@ extension App {
         if request.isBatch {
             return try writeBatched(docID: docID, reply: reply) {
                 _ = try writeOne(
-                    database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+                    database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed,
+                    user: request.user)
             }
         }
-        let rev = try writeOne(database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+        let rev = try writeOne(
+            database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: request.user
+        )
         try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
     }
 
@@ -163,7 +166,8 @@ extension App {
         guard let base else { throw CouchError.conflict }
         var input = try DocumentInput(.object(JSONObject()))
         input.deleted = true
-        let rev = try writeOne(database, docID: docID, input: input, base: base, newEdits: true, followed: nil)
+        let rev = try writeOne(
+            database, docID: docID, input: input, base: base, newEdits: true, followed: nil, user: request.user)
         try sendWriteResult(docID: docID, rev: rev, status: 200, request: request, reply: reply)
     }
 
@@ -177,15 +181,18 @@ extension App {
         let docID = input.id ?? Secrets.randomBytes(16).hexString
         try DocumentID.validate(docID)
         if docID.hasBytePrefix("_local/") {
-            let rev = try putLocal(database, docID, input: input)
+            let rev = try putLocal(database, docID, input: input, user: request.user)
             return try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         }
         if request.isBatch {
             return try writeBatched(docID: docID, reply: reply) {
-                _ = try writeOne(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+                _ = try writeOne(
+                    database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil,
+                    user: request.user)
             }
         }
-        let rev = try writeOne(database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+        let rev = try writeOne(
+            database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil, user: request.user)
         try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
     }
 
@@ -202,13 +209,14 @@ extension App {
     /// Writes one document revision and returns its rev, or throws its error.
     func writeOne(
         _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
-        followed: FollowedAttachments?
+        followed: FollowedAttachments?, user: UserContext
     ) throws -> RevID {
         let write = try makeWrite(
-            database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed)
+            database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: user)
         let results =
             newEdits
-            ? try applyValidatedEdits(database, [write]) : try applyValidatedReplicated(database, [write])
+            ? try applyValidatedEdits(database, [write], user: user)
+            : try applyValidatedReplicated(database, [write], user: user)
         guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
         switch result.result {
         case .success(let rev): return rev
@@ -219,9 +227,9 @@ extension App {
     /// Turns a parsed document into a store write, ingesting any attachment data it carries.
     func makeWrite(
         _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
-        followed: FollowedAttachments?
+        followed: FollowedAttachments?, user: UserContext
     ) throws -> RevisionWrite {
-        try requireDesignWriteAccess(database, docID: docID)  // members may not write design docs (issue 6)
+        try requireDesignWriteAccess(database, docID: docID, user)  // members may not write design documents
         let path: [RevID]
         if newEdits {
             path = base.map { [$0] } ?? []

@@ -6,7 +6,7 @@ import RevTree
 extension App {
     func localDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         try DocumentID.validate(docID)
-        try requireUnreservedLocal(docID)
+        try RequestAuthorizer.requireUnreservedLocal(docID, request.user.scope)
         switch request.method {
         case "GET", "HEAD":
             guard let local = try database.localDocument(docID) else { throw CouchError.notFound("missing") }
@@ -19,7 +19,7 @@ extension App {
             try reply.json(200, .object(doc))
         case "PUT":
             let input = try DocumentInput(try request.documentJSONBody(), local: true)
-            let rev = try putLocal(database, docID, input: input)
+            let rev = try putLocal(database, docID, input: input, user: request.user)
             try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         case "DELETE":
             guard try database.deleteLocal(docID) else { throw CouchError.notFound("missing") }
@@ -30,8 +30,8 @@ extension App {
     }
 
     /// Stores a local document's fields and returns its new `0-N` rev.
-    func putLocal(_ database: Database, _ docID: String, input: DocumentInput) throws -> String {
-        try requireUnreservedLocal(docID)
+    func putLocal(_ database: Database, _ docID: String, input: DocumentInput, user: UserContext) throws -> String {
+        try RequestAuthorizer.requireUnreservedLocal(docID, user.scope)
         if input.deleted {
             _ = try database.deleteLocal(docID)
             return "0-0"

@@ -173,10 +173,11 @@ extension App {
             }
             let input = try DocumentInput(parsed)
             var write = try makeWrite(
-                database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil)
+                database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil, user: request.user
+            )
             let names = Set(uploads.map(\.name))
             write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
-            guard let outcome = try applyValidatedEdits(database, [write]).first else {
+            guard let outcome = try applyValidatedEdits(database, [write], user: request.user).first else {
                 throw CouchError.unknownError("store returned no result")
             }
             switch outcome.result {
@@ -186,7 +187,7 @@ extension App {
         } else {
             guard let revText else { throw CouchError.badRequest("Form must have a _rev or a _doc field") }
             let base = try DocumentInput.parseRev(revText)
-            rev = try rewriteAttachments(database, docID, base: base) { atts in
+            rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts in
                 for var upload in uploads {
                     upload.revpos = base.pos + 1
                     atts.removeAll { $0.name.utf8Equals(upload.name) }

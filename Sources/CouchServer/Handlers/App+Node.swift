@@ -13,42 +13,45 @@ extension App {
     /// Erlang node has when it is not distributed, and `nodeName`.
     static let nodeAliases: Set<String> = ["_local", "nonode@nohost", nodeName]
 
-    /// CouchDB answers these to HEAD as to GET but names only GET in its 405.
-    private static func requireGET(_ request: Request) throws(CouchError) {
-        guard request.method == "GET" || request.method == "HEAD" else { throw .methodNotAllowed("GET") }
-    }
-
+    /// CouchDB answers these to HEAD as to GET but names only GET in its 405 (the route table's `notAllowedReason`).
     func membership(_ request: Request, _ reply: Reply) throws {
-        try App.requireGET(request)
         try reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
     }
 
-    func node(_ request: Request, _ reply: Reply) throws {
-        let segments = request.segments
-        guard segments.count >= 2 else { throw CouchError.badRequest("Incomplete path to _node request") }
-        guard App.nodeAliases.contains(segments[1]) else { throw CouchError.notFound("no such node: \(segments[1])") }
-        if segments.count == 2 {
-            // CouchDB names the node for `_local`; a node named outright answers its own `/` (the request is
-            // handed to that node's local HTTP layer).
-            guard segments[1] == "_local" else { return try serverRoot(request, reply) }
-            try App.requireGET(request)
-            return try reply.json(200, ["name": .string(App.nodeName)])
-        }
-        switch segments[2] {
-        case "_stats":
-            try App.requireGET(request)
-            try reply.json(200, MetricTree.extract(segments[3...], from: statsTree().json))
-        case "_prometheus" where segments.count == 3:
-            try App.requireGET(request)
-            var headers = HTTPHeaders()
-            headers.set("Content-Type", App.prometheusContentType)
-            try reply.bytes(200, Array(prometheusText().utf8), headers: headers)
-        case "_system" where segments.count == 3:
-            try App.requireGET(request)
-            try reply.json(200, systemJSON())
-        default:
-            throw CouchError.notFound("missing")
-        }
+    /// `GET /_node/{node}`: CouchDB names the node for `_local`; a node named outright answers its own `/` (the
+    /// request is handed to that node's local HTTP layer).
+    func nodeRoot(_ c: RequestContext) throws {
+        guard try App.requireNode(c) == "_local" else { return try serverRoot(c.request, c.reply) }
+        try c.reply.json(200, ["name": .string(App.nodeName)])
+    }
+
+    /// `GET /_node/{node}/_stats[/group/…]`.
+    func nodeStats(_ c: RequestContext) throws {
+        try App.requireNode(c)
+        let path = c.parameters["path"].map { $0.split(separator: "/").map(String.init) } ?? []
+        try c.reply.json(200, MetricTree.extract(path[...], from: statsTree().json))
+    }
+
+    /// `GET /_node/{node}/_prometheus`.
+    func nodePrometheus(_ c: RequestContext) throws {
+        try App.requireNode(c)
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", App.prometheusContentType)
+        try c.reply.bytes(200, Array(prometheusText().utf8), headers: headers)
+    }
+
+    /// `GET /_node/{node}/_system`.
+    func nodeSystem(_ c: RequestContext) throws {
+        try App.requireNode(c)
+        try c.reply.json(200, systemJSON())
+    }
+
+    /// The node a `_node/{node}` route names, which must be this one.
+    @discardableResult
+    static func requireNode(_ c: RequestContext) throws(CouchError) -> String {
+        let node = try c.parameter("node")
+        guard nodeAliases.contains(node) else { throw .notFound("no such node: \(node)") }
+        return node
     }
 
     /// Everything `_stats` shows, read now.

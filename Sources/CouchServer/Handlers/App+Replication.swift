@@ -16,7 +16,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
         }
-        try App.checkBulkCount(docs.count)
+        try Limits.checkBulkCount(docs.count)
         let newEdits: Bool
         switch body["new_edits"] {
         case nil: newEdits = true
@@ -63,7 +63,7 @@ extension App {
                 writes.append(
                     try makeWrite(
                         database, docID: entry.docID, input: entry.input, base: entry.input.rev, newEdits: newEdits,
-                        followed: nil))
+                        followed: nil, user: request.user))
                 writeIndex.append(index)
             } catch let error as CouchError where [401, 403].contains(error.status) {
                 // A refused write is the document's own item, as a validation function's verdict is in CouchDB.
@@ -71,7 +71,7 @@ extension App {
             }
         }
         // `validate_doc_update` verdicts are per document too (CouchDB's replicated items also name the rev).
-        let verdicts = try validateWrites(database, writes, newEdits: newEdits)
+        let verdicts = try validateWrites(database, writes, newEdits: newEdits, user: request.user)
         if verdicts.contains(where: { $0 != nil }) {
             var keptWrites: [RevisionWrite] = []
             var keptIndex: [Int] = []
@@ -110,7 +110,7 @@ extension App {
         }
         for local in locals {
             do {
-                let rev = try putLocal(database, local.docID, input: local.input)
+                let rev = try putLocal(database, local.docID, input: local.input, user: request.user)
                 results[local.index] = ["ok": true, "id": .string(local.docID), "rev": .string(rev)]
             } catch let error as CouchError where [401, 403].contains(error.status) {
                 // Forbidden, as a refused document is: its own item, the rest of the batch still written.
@@ -136,7 +136,7 @@ extension App {
         try require(request, "POST")
         try requireJSONContent(request)
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
-        try App.checkBulkCount(body.count)
+        try Limits.checkBulkCount(body.count)
         var query: [(id: String, revs: [RevID])] = []
         for (id, value) in body {
             guard let array = value.arrayValue else {
@@ -174,7 +174,7 @@ extension App {
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
         }
-        try App.checkBulkCount(docs.count)
+        try Limits.checkBulkCount(docs.count)
         var options = try RenderOptions(request.query)
         let latest = request.query.isExactlyTrue("latest") || body["latest"]?.boolValue == true
         if body["revs"]?.boolValue == true { options.revs = true }

@@ -5,24 +5,21 @@ import Synchronization
 
 /// `GET /_scheduler/jobs` and `GET /_scheduler/docs`: the replication scheduler's view, in CouchDB's shape.
 extension App {
-    func scheduler(_ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
-        let segments = request.segments
-        guard segments.count >= 2 else { throw CouchError.notFound("missing") }
-        switch segments[1] {
-        case "jobs":
-            let jobs = replications.all.filter { !$0.isFinished }.map(App.schedulerJobJSON)
-            try reply.json(200, ["total_rows": .int(jobs.count), "offset": 0, "jobs": .array(jobs)])
-        case "docs":
-            let docs = try replicatorDocStates(docID: segments.count > 3 ? segments[3...].joined(separator: "/") : nil)
-            if segments.count > 3 {
-                guard let doc = docs.first else { throw CouchError.notFound("missing") }
-                return try reply.json(200, doc)
-            }
-            try reply.json(200, ["total_rows": .int(docs.count), "offset": 0, "docs": .array(docs)])
-        default:
-            throw CouchError.notFound("missing")
+    /// `GET /_scheduler/jobs`.
+    func schedulerJobs(_ c: RequestContext) throws {
+        let jobs = replications.all.filter { !$0.isFinished }.map(App.schedulerJobJSON)
+        try c.reply.json(200, ["total_rows": .int(jobs.count), "offset": 0, "jobs": .array(jobs)])
+    }
+
+    /// `GET /_scheduler/docs[/{replicator db}[/{docid}]]`.
+    func schedulerDocs(_ c: RequestContext) throws {
+        let docID = c.parameters["doc"]
+        let docs = try replicatorDocStates(docID: docID)
+        if docID != nil {
+            guard let doc = docs.first else { throw CouchError.notFound("missing") }
+            return try c.reply.json(200, doc)
         }
+        try c.reply.json(200, ["total_rows": .int(docs.count), "offset": 0, "docs": .array(docs)])
     }
 
     static func schedulerJobJSON(_ job: ReplicationJobs.Job) -> JSON {

@@ -10,8 +10,8 @@ import RevTree
 ///   export cut by a crash after its name was recorded can be finished (`PhotoFolder.recover`). One document
 ///   per file keeps each record O(1) however many photos a drop holds.
 struct ExportState {
-    static let positionID = App.reservedLocalPrefix + "receive"
-    static let filePrefix = App.reservedLocalPrefix + "receive-md5-"
+    static let positionID = RequestAuthorizer.reservedLocalPrefix + "receive"
+    static let filePrefix = RequestAuthorizer.reservedLocalPrefix + "receive-md5-"
 
     let database: Database
 

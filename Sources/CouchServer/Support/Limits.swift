@@ -35,3 +35,12 @@ extension Limits {
     /// the work a small upload can make every later reader do, not memory.
     static let gzipIdentityBytes = attachmentRequestBytes
 }
+
+extension Limits {
+    /// Refuses a bulk request of more than `maxBulkDocs` items (413) before any is processed.
+    static func checkBulkCount(_ count: Int) throws(CouchError) {
+        guard count <= maxBulkDocs else {
+            throw .tooLarge("Too many documents in one request (\(count); at most \(maxBulkDocs))")
+        }
+    }
+}

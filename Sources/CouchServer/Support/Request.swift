@@ -1,10 +1,12 @@
 import CouchWire
 
-/// One request as the handlers see it: decoded path segments, decoded query parameters, and the
-/// body still unread (handlers pull it in pieces or whole, with their own size limit).
+/// One request as the handlers see it: decoded path segments, decoded query parameters, the user it speaks for,
+/// and the body still unread (handlers pull it in pieces or whole, with their own size limit).
 struct Request {
     let head: HTTPRequestHead
     let body: HTTPRequestBody
+    /// Who the request speaks for, once authenticated (anonymous until then).
+    var user = UserContext.anonymous
     /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing.
     let segments: [String]
     let query: QueryParameters

@@ -1,0 +1,44 @@
+import CouchWire
+import RevTree
+
+/// Everything a handler is handed for one request: the request (with the user it speaks for), the reply, what the
+/// route's pattern captured, and the database the route names, opened and leased for the whole request (a feed, an
+/// attachment stream, a write), so the bound on open databases never closes a database under its user.
+struct RequestContext {
+    let request: Request
+    let reply: Reply
+    let parameters: RouteParameters
+    /// The database of a `{db}/…` route; nil for server routes and for `{db}` itself (creating and deleting a
+    /// database must not hold it open).
+    let leased: Database?
+
+    var user: UserContext { request.user }
+    var query: QueryParameters { request.query }
+
+    /// The leased database.
+    /// - Throws: 404 when the route names none (a table row whose handler needs one on a server path).
+    func database() throws(CouchError) -> Database {
+        guard let leased else { throw .notFound("missing") }
+        return leased
+    }
+
+    /// The database name a route captured as `{db}`.
+    func databaseName() throws(CouchError) -> String {
+        guard let name = parameters.database else { throw .notFound("missing") }
+        return name
+    }
+
+    /// A capture of the route's pattern (`{doc}`, `{design}`, `{path…}`, …).
+    func parameter(_ key: String) throws(CouchError) -> String {
+        guard let value = parameters[key] else { throw .notFound("missing") }
+        return value
+    }
+
+    /// The document a route names: `{doc}`, or `_design/{design}`, or `_local/{local}`.
+    func docID() throws(CouchError) -> String {
+        if let doc = parameters["doc"] { return doc }
+        if let design = parameters["design"] { return "_design/" + design }
+        if let local = parameters["local"] { return "_local/" + local }
+        throw .notFound("missing")
+    }
+}

@@ -1,0 +1,207 @@
+import CouchWire
+
+/// One row of the route table: a path pattern, the methods it answers, who may call it, how much they may send,
+/// and the handler. Routing, authorization, the drop credentials' scope and the body limit all read this one
+/// value, so a path cannot be authorized one way and routed another.
+struct Route: Sendable {
+    /// Answers a request the row has authorized; the app is the composition root that holds the services.
+    typealias Handler = @Sendable (App, RequestContext) throws -> Void
+
+    let pattern: PathPattern
+    let methods: [HTTPMethod]
+    let access: Access
+    /// What the one-time drop credentials of `couchlite receive` may do here.
+    let drop: DropScope
+    let body: BodyLimit
+    /// Confines the row to one database (`_users` answers some paths with its own handlers and rules).
+    let onlyIn: String?
+    /// The reason of this path's 405 when CouchDB words it otherwise than by listing the methods.
+    let notAllowedReason: String?
+    let handler: Handler
+
+    init(
+        _ methods: [HTTPMethod], _ pattern: String, _ access: Access, drop: DropScope = .closed,
+        body: BodyLimit = .none, onlyIn: String? = nil, notAllowedReason: String? = nil, _ handler: @escaping Handler
+    ) {
+        self.methods = methods
+        self.pattern = PathPattern(pattern)
+        self.access = access
+        self.drop = drop
+        self.body = body
+        self.onlyIn = onlyIn
+        self.notAllowedReason = notAllowedReason
+        self.handler = handler
+    }
+
+    /// Whether the row answers a request for `database` (nil for a server route).
+    func applies(to database: String?) -> Bool {
+        guard let onlyIn else { return true }
+        return database.map { Array($0.utf8) == Array(onlyIn.utf8) } ?? false
+    }
+}
+
+/// Who may call a route, in the terms of CouchDB's chttpd_auth_request.erl and each database's `_security`.
+enum Access: Sendable, Equatable {
+    /// Anyone, logged in or not (the handler may still look at the user, as `_session` does).
+    case anyone
+    /// Server admins (401 for everyone else, logged in or not).
+    case serverAdmin
+    /// Server admins, named as CouchDB names its read-only metrics user too.
+    case metricsReader
+    /// The database's members (its admins and server admins included). In `_users`, someone who is not its admin
+    /// gets only the rows confined to `_users` with a `users…` rule.
+    case member
+    /// As `member`, but in the system databases `_users` and `_replicator` only server admins may list
+    /// (`_all_docs`, `_changes`).
+    case memberListing
+    /// The database's admins: writes to design documents, `PUT _revs_limit` (401 when anonymous, else 403).
+    case databaseAdmin
+    /// The database's admins, answered as CouchDB's maintenance endpoints answer (`_compact`, `_view_cleanup`:
+    /// always 401).
+    case maintenanceAdmin
+    /// Any member of `_users`: each document written is checked as it is written (couch_users_db).
+    case usersMember
+    /// In `_users`, one's own user document; others' are 404 as if absent.
+    case usersOwnDocument
+    /// In `_users`, design documents: admins only, 403 for everyone else.
+    case usersDesignRead
+
+    /// Whether the rule needs the database the route names (opened, and 404 when missing).
+    var needsDatabase: Bool {
+        switch self {
+        case .anyone, .serverAdmin, .metricsReader: false
+        default: true
+        }
+    }
+}
+
+/// What `couchlite receive`'s one-time credentials may do on a route: exactly what a push replicator needs in its
+/// one database (CouchDB's replicator, PouchDB and Couchbase Lite 1.x push with `GET /`, `/_session`, `GET /db`,
+/// `_revs_diff`/`_missing_revs`, `_bulk_docs`, `PUT /db/doc`, `_local` checkpoints and `_ensure_full_commit`) and
+/// the gallery's drop page. Nothing here reads documents back, so a phone holding the QR code cannot read the
+/// photos of anyone else who used the same drop.
+enum DropScope: Sendable, Equatable {
+    /// Refused (403).
+    case closed
+    /// Allowed, whatever database (server routes such as `GET /` and `/_session`, the gallery's page).
+    case open
+    /// Allowed in the credentials' own database only.
+    case ownDatabase
+    /// A write of documents into the credentials' own database (counted as the drop's activity).
+    case upload
+    /// The sender's `_local` checkpoints in its own database; couchlite's own `_local` documents stay closed.
+    case checkpoint
+    /// `PUT /db`: the database exists, so 412 `file_exists` (replicators with `create_target` and PouchDB create
+    /// the target first, and CouchDB's replicator gives up on a 401 or 403 there).
+    case exists
+}
+
+/// The most bytes a route's body may have; checked from the head, before any of it is read, and narrowed further
+/// for anonymous requests (`Limits.anonymousRequestBytes`). Handlers keep their own, tighter checks where CouchDB
+/// words the refusal itself (`document_too_large`).
+enum BodyLimit: Sendable, Equatable {
+    /// The route reads no body.
+    case none
+    /// Control requests: `_local` documents, `_revs_limit`, `_session`, `_security`, `_replicate`.
+    case small
+    /// A JSON document, or one with its attachments as multipart or inline.
+    case document
+    /// `_bulk_docs`, `_bulk_get`, `_revs_diff`, `_all_docs` and `_changes` with keys, view queries.
+    case bulk
+    /// Attachment bytes, streamed (never held whole).
+    case attachment
+
+    var bytes: Int? {
+        switch self {
+        case .none: nil
+        case .small: Limits.smallRequestBytes
+        case .document, .attachment: Limits.attachmentRequestBytes
+        case .bulk: Limits.bulkRequestBytes
+        }
+    }
+}
+
+/// A route's path: literal segments and captures. Written as `/{db}/_design/{design}/_view/{view}`:
+/// - `{db}` a database: any segment that does not start with `_`, or a system database (`_users`, `_replicator`,
+///   `_global_changes`);
+/// - `{doc}` a document id that does not start with `_`;
+/// - `{name}` (any other word in braces) one segment, whatever it holds;
+/// - `{path…}` one or more segments, joined with `/` (attachment names, metric paths); `{path…?}` zero or more.
+/// `_local/x` and `_design/x` reach the table as two segments whether the client wrote the slash or `%2F`
+/// (`Router.normalize`).
+struct PathPattern: Sendable, Equatable, CustomStringConvertible {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case database
+        case document
+        case name(String)
+        /// The remaining segments, joined with `/`: at least one, or any number when `optional`.
+        case rest(String, optional: Bool)
+    }
+
+    let segments: [Segment]
+    let description: String
+
+    /// A route under a database (`/{db}/…`, not `/{db}` itself) holds its database open for the whole request.
+    var leasesDatabase: Bool { segments.first == .database && segments.count > 1 }
+
+    init(_ text: String) {
+        description = text
+        segments = text.split(separator: "/").map { raw in
+            let part = String(raw)
+            guard part.hasPrefix("{"), part.hasSuffix("}") else { return .literal(part) }
+            let word = String(part.dropFirst().dropLast())
+            switch word {
+            case "db": return .database
+            case "doc": return .document
+            default:
+                if word.hasSuffix("…") { return .rest(String(word.dropLast()), optional: false) }
+                if word.hasSuffix("…?") { return .rest(String(word.dropLast(2)), optional: true) }
+                return .name(word)
+            }
+        }
+    }
+
+    /// The captures of `path` if it matches, else nil.
+    func match(_ path: [String]) -> RouteParameters? {
+        var parameters = RouteParameters()
+        var index = 0
+        for segment in segments {
+            switch segment {
+            case .rest(let key, let optional):
+                guard index < path.count || optional else { return nil }
+                parameters.values[key] = path[index...].joined(separator: "/")
+                return parameters
+            default:
+                guard index < path.count else { return nil }
+                let value = path[index]
+                switch segment {
+                case .literal(let literal):
+                    guard value.utf8Equals(literal) else { return nil }
+                case .database:
+                    guard !value.hasBytePrefix("_") || App.systemDatabases.contains(value) else { return nil }
+                    parameters.database = value
+                case .document:
+                    guard !value.hasBytePrefix("_") else { return nil }
+                    parameters.values["doc"] = value
+                case .name(let key):
+                    parameters.values[key] = value
+                case .rest:
+                    return nil
+                }
+                index += 1
+            }
+        }
+        return index == path.count ? parameters : nil
+    }
+}
+
+/// What a route's pattern captured from the request's path.
+struct RouteParameters: Sendable, Equatable {
+    /// The database a `{db}` route names.
+    var database: String?
+    /// The other captures by name (`doc`, `design`, `local`, `view`, `path`, …).
+    var values: [String: String] = [:]
+
+    subscript(_ key: String) -> String? { values[key] }
+}

@@ -1,0 +1,255 @@
+import CouchWire
+
+/// The route table: every path couchlite answers, who may call it, what they may send, and its handler. Rows are
+/// tried in order and the first whose pattern matches names the path; the rows with that same pattern answer it,
+/// each for its methods. So specific rows come before the general ones they narrow (`_users` before `{db}`,
+/// `_design/{design}/_view/{view}` before a design document's attachments).
+///
+/// Adding an endpoint is one row here and one handler function.
+extension App {
+    static let routeTable: [Route] = {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        let every = HTTPMethod.allCases
+        let users = App.usersDatabase
+        return [
+            // MARK: Server
+            Route(read, "/", .anyone, drop: .open) { app, c in
+                if App.prefersHTML(c.request) { return try app.galleryWelcome(c.request, c.reply) }
+                try app.serverRoot(c.request, c.reply)
+            },
+            Route(read, "/_up", .anyone) { app, c in try app.up(c.request, c.reply) },
+            Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.allDatabases(c.request, c.reply) },
+            Route(read, "/_uuids", .anyone) { app, c in try app.uuids(c.request, c.reply) },
+            Route(
+                read + [.POST, .DELETE], "/_session", .anyone, drop: .open, body: .small,
+                notAllowedReason: "GET,HEAD,POST,DELETE"
+            ) { app, c in try app.sessionEndpoint(c.request, c.reply) },
+            Route([.POST], "/_replicate", .serverAdmin, body: .small) { app, c in
+                try app.replicate(c.request, c.reply)
+            },
+            Route(read, "/_active_tasks", .serverAdmin) { app, c in try app.activeTasks(c.request, c.reply) },
+            Route(read, "/_membership", .serverAdmin, notAllowedReason: "GET") { app, c in
+                try app.membership(c.request, c.reply)
+            },
+            Route(read, "/_scheduler/jobs", .serverAdmin) { app, c in try app.schedulerJobs(c) },
+            Route(read, "/_scheduler/docs", .serverAdmin) { app, c in try app.schedulerDocs(c) },
+            Route(read, "/_scheduler/docs/{replicator}", .serverAdmin) { app, c in try app.schedulerDocs(c) },
+            Route(read, "/_scheduler/docs/{replicator}/{doc…}", .serverAdmin) { app, c in
+                try app.schedulerDocs(c)
+            },
+
+            // MARK: Node
+            Route(every, "/_node", .serverAdmin) { _, _ in
+                throw CouchError.badRequest("Incomplete path to _node request")
+            },
+            Route(read, "/_node/{node}", .serverAdmin, notAllowedReason: "GET") { app, c in
+                try app.nodeRoot(c)
+            },
+            Route(read, "/_node/{node}/_stats", .metricsReader, notAllowedReason: "GET") { app, c in
+                try app.nodeStats(c)
+            },
+            Route(read, "/_node/{node}/_stats/{path…}", .metricsReader, notAllowedReason: "GET") { app, c in
+                try app.nodeStats(c)
+            },
+            Route(read, "/_node/{node}/_prometheus", .metricsReader, notAllowedReason: "GET") { app, c in
+                try app.nodePrometheus(c)
+            },
+            Route(read, "/_node/{node}/_system", .metricsReader, notAllowedReason: "GET") { app, c in
+                try app.nodeSystem(c)
+            },
+            Route(every, "/_node/{node}/{path…}", .serverAdmin) { _, c in
+                try App.requireNode(c)
+                throw CouchError.notFound("missing")
+            },
+
+            // MARK: Photo gallery (each handler checks the database it touches against `_security`)
+            Route(read, "/_photos", .anyone, drop: .open) { app, c in
+                try app.galleryAsset("index.html", c.request, c.reply)
+            },
+            Route(read, "/_photos/{asset}", .anyone, drop: .open) { app, c in
+                try app.galleryAsset(c.parameter("asset"), c.request, c.reply)
+            },
+            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { app, c in
+                try app.galleryDatabases(c.request, c.reply)
+            },
+            Route(read, "/_photos/api/db/{db}/photos", .anyone) { app, c in
+                try app.galleryPhotos(app.galleryDatabase(c), c.request, c.reply)
+            },
+            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) {
+                app, c in try app.galleryUpload(app.galleryDatabase(c), c.request, c.reply)
+            },
+            Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { app, c in
+                try app.galleryPhoto(app.galleryDatabase(c), c.parameter("doc"), c.request, c.reply)
+            },
+            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in
+                try app.galleryDelete(app.galleryDatabase(c), c.parameter("id"), c.request, c.reply)
+            },
+            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { app, c in
+                try app.galleryThumbnail(
+                    app.galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+            },
+            Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { app, c in
+                try app.galleryDownload(
+                    app.galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+            },
+            Route(every, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
+
+            // MARK: Databases
+            Route(read, "/{db}", .usersMember, drop: .ownDatabase, onlyIn: users) { app, c in
+                try app.getDatabase(c)
+            },
+            Route([.POST], "/{db}", .usersMember, body: .document, onlyIn: users) { app, c in
+                try app.createUserDocument(c.request, c.reply)
+            },
+            Route([.DELETE], "/{db}", .serverAdmin) { app, c in try app.deleteDatabase(c) },
+            Route(read, "/{db}", .member, drop: .ownDatabase) { app, c in try app.getDatabase(c) },
+            Route([.POST], "/{db}", .member, body: .document) { app, c in
+                try app.postDocument(app.openDatabase(c.databaseName()), c.request, c.reply)
+            },
+            Route([.PUT], "/{db}", .serverAdmin, drop: .exists) { app, c in try app.createDatabase(c) },
+            Route([.POST], "/{db}/_ensure_full_commit", .member, drop: .ownDatabase) { app, c in
+                try app.ensureFullCommit(c.database(), c.request, c.reply)
+            },
+            Route([.GET, .HEAD], "/{db}/_revs_limit", .member) { app, c in
+                try app.revsLimit(c.database(), c.request, c.reply)
+            },
+            Route([.PUT], "/{db}/_revs_limit", .databaseAdmin, body: .small) { app, c in
+                try app.revsLimit(c.database(), c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_compact", .maintenanceAdmin, body: .small) { app, c in
+                try app.compact(c.database(), design: nil, c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_compact/{design}", .maintenanceAdmin, body: .small) { app, c in
+                try app.compact(c.database(), design: c.parameter("design"), c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
+                try app.viewCleanup(c.database(), c.request, c.reply)
+            },
+            Route(read + [.PUT], "/{db}/_security", .member, body: .small) { app, c in
+                try app.securityObject(c.database(), c.request, c.reply)
+            },
+            Route(every, "/{db}/_temp_view", .member) { _, _ in
+                throw CouchError.gone("Temporary views are not supported in CouchDB")
+            },
+            Route(every, "/{db}/_find", .member) { _, _ in try App.unsupported("_find") },
+            Route(every, "/{db}/_index", .member) { _, _ in try App.unsupported("_index") },
+            Route(every, "/{db}/_explain", .member) { _, _ in try App.unsupported("_explain") },
+            Route(every, "/{db}/_design_docs", .member) { _, _ in try App.unsupported("_design_docs") },
+            Route(every, "/{db}/_purge", .serverAdmin) { _, _ in try App.unsupported("_purge") },
+
+            // MARK: Replication protocol
+            Route([.POST], "/{db}/_bulk_docs", .usersMember, body: .bulk, onlyIn: users) { app, c in
+                try app.bulkUserDocuments(c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_bulk_docs", .member, drop: .upload, body: .bulk) { app, c in
+                try app.bulkDocs(c.database(), c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_revs_diff", .member, drop: .ownDatabase, body: .bulk) { app, c in
+                try app.revsDiff(c.database(), c.request, c.reply, missingRevsStyle: false)
+            },
+            Route([.POST], "/{db}/_missing_revs", .member, drop: .ownDatabase, body: .bulk) { app, c in
+                try app.revsDiff(c.database(), c.request, c.reply, missingRevsStyle: true)
+            },
+            Route([.POST], "/{db}/_bulk_get", .member, body: .bulk) { app, c in
+                try app.bulkGet(c.database(), c.request, c.reply)
+            },
+            Route(read + [.POST], "/{db}/_all_docs", .memberListing, body: .bulk) { app, c in
+                try app.allDocs(c.database(), c.request, c.reply)
+            },
+            Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk) { app, c in
+                try app.changes(c.database(), c.request, c.reply)
+            },
+
+            // MARK: Local documents
+            Route(every, "/{db}/_local", .member) { _, _ in try App.localAttachment() },
+            Route(read + [.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document) {
+                app, c in try app.localDocument(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.DELETE], "/{db}/_local/{local}", .member) { app, c in
+                try app.localDocument(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route(every, "/{db}/_local/{local}/{path…}", .member) { _, _ in try App.localAttachment() },
+
+            // MARK: Design documents and views
+            Route(read, "/{db}/_design/{design}/_view/{view}", .member) { app, c in
+                try app.designView(
+                    c.database(), design: c.parameter("design"), view: c.parameter("view"), c.request, c.reply)
+            },
+            Route([.POST], "/{db}/_design/{design}/_view/{view}", .member, body: .bulk) { app, c in
+                try app.designView(
+                    c.database(), design: c.parameter("design"), view: c.parameter("view"), c.request, c.reply)
+            },
+            Route([.GET], "/{db}/_design/{design}/_info", .member) { app, c in
+                try app.designInfo(c.database(), design: c.parameter("design"), c.request, c.reply)
+            },
+            Route(every, "/{db}/_design/{design}/_view", .member) { _, _ in throw CouchError.notFound("missing") },
+            Route(every, "/{db}/_design/{design}/_view/{view}/{path…}", .member) { _, _ in
+                throw CouchError.notFound("missing")
+            },
+            Route(every, "/{db}/_design/{design}/_show/{path…?}", .member) { _, _ in try App.unsupportedDesign("_show")
+            },
+            Route(every, "/{db}/_design/{design}/_list/{path…?}", .member) { _, _ in try App.unsupportedDesign("_list")
+            },
+            Route(every, "/{db}/_design/{design}/_update/{path…?}", .member) { _, _ in
+                try App.unsupportedDesign("_update")
+            },
+            Route(every, "/{db}/_design/{design}/_rewrite/{path…?}", .member) { _, _ in
+                try App.unsupportedDesign("_rewrite")
+            },
+            Route(read, "/{db}/_design/{design}", .usersDesignRead, onlyIn: users) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.DELETE], "/{db}/_design/{design}", .databaseAdmin) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route(read, "/{db}/_design/{design}", .member) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.POST, .PUT, .COPY], "/{db}/_design/{design}", .databaseAdmin, body: .document) {
+                app, c in try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route(read, "/{db}/_design/{design}/{path…}", .member) { app, c in
+                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
+            },
+            Route([.PUT, .DELETE], "/{db}/_design/{design}/{path…}", .databaseAdmin, body: .attachment) {
+                app, c in try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
+            },
+
+            // MARK: Documents and attachments
+            Route([.PUT, .DELETE], "/{db}/{doc}", .usersMember, body: .document, onlyIn: users) { app, c in
+                try app.putUserDocument(c)
+            },
+            Route(read, "/{db}/{doc}", .usersOwnDocument, onlyIn: users) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.DELETE], "/{db}/{doc}", .member) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route(read, "/{db}/{doc}", .member) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.POST, .COPY], "/{db}/{doc}", .member, body: .document) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route([.PUT], "/{db}/{doc}", .member, drop: .upload, body: .document) { app, c in
+                try app.document(c.database(), c.docID(), c.request, c.reply)
+            },
+            Route(read, "/{db}/{doc}/{path…}", .member) { app, c in
+                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
+            },
+            Route([.PUT, .DELETE], "/{db}/{doc}/{path…}", .member, body: .attachment) { app, c in
+                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
+            },
+        ]
+    }()
+
+    /// Endpoints of CouchDB's API that couchlite does not serve yet: 501 with the reason.
+    static func unsupported(_ endpoint: String) throws -> Never {
+        throw CouchError.notImplemented("\(endpoint) is not supported by couchlite.")
+    }
+
+    /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
+    static func localAttachment() throws -> Never {
+        throw CouchError.badRequest("_local documents do not accept attachments.")
+    }
+}

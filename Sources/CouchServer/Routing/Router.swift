@@ -1,0 +1,99 @@
+import CouchWire
+
+/// Finds the route of a request in the table: the first row whose pattern matches the path (rows with the same
+/// pattern form one path, answered by the row that lists the method). Knows nothing of users: what it resolves is
+/// then authorized from the row it names (`RequestAuthorizer`).
+struct Router: Sendable {
+    let routes: [Route]
+
+    /// What the table says about one request.
+    enum Resolution {
+        /// A row answers it.
+        case route(Route, RouteParameters)
+        /// The path is routed but not for this method: 405 with `Allow`, after the least demanding access rule of
+        /// the path's rows (so that nobody learns more from a 405 than from a 401).
+        case methodNotAllowed(allowed: [HTTPMethod], reason: String, access: Access, RouteParameters)
+        /// No row has this path: nothing is authorized, and the request is refused by `Unrouted`.
+        case unrouted(Unrouted)
+    }
+
+    /// A path no row matches, with the access rule of its namespace (server routes are server admins'; a
+    /// database's paths are its members') and the error it is answered with once that rule passed.
+    struct Unrouted: Sendable {
+        let access: Access
+        let database: String?
+        let error: CouchError
+    }
+
+    init(_ routes: [Route]) {
+        self.routes = routes
+    }
+
+    func resolve(method: String, segments raw: [String]) -> Resolution {
+        let segments = Router.normalize(raw)
+        var found: (index: Int, parameters: RouteParameters)?
+        for (index, route) in routes.enumerated() {
+            if let parameters = route.pattern.match(segments), route.applies(to: parameters.database) {
+                found = (index, parameters)
+                break
+            }
+        }
+        guard let (first, parameters) = found else { return .unrouted(Router.unrouted(segments)) }
+        let pattern = routes[first].pattern
+        let path = routes[first...].filter { $0.pattern == pattern && $0.applies(to: parameters.database) }
+        if let verb = HTTPMethod(method), let route = path.first(where: { $0.methods.contains(verb) }) {
+            return .route(route, parameters)
+        }
+        var allowed: [HTTPMethod] = []
+        for route in path { for verb in route.methods where !allowed.contains(verb) { allowed.append(verb) } }
+        let reason =
+            path.lazy.compactMap(\.notAllowedReason).first
+            ?? allowed.sorted { $0.listOrder < $1.listOrder }.map(\.rawValue).joined(separator: ",")
+        let access = path.map(\.access).min { $0.demand < $1.demand } ?? .serverAdmin
+        return .methodNotAllowed(allowed: allowed, reason: reason, access: access, parameters)
+    }
+
+    /// `_local/x` and `_design/x` as the table spells them, two segments, when the client sent the slash as `%2F`
+    /// (`/db/_local%2Fx`, `/db/_design%2Fx`). A design document's one-segment spelling names the document only, as
+    /// in CouchDB: `/db/_design%2Fx/att` is not an attachment of it.
+    static func normalize(_ segments: [String]) -> [String] {
+        guard segments.count >= 2 else { return segments }
+        let second = segments[1]
+        for prefix in ["_local/", "_design/"] where second.hasBytePrefix(prefix) {
+            if prefix == "_design/" && segments.count > 2 { return segments }
+            // The prefix is ASCII, so what follows it is whole UTF-8.
+            let name = String(decoding: Array(second.utf8.dropFirst(prefix.utf8.count)), as: UTF8.self)
+            var split = segments
+            split.replaceSubrange(1...1, with: [String(prefix.dropLast()), name])
+            return split
+        }
+        return segments
+    }
+
+    /// How a path no row has is refused: CouchDB's answers for the namespace it is in.
+    static func unrouted(_ segments: [String]) -> Unrouted {
+        guard let first = segments.first, !first.hasBytePrefix("_") || App.systemDatabases.contains(first) else {
+            return Unrouted(access: .serverAdmin, database: nil, error: .notFound("missing"))
+        }
+        let second = segments.count > 1 ? segments[1] : ""
+        if second == "_design" || !second.hasBytePrefix("_") {
+            return Unrouted(access: .member, database: first, error: .notFound("missing"))
+        }
+        return Unrouted(
+            access: .member, database: first,
+            error: .illegalDocID("Only reserved document ids may start with underscore."))
+    }
+}
+
+extension Access {
+    /// How much a rule asks of the caller, for choosing the least demanding rule of a path's rows.
+    var demand: Int {
+        switch self {
+        case .anyone: 0
+        case .usersMember, .usersOwnDocument, .usersDesignRead: 1
+        case .member, .memberListing: 2
+        case .databaseAdmin, .maintenanceAdmin: 3
+        case .metricsReader, .serverAdmin: 4
+        }
+    }
+}
