@@ -30,14 +30,21 @@ final class App: Sendable {
     let metrics = ServerMetrics()
     /// Bytes and connections of the network server (`ServerProcess` hands it to the HTTP engine).
     let traffic = HTTPTraffic()
-    /// The photo gallery's thumbnail cache (Gallery/).
-    let gallery: GalleryState
     /// View indexes and the engine that maps for them (Views/).
     let views: ViewIndexes
     /// Runs design functions (filters, `validate_doc_update`, views) in JavaScript worker processes.
     let queryServer: QueryServer
     /// Each database's validating design documents.
-    let designFunctions = DesignFunctionCache()
+    let designFunctions: DesignFunctionCache
+    /// The write path of every route that stores documents.
+    let documentWriter: DocumentWriter
+
+    // The handler groups the route table's rows call.
+    let documents: DocumentHandlers
+    let attachments: AttachmentHandlers
+    let replication: ReplicationHandlers
+    let users: UserHandlers
+    let gallery: GalleryHandlers
     /// The route table, read by routing, authorization, the drop scope and body limits alike.
     let router = Router(App.routeTable)
     /// Decides from a request's route whether its user may make it.
@@ -57,7 +64,6 @@ final class App: Sendable {
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         authorizer = RequestAuthorizer(store: store, security: access.security)
-        self.gallery = GalleryState(dataDir: options.dataDir)
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
         limits.addressSpaceBytes = max(limits.addressSpaceBytes, limits.heapBytes * 2 + 1024 * 1024 * 1024)
@@ -66,6 +72,20 @@ final class App: Sendable {
                 maxWorkers: options.jsWorkers, timeout: .milliseconds(options.jsTimeoutMilliseconds), limits: limits)
         ) { message in log.info("design function log", ["message": message]) }
         views = ViewIndexes(directory: options.dataDir + "/views", engine: QueryServerViewEngine(server: queryServer))
+        let designFunctions = DesignFunctionCache()
+        self.designFunctions = designFunctions
+        let documentWriter = DocumentWriter(
+            blobs: blobRegistry, security: access.security, designFunctions: designFunctions, queryServer: queryServer)
+        self.documentWriter = documentWriter
+        documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
+        attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
+        replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
+        users = UserHandlers(
+            documents: documentWriter, security: access.security, identities: access.authenticator.identities,
+            iterations: access.authenticator.iterations)
+        gallery = GalleryHandlers(
+            store: store, security: access.security, documents: documentWriter, blobs: blobRegistry,
+            state: GalleryState(dataDir: options.dataDir))
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
@@ -145,7 +165,7 @@ final class App: Sendable {
             try authorizer.authorize(route.access, drop: route.drop, parameters, request.user)
             try limitBody(request, route, parameters)
             begin(route)
-            guard route.pattern.leasesDatabase, let name = parameters.database else {
+            guard route.leasesDatabase, let name = parameters.database else {
                 let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: nil)
                 return try route.handler(self, context)
             }
@@ -233,6 +253,13 @@ final class App: Sendable {
         } catch {
             throw CouchError(error)
         }
+    }
+}
+
+extension App {
+    /// CouchDB answers 415 to JSON endpoints given another content type.
+    func requireJSONContent(_ request: Request) throws(CouchError) {
+        try request.requireJSONContent()
     }
 }
 

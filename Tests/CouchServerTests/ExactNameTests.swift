@@ -54,12 +54,13 @@ import Testing
         doc["_id"] = "org.couchdb.user:Kate"
         let twin = UserContext(name: "\u{212A}ate", roles: [], handler: "default")
         #expect(throws: CouchError.self) {
-            try App.validateUserDocument(doc, old: old, user: twin, isAdmin: false, maxIterations: 1000)
+            try UserHandlers.validateUserDocument(doc, old: old, user: twin, isAdmin: false, maxIterations: 1000)
         }
         var twinDoc = JSONObject([("name", "\u{212A}ate"), ("type", "user"), ("roles", [])])
         twinDoc["_id"] = "org.couchdb.user:Kate"
         #expect(throws: CouchError.self) {
-            try App.validateUserDocument(twinDoc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 1000)
+            try UserHandlers.validateUserDocument(
+                twinDoc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 1000)
         }
     }
 
@@ -70,10 +71,11 @@ import Testing
             ("iterations", .number(JSONNumber(10_000_000))),
         ])
         #expect(throws: CouchError.self) {
-            try App.validateUserDocument(doc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 600_000)
+            try UserHandlers.validateUserDocument(
+                doc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 600_000)
         }
-        try App.validateUserDocument(doc, old: nil, user: .anonymous, isAdmin: true, maxIterations: 600_000)
+        try UserHandlers.validateUserDocument(doc, old: nil, user: .anonymous, isAdmin: true, maxIterations: 600_000)
         doc["iterations"] = .number(JSONNumber(600_000))
-        try App.validateUserDocument(doc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 600_000)
+        try UserHandlers.validateUserDocument(doc, old: nil, user: .anonymous, isAdmin: false, maxIterations: 600_000)
     }
 }

@@ -26,3 +26,21 @@ struct UserContext: Sendable, Equatable {
             ]))
     }
 }
+
+extension UserContext {
+    /// `{"db","name","roles"}`: the user as design functions see it (`userCtx`).
+    func designJSON(database: String) -> JSON {
+        var userCtx = JSONObject()
+        userCtx["db"] = .string(database)
+        userCtx["name"] = name.map { .string($0.text) } ?? .null
+        userCtx["roles"] = .array(roles.map { .string($0.text) })
+        return .object(userCtx)
+    }
+}
+
+extension App {
+    /// CouchDB's users database, where `_users` documents hold the accounts.
+    static let usersDatabase = "_users"
+    /// The id prefix of a user document: `org.couchdb.user:NAME`.
+    static let userDocumentPrefix = "org.couchdb.user:"
+}

@@ -8,8 +8,8 @@ struct RequestContext {
     let request: Request
     let reply: Reply
     let parameters: RouteParameters
-    /// The database of a `{db}/…` route; nil for server routes and for `{db}` itself (creating and deleting a
-    /// database must not hold it open).
+    /// The database of a `{db}` route; nil for server routes and for creating and deleting a database, which must
+    /// not hold it open (`Route.leasesDatabase`).
     let leased: Database?
 
     var user: UserContext { request.user }

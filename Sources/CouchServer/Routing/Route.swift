@@ -33,6 +33,13 @@ struct Route: Sendable {
         self.handler = handler
     }
 
+    /// Whether the request holds its database open (leased) while its handler runs: every route of a database does,
+    /// but creating and deleting one (`PUT`/`DELETE /{db}`), which must not hold it open.
+    var leasesDatabase: Bool {
+        guard pattern.segments.first == .database else { return false }
+        return pattern.segments.count > 1 || !methods.allSatisfy { $0 == .PUT || $0 == .DELETE }
+    }
+
     /// Whether the row answers a request for `database` (nil for a server route).
     func applies(to database: String?) -> Bool {
         guard let onlyIn else { return true }
@@ -141,9 +148,6 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
 
     let segments: [Segment]
     let description: String
-
-    /// A route under a database (`/{db}/…`, not `/{db}` itself) holds its database open for the whole request.
-    var leasesDatabase: Bool { segments.first == .database && segments.count > 1 }
 
     init(_ text: String) {
         description = text

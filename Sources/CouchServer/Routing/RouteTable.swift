@@ -14,7 +14,7 @@ extension App {
         return [
             // MARK: Server
             Route(read, "/", .anyone, drop: .open) { app, c in
-                if App.prefersHTML(c.request) { return try app.galleryWelcome(c.request, c.reply) }
+                if GalleryHandlers.prefersHTML(c.request) { return try GalleryHandlers.welcome(c.request, c.reply) }
                 try app.serverRoot(c.request, c.reply)
             },
             Route(read, "/_up", .anyone) { app, c in try app.up(c.request, c.reply) },
@@ -63,34 +63,18 @@ extension App {
             },
 
             // MARK: Photo gallery (each handler checks the database it touches against `_security`)
-            Route(read, "/_photos", .anyone, drop: .open) { app, c in
-                try app.galleryAsset("index.html", c.request, c.reply)
+            Route(read, "/_photos", .anyone, drop: .open) { app, c in try app.gallery.asset(c) },
+            Route(read, "/_photos/{asset}", .anyone, drop: .open) { app, c in try app.gallery.asset(c) },
+            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { app, c in try app.gallery.databases(c) },
+            Route(read, "/_photos/api/db/{db}/photos", .anyone) { app, c in try app.gallery.photos(c) },
+            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { app, c in
+                try app.gallery.upload(c)
             },
-            Route(read, "/_photos/{asset}", .anyone, drop: .open) { app, c in
-                try app.galleryAsset(c.parameter("asset"), c.request, c.reply)
-            },
-            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { app, c in
-                try app.galleryDatabases(c.request, c.reply)
-            },
-            Route(read, "/_photos/api/db/{db}/photos", .anyone) { app, c in
-                try app.galleryPhotos(app.galleryDatabase(c), c.request, c.reply)
-            },
-            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) {
-                app, c in try app.galleryUpload(app.galleryDatabase(c), c.request, c.reply)
-            },
-            Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { app, c in
-                try app.galleryPhoto(app.galleryDatabase(c), c.parameter("doc"), c.request, c.reply)
-            },
-            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in
-                try app.galleryDelete(app.galleryDatabase(c), c.parameter("id"), c.request, c.reply)
-            },
-            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { app, c in
-                try app.galleryThumbnail(
-                    app.galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
-            },
+            Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { app, c in try app.gallery.photo(c) },
+            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in try app.gallery.delete(c) },
+            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { app, c in try app.gallery.thumbnail(c) },
             Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { app, c in
-                try app.galleryDownload(
-                    app.galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+                try app.gallery.download(c)
             },
             Route(every, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
 
@@ -99,13 +83,11 @@ extension App {
                 try app.getDatabase(c)
             },
             Route([.POST], "/{db}", .usersMember, body: .document, onlyIn: users) { app, c in
-                try app.createUserDocument(c.request, c.reply)
+                try app.users.create(c)
             },
             Route([.DELETE], "/{db}", .serverAdmin) { app, c in try app.deleteDatabase(c) },
             Route(read, "/{db}", .member, drop: .ownDatabase) { app, c in try app.getDatabase(c) },
-            Route([.POST], "/{db}", .member, body: .document) { app, c in
-                try app.postDocument(app.openDatabase(c.databaseName()), c.request, c.reply)
-            },
+            Route([.POST], "/{db}", .member, body: .document) { app, c in try app.documents.post(c) },
             Route([.PUT], "/{db}", .serverAdmin, drop: .exists) { app, c in try app.createDatabase(c) },
             Route([.POST], "/{db}/_ensure_full_commit", .member, drop: .ownDatabase) { app, c in
                 try app.ensureFullCommit(c.database(), c.request, c.reply)
@@ -139,19 +121,19 @@ extension App {
 
             // MARK: Replication protocol
             Route([.POST], "/{db}/_bulk_docs", .usersMember, body: .bulk, onlyIn: users) { app, c in
-                try app.bulkUserDocuments(c.request, c.reply)
+                try app.users.bulkDocs(c)
             },
             Route([.POST], "/{db}/_bulk_docs", .member, drop: .upload, body: .bulk) { app, c in
-                try app.bulkDocs(c.database(), c.request, c.reply)
+                try app.replication.bulkDocs(c)
             },
             Route([.POST], "/{db}/_revs_diff", .member, drop: .ownDatabase, body: .bulk) { app, c in
-                try app.revsDiff(c.database(), c.request, c.reply, missingRevsStyle: false)
+                try app.replication.revsDiff(c)
             },
             Route([.POST], "/{db}/_missing_revs", .member, drop: .ownDatabase, body: .bulk) { app, c in
-                try app.revsDiff(c.database(), c.request, c.reply, missingRevsStyle: true)
+                try app.replication.missingRevs(c)
             },
             Route([.POST], "/{db}/_bulk_get", .member, body: .bulk) { app, c in
-                try app.bulkGet(c.database(), c.request, c.reply)
+                try app.replication.bulkGet(c)
             },
             Route(read + [.POST], "/{db}/_all_docs", .memberListing, body: .bulk) { app, c in
                 try app.allDocs(c.database(), c.request, c.reply)
@@ -162,12 +144,11 @@ extension App {
 
             // MARK: Local documents
             Route(every, "/{db}/_local", .member) { _, _ in try App.localAttachment() },
-            Route(read + [.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document) {
-                app, c in try app.localDocument(c.database(), c.docID(), c.request, c.reply)
+            Route(read, "/{db}/_local/{local}", .member, drop: .checkpoint) { app, c in try app.documents.getLocal(c) },
+            Route([.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document) { app, c in
+                try app.documents.putLocal(c)
             },
-            Route([.DELETE], "/{db}/_local/{local}", .member) { app, c in
-                try app.localDocument(c.database(), c.docID(), c.request, c.reply)
-            },
+            Route([.DELETE], "/{db}/_local/{local}", .member) { app, c in try app.documents.deleteLocal(c) },
             Route(every, "/{db}/_local/{local}/{path…}", .member) { _, _ in try App.localAttachment() },
 
             // MARK: Design documents and views
@@ -197,49 +178,39 @@ extension App {
                 try App.unsupportedDesign("_rewrite")
             },
             Route(read, "/{db}/_design/{design}", .usersDesignRead, onlyIn: users) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
+                try app.documents.get(c)
             },
-            Route([.DELETE], "/{db}/_design/{design}", .databaseAdmin) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
+            Route([.DELETE], "/{db}/_design/{design}", .databaseAdmin) { app, c in try app.documents.delete(c) },
+            Route(read, "/{db}/_design/{design}", .member) { app, c in try app.documents.get(c) },
+            Route([.POST], "/{db}/_design/{design}", .databaseAdmin, body: .attachment) { app, c in
+                try app.documents.postForm(c)
             },
-            Route(read, "/{db}/_design/{design}", .member) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
+            Route([.PUT], "/{db}/_design/{design}", .databaseAdmin, body: .document) { app, c in
+                try app.documents.put(c)
             },
-            Route([.POST, .PUT, .COPY], "/{db}/_design/{design}", .databaseAdmin, body: .document) {
-                app, c in try app.document(c.database(), c.docID(), c.request, c.reply)
+            Route([.COPY], "/{db}/_design/{design}", .databaseAdmin) { app, c in try app.documents.copy(c) },
+            Route(read, "/{db}/_design/{design}/{path…}", .member) { app, c in try app.attachments.get(c) },
+            Route([.PUT], "/{db}/_design/{design}/{path…}", .databaseAdmin, body: .attachment) { app, c in
+                try app.attachments.put(c)
             },
-            Route(read, "/{db}/_design/{design}/{path…}", .member) { app, c in
-                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
-            },
-            Route([.PUT, .DELETE], "/{db}/_design/{design}/{path…}", .databaseAdmin, body: .attachment) {
-                app, c in try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
+            Route([.DELETE], "/{db}/_design/{design}/{path…}", .databaseAdmin) { app, c in
+                try app.attachments.delete(c)
             },
 
             // MARK: Documents and attachments
             Route([.PUT, .DELETE], "/{db}/{doc}", .usersMember, body: .document, onlyIn: users) { app, c in
-                try app.putUserDocument(c)
+                try app.users.write(c)
             },
-            Route(read, "/{db}/{doc}", .usersOwnDocument, onlyIn: users) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
+            Route(read, "/{db}/{doc}", .usersOwnDocument, onlyIn: users) { app, c in try app.documents.get(c) },
+            Route([.DELETE], "/{db}/{doc}", .member) { app, c in try app.documents.delete(c) },
+            Route(read, "/{db}/{doc}", .member) { app, c in try app.documents.get(c) },
+            Route([.POST], "/{db}/{doc}", .member, body: .attachment) { app, c in try app.documents.postForm(c) },
+            Route([.PUT], "/{db}/{doc}", .member, drop: .upload, body: .document) { app, c in try app.documents.put(c)
             },
-            Route([.DELETE], "/{db}/{doc}", .member) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
-            },
-            Route(read, "/{db}/{doc}", .member) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
-            },
-            Route([.POST, .COPY], "/{db}/{doc}", .member, body: .document) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
-            },
-            Route([.PUT], "/{db}/{doc}", .member, drop: .upload, body: .document) { app, c in
-                try app.document(c.database(), c.docID(), c.request, c.reply)
-            },
-            Route(read, "/{db}/{doc}/{path…}", .member) { app, c in
-                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
-            },
-            Route([.PUT, .DELETE], "/{db}/{doc}/{path…}", .member, body: .attachment) { app, c in
-                try app.attachment(c.database(), c.docID(), c.parameter("path"), c.request, c.reply)
-            },
+            Route([.COPY], "/{db}/{doc}", .member) { app, c in try app.documents.copy(c) },
+            Route(read, "/{db}/{doc}/{path…}", .member) { app, c in try app.attachments.get(c) },
+            Route([.PUT], "/{db}/{doc}/{path…}", .member, body: .attachment) { app, c in try app.attachments.put(c) },
+            Route([.DELETE], "/{db}/{doc}/{path…}", .member) { app, c in try app.attachments.delete(c) },
         ]
     }()
 

@@ -126,28 +126,29 @@ final class ReadWriteLock: @unchecked Sendable {
     }
 }
 
-extension App {
-    func blobs(for database: Database) throws -> BlobStore {
-        try blobRegistry.store(for: database.name)
+extension BlobRegistry {
+    /// The blob store of `database`.
+    func store(for database: Database) throws -> BlobStore {
+        try store(for: database.name)
     }
 
     /// Starts an upload (see ``BlobStore/makeWriter(sha1:expecting:)``); a hash-only writer refreshes its
     /// blob's time, so this is never concurrent with a blob sweep either.
-    func makeBlobWriter(_ database: Database, sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter {
-        let store = try blobs(for: database)
-        return try blobRegistry.sweepGate.shared { try store.makeWriter(sha1: sha1, expecting: key) }
+    func makeWriter(_ database: Database, sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter {
+        let store = try store(for: database)
+        return try sweepGate.shared { try store.makeWriter(sha1: sha1, expecting: key) }
     }
 
     /// Commits an upload; never concurrent with a blob sweep (see ``BlobRegistry/sweepGate``).
-    func commitBlob(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
-        try blobRegistry.sweepGate.shared { try writer.commit() }
+    func commit(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
+        try sweepGate.shared { try writer.commit() }
     }
 
     /// Refreshes the time of blobs committed a while ago whose revision is about to be written
     /// (the parts of a long multipart body), so the sweep's grace window covers them again.
-    func refreshBlobs(_ keys: [String], in database: Database) throws {
-        let store = try blobs(for: database)
-        blobRegistry.sweepGate.shared {
+    func refresh(_ keys: [String], in database: Database) throws {
+        let store = try store(for: database)
+        sweepGate.shared {
             for key in keys {
                 // BlobStore's layout: `directory/ab/abcdef…`.
                 let path = store.directory + "/" + key.prefix(2) + "/" + key
@@ -155,7 +156,9 @@ extension App {
             }
         }
     }
+}
 
+extension App {
     /// `POST /db/_compact`'s work: drops non-leaf bodies and attachment rows, then deletes every
     /// blob no revision references, sparing blobs written since shortly before compaction began.
     /// - Returns: How many blobs were removed.
@@ -164,7 +167,7 @@ extension App {
         let clock = ContinuousClock()
         let started = clock.now
         let keep = try database.compact()
-        let store = try blobs(for: database)
+        let store = try blobRegistry.store(for: database)
         return try blobRegistry.sweepGate.exclusive {
             let grace = (clock.now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
             return try store.removeAll(except: keep, minimumAge: grace)

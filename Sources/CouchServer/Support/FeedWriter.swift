@@ -107,7 +107,7 @@ struct FeedWriter {
     /// buffer fills.
     private mutating func appendBase64(of att: AttachmentInfo, app: App, database: Database) throws {
         let reply = self.reply  // not `self` in the closure: `buffer` is borrowed from it meanwhile
-        try app.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
+        try app.blobRegistry.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
             try reply.write(buffer)
             buffer.removeAll(keepingCapacity: true)
         }

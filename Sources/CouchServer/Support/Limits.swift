@@ -20,6 +20,8 @@ enum Limits {
     /// documents a run at a time (one reader checked out per run, not two per document), and this bounds what a run
     /// holds (plus one document).
     static let bulkGetReadBytes = 1024 * 1024
+    /// Bytes read or written per step while streaming a body or a blob (request bodies, attachments).
+    static let streamChunk = 256 * 1024
     /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
     static let maxUUIDCount = 1000
     /// Longest database name, in bytes (CouchDB's limit).

@@ -52,6 +52,13 @@ struct Request {
         }
     }
 
+    /// CouchDB answers 415 to JSON endpoints given another content type.
+    func requireJSONContent() throws(CouchError) {
+        if let type = contentType, type != "application/json" {
+            throw .badContentType("Content-Type must be application/json")
+        }
+    }
+
     /// Reads a JSON body that must be an object.
     func jsonObjectBody(limit: Int) throws(CouchError) -> JSONObject {
         guard case .object(let object) = try jsonBody(limit: limit) else {
@@ -124,13 +131,13 @@ extension String {
 }
 
 extension Request {
-    /// Hands the body to `consume` in bounded chunks (`App.streamChunk`), so a body of any size is
+    /// Hands the body to `consume` in bounded chunks (`Limits.streamChunk`), so a body of any size is
     /// never held whole. The chunks are lent from one buffer that every read reuses (no allocation per read).
     /// - Throws: 413 `too_large` as soon as more than `limit` bytes have arrived (or are declared),
     ///   the engine's read errors as `CouchError`s, and whatever `consume` throws.
     func streamBody(limit: Int, tooLarge: String, _ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
         if let length = body.contentLength, length > limit { throw CouchError.tooLarge(tooLarge) }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: App.streamChunk, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Limits.streamChunk, alignment: 16)
         defer { buffer.deallocate() }
         var total = 0
         while true {

@@ -3,22 +3,55 @@ import CouchWire
 import Foundation
 import RevTree
 
-/// `GET/HEAD/PUT/DELETE /db/doc` and `POST /db`.
-extension App {
-    func document(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
-        try DocumentID.validate(docID)
-        switch request.method {
-        case "GET", "HEAD": try getDocument(database, docID, request, reply)
-        case "PUT": try putDocument(database, docID, request, reply)
-        case "DELETE": try deleteDocument(database, docID, request, reply)
-        case "POST":
-            // CouchDB answers form uploads on POST /db/doc (issue 5); plain POST is not a document write.
-            try postAttachmentForm(database, docID, request, reply)
-        case "COPY": try copyDocument(database, docID, request, reply)
-        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,POST,PUT,COPY")
-        }
+/// Documents: `GET/HEAD/PUT/DELETE/COPY /db/doc` (design documents too), `POST /db`, the HTML form upload
+/// `POST /db/doc`, and `_local` documents.
+struct DocumentHandlers: Sendable {
+    let documents: DocumentWriter
+    let blobs: BlobRegistry
+    let log: Logger
+
+    /// `POST /db`: a new document, with a generated id unless the body has one.
+    func post(_ c: RequestContext) throws {
+        try postDocument(c.database(), c.request, c.reply)
     }
 
+    /// `GET /db/doc`: a revision (the winner, `?rev=`, `?open_revs=`), as JSON or `multipart/related`.
+    func get(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try getDocument(c.database(), docID, c.request, c.reply)
+    }
+
+    /// `PUT /db/doc`: a new revision, from JSON or `multipart/related` (its attachments streamed to blobs first).
+    func put(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try putDocument(c.database(), docID, c.request, c.reply)
+    }
+
+    /// `DELETE /db/doc?rev=…`.
+    func delete(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try deleteDocument(c.database(), docID, c.request, c.reply)
+    }
+
+    /// `POST /db/doc`: CouchDB answers HTML form uploads here; a plain POST is not a document write.
+    func postForm(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try postAttachmentForm(c.database(), docID, c.request, c.reply)
+    }
+
+    /// `COPY /db/doc` with `Destination`.
+    func copy(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try copyDocument(c.database(), docID, c.request, c.reply)
+    }
+}
+
+extension DocumentHandlers {
     // MARK: Reading
 
     private func getDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
@@ -57,9 +90,9 @@ extension App {
             return try sendMultipartRelated(
                 database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
         }
-        let inline = InlineAttachments(self, database)
+        let inline = InlineAttachments(blobs, database)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
-        try replyJSON(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag], reply)
+        try reply.json(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag])
     }
 
     /// `open_revs=all` or `open_revs=["1-a",…]`, as a JSON array of `{"ok":doc}`/`{"missing":rev}`,
@@ -97,7 +130,7 @@ extension App {
             return try sendOpenRevsMultipart(
                 database, docID, info: info, results: results, options: options, reply: reply)
         }
-        let inline = InlineAttachments(self, database)
+        let inline = InlineAttachments(blobs, database)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
         var array: [JSON] = []
         for (rev, revision) in results {
@@ -107,7 +140,7 @@ extension App {
                 array.append(["missing": .string(rev.description)])
             }
         }
-        try replyJSON(.array(array), inline: inline, reply)
+        try reply.json(.array(array), inline: inline)
     }
 
     /// Whether the `Accept` header asks for the given multipart type.
@@ -121,9 +154,8 @@ extension App {
     // MARK: Writing
 
     private func putDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
-        if docID.hasBytePrefix("_local/") { return try localDocument(database, docID, request, reply) }
         let newEdits = request.query.newEdits
-        let (input, followed) = try readDocumentBody(request)
+        let (input, followed) = try documents.readBody(request, database, docID: docID)
         // The URL names the document; a different `_id` in the body must be a valid id and is then ignored,
         // as in CouchDB (`couch_doc_from_req`).
         if let bodyID = input.id, !bodyID.utf8Equals(docID) { try DocumentID.validate(bodyID) }
@@ -134,15 +166,15 @@ extension App {
         }
         if request.isBatch {
             return try writeBatched(docID: docID, reply: reply) {
-                _ = try writeOne(
+                _ = try documents.writeOne(
                     database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed,
                     user: request.user)
             }
         }
-        let rev = try writeOne(
+        let rev = try documents.writeOne(
             database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: request.user
         )
-        try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
+        try sendWriteResult(database, docID: docID, rev: rev, status: 201, reply: reply)
     }
 
     /// `batch=ok`: CouchDB answers 202 `{"ok":true,"id":…}` with no rev and writes later, so a conflict is only
@@ -166,9 +198,9 @@ extension App {
         guard let base else { throw CouchError.conflict }
         var input = try DocumentInput(.object(JSONObject()))
         input.deleted = true
-        let rev = try writeOne(
+        let rev = try documents.writeOne(
             database, docID: docID, input: input, base: base, newEdits: true, followed: nil, user: request.user)
-        try sendWriteResult(docID: docID, rev: rev, status: 200, request: request, reply: reply)
+        try sendWriteResult(database, docID: docID, rev: rev, status: 200, reply: reply)
     }
 
     /// `POST /db`: a new document, with a generated id unless the body has one.
@@ -181,69 +213,29 @@ extension App {
         let docID = input.id ?? Secrets.randomBytes(16).hexString
         try DocumentID.validate(docID)
         if docID.hasBytePrefix("_local/") {
-            let rev = try putLocal(database, docID, input: input, user: request.user)
+            let rev = try documents.putLocal(database, docID, input: input, user: request.user)
             return try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         }
         if request.isBatch {
             return try writeBatched(docID: docID, reply: reply) {
-                _ = try writeOne(
+                _ = try documents.writeOne(
                     database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil,
                     user: request.user)
             }
         }
-        let rev = try writeOne(
+        let rev = try documents.writeOne(
             database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil, user: request.user)
-        try sendWriteResult(docID: docID, rev: rev, status: 201, request: request, reply: reply)
+        try sendWriteResult(database, docID: docID, rev: rev, status: 201, reply: reply)
     }
 
-    func sendWriteResult(docID: String, rev: RevID, status: Int, request: Request, reply: Reply) throws {
+    func sendWriteResult(_ database: Database, docID: String, rev: RevID, status: Int, reply: Reply) throws {
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
         if status == 201 {
-            let db = request.segments.first ?? ""
+            let db = database.name
             headers.set("Location", "/\(PercentEncoding.segment(db))/\(PercentEncoding.segment(docID))")
         }
         try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
-    }
-
-    /// Writes one document revision and returns its rev, or throws its error.
-    func writeOne(
-        _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
-        followed: FollowedAttachments?, user: UserContext
-    ) throws -> RevID {
-        let write = try makeWrite(
-            database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: user)
-        let results =
-            newEdits
-            ? try applyValidatedEdits(database, [write], user: user)
-            : try applyValidatedReplicated(database, [write], user: user)
-        guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
-        switch result.result {
-        case .success(let rev): return rev
-        case .failure(let error): throw CouchError(error, docID: docID)
-        }
-    }
-
-    /// Turns a parsed document into a store write, ingesting any attachment data it carries.
-    func makeWrite(
-        _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
-        followed: FollowedAttachments?, user: UserContext
-    ) throws -> RevisionWrite {
-        try requireDesignWriteAccess(database, docID: docID, user)  // members may not write design documents
-        let path: [RevID]
-        if newEdits {
-            path = base.map { [$0] } ?? []
-        } else {
-            path = try input.replicatedPath()
-        }
-        let newPos = newEdits ? (base?.pos ?? 0) + 1 : (path.first?.pos ?? 1)
-        let attachments = try ingestAttachments(
-            database, input.attachments, newRevPos: newPos, replicated: !newEdits, followed: followed)
-        let body = input.bodyBytes
-        guard body.count <= Limits.documentBytes else {
-            throw CouchError.documentTooLarge(docID)
-        }
-        return RevisionWrite(docID: docID, path: path, deleted: input.deleted, body: body, attachments: attachments)
     }
 }
 

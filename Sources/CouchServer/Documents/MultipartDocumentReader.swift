@@ -3,21 +3,19 @@ import RevTree
 
 /// Reading document bodies that arrive as JSON or as `multipart/related` (the JSON part first,
 /// then one part per `"follows": true` attachment, matched in JSON order as CouchDB does).
-extension App {
-    /// Bytes read from the socket per step while streaming a body.
-    static let streamChunk = 256 * 1024
-
-    func readDocumentBody(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
-        if request.contentType == "multipart/related" { return try readMultipartDocument(request) }
+extension DocumentWriter {
+    /// The body of a document write to `docID`, JSON or `multipart/related` (its attachments already stored).
+    func readBody(_ request: Request, _ database: Database, docID: String) throws
+        -> (DocumentInput, FollowedAttachments?)
+    {
+        if request.contentType == "multipart/related" { return try readMultipartDocument(request, database, docID) }
         return (try DocumentInput(try request.documentJSONBody()), nil)
     }
 
-    private func readMultipartDocument(_ request: Request) throws -> (DocumentInput, FollowedAttachments?) {
-        guard let docID = request.segments.count >= 2 ? request.segments[1] : nil else {
-            throw CouchError.badRequest("multipart/related bodies are accepted for documents only")
-        }
-        let database = try openDatabase(request.segments[0])
-        var reader = MultipartDocumentReader(app: self, database: database, docID: docID)
+    private func readMultipartDocument(_ request: Request, _ database: Database, _ docID: String) throws
+        -> (DocumentInput, FollowedAttachments?)
+    {
+        var reader = MultipartDocumentReader(blobs: blobs, database: database, docID: docID)
         try request.streamMultipart(
             limit: Limits.attachmentRequestBytes,
             tooLarge: "Request body is larger than \(Limits.attachmentRequestBytes) bytes"
@@ -29,7 +27,7 @@ extension App {
 /// Collects the parts of one `multipart/related` document: the JSON part in memory (bounded), each
 /// attachment part streamed into a blob.
 private struct MultipartDocumentReader {
-    let app: App
+    let blobs: BlobRegistry
     let database: Database
     let docID: String
     private var partIndex = -1
@@ -42,8 +40,8 @@ private struct MultipartDocumentReader {
     private var followed = FollowedAttachments()
     private var ended = false
 
-    init(app: App, database: Database, docID: String) {
-        self.app = app
+    init(blobs: BlobRegistry, database: Database, docID: String) {
+        self.blobs = blobs
         self.database = database
         self.docID = docID
     }
@@ -69,8 +67,9 @@ private struct MultipartDocumentReader {
                 // An announced md5 names the blob the bytes will be if they are right, so bytes already stored are
                 // only hashed; sha1 is computed only to check an announced `sha1-` digest.
                 let digest = expected[partIndex - 1].digest
-                writer = try app.makeBlobWriter(
-                    database, sha1: digest?.hasPrefix("sha1-") == true, expecting: App.blobKey(md5Digest: digest))
+                writer = try blobs.makeWriter(
+                    database, sha1: digest?.hasPrefix("sha1-") == true,
+                    expecting: DocumentWriter.blobKey(md5Digest: digest))
             }
         case .bodyBytes(let bytes):
             if partIndex == 0 {
@@ -94,9 +93,9 @@ private struct MultipartDocumentReader {
                 }
                 let stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int)
                 do {
-                    stored = try app.commitBlob(writer)
+                    stored = try blobs.commit(writer)
                 } catch BlobStoreError.digestMismatch {
-                    // What `App.followedDigest` answers when a stored copy's md5 differs from the announced one.
+                    // What `DocumentWriter.followedDigest` answers when a stored copy's md5 differs from the announced one.
                     throw CouchError.contentMD5Mismatch
                 }
                 followed.parts[ExactName(slot.name)] = FollowedAttachments.Part(
@@ -137,7 +136,7 @@ private struct MultipartDocumentReader {
             throw CouchError.badRequest("Fewer multipart parts than attachments marked follows")
         }
         // Earlier parts may have been committed long ago; their revision is written next.
-        try app.refreshBlobs(followed.parts.values.map(\.key), in: database)
+        try blobs.refresh(followed.parts.values.map(\.key), in: database)
         return (input, followed)
     }
 }

@@ -18,7 +18,7 @@ struct FollowedAttachments {
 }
 
 /// Turning `_attachments` JSON into stored blobs and `AttachmentRef`s.
-extension App {
+extension DocumentWriter {
     /// CouchDB refuses attachment names starting with `_` (chttpd_db 2307) and empty ones.
     static func validateAttachmentName(_ name: String) throws(CouchError) {
         guard !name.isEmpty else { throw .badRequest("Attachment name can't be empty") }
@@ -43,7 +43,7 @@ extension App {
         guard let attachments else { return [] }
         var refs: [AttachmentRef] = []
         for (name, value) in attachments {
-            try App.validateAttachmentName(name)
+            try DocumentWriter.validateAttachmentName(name)
             guard case .object(let entry) = value else {
                 throw CouchError.badRequest("Attachment \(name) must be a JSON object")
             }
@@ -60,13 +60,13 @@ extension App {
                 guard let text = data.stringValue, let bytes = Base64.decode(text) else {
                     throw CouchError.badRequest("Invalid attachment data for \(name)")
                 }
-                let writer = try makeBlobWriter(database)
+                let writer = try blobs.makeWriter(database)
                 try writer.write(bytes)
-                let stored = try commitBlob(writer)
+                let stored = try blobs.commit(writer)
                 refs.append(
                     .stored(
                         AttachmentInfo(
-                            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5),
+                            name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
                             length: stored.length, revpos: revpos, encoding: nil, encodedLength: nil,
                             blobKey: stored.key)))
                 continue
@@ -76,7 +76,7 @@ extension App {
                     throw CouchError.badRequest("Attachment \(name) follows but no part was sent for it")
                 }
                 let encoding = entry["encoding"]?.stringValue
-                let digest = try App.followedDigest(entry["digest"]?.stringValue, part: part, name: name)
+                let digest = try DocumentWriter.followedDigest(entry["digest"]?.stringValue, part: part, name: name)
                 let declaredLength = entry["length"]?.intValue
                 refs.append(
                     .stored(

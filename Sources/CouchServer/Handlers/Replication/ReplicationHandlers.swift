@@ -2,16 +2,37 @@ import CouchCrypto
 import CouchWire
 import RevTree
 
-/// The endpoints replicators drive: `_bulk_docs`, `_revs_diff`, `_missing_revs`, `_bulk_get`.
-extension App {
+/// The endpoints replicators drive: `_bulk_docs`, `_revs_diff`, `_missing_revs`, `_bulk_get` (the replication
+/// protocol; the jobs that run replications are `ReplicationJobHandlers`).
+struct ReplicationHandlers: Sendable {
+    let documents: DocumentWriter
+    let blobs: BlobRegistry
+
+    /// `POST /db/_bulk_docs`.
+    func bulkDocs(_ c: RequestContext) throws { try bulkDocs(c.database(), c.request, c.reply) }
+
+    /// `POST /db/_revs_diff`.
+    func revsDiff(_ c: RequestContext) throws {
+        try revsDiff(c.database(), c.request, c.reply, missingRevsStyle: false)
+    }
+
+    /// `POST /db/_missing_revs`.
+    func missingRevs(_ c: RequestContext) throws {
+        try revsDiff(c.database(), c.request, c.reply, missingRevsStyle: true)
+    }
+
+    /// `POST /db/_bulk_get`.
+    func bulkGet(_ c: RequestContext) throws { try bulkGet(c.database(), c.request, c.reply) }
+}
+
+extension ReplicationHandlers {
     /// `POST /db/_bulk_docs`, checked as CouchDB checks it: every document is validated before any is written, and
     /// a bad one (an illegal id, a malformed `_rev`, a replicated document without a rev, a stub that names no
     /// stored attachment, …) fails the whole request with its error, writing nothing (`chttpd_db` validates the
     /// list, then `couch_db` aborts the update). Only conflicts and forbidden writes are per-document items
     /// (`{"id","error","reason"}`, no `rev`); `all_or_nothing: true` is 417, as CouchDB 3 does not support it.
-    func bulkDocs(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
-        try requireJSONContent(request)
+    private func bulkDocs(_ database: Database, _ request: Request, _ reply: Reply) throws {
+        try request.requireJSONContent()
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
@@ -35,7 +56,7 @@ extension App {
                 throw CouchError.badRequest(
                     "When `new_edits: false`, the document needs `_rev` or `_revisions` specified")
             }
-            for name in input.attachments?.keys ?? [] { try App.validateAttachmentName(name) }
+            for name in input.attachments?.keys ?? [] { try DocumentWriter.validateAttachmentName(name) }
             inputs.append((docID, input))
         }
         if newEdits, body["all_or_nothing"]?.boolValue == true, !inputs.isEmpty {
@@ -61,17 +82,17 @@ extension App {
             }
             do {
                 writes.append(
-                    try makeWrite(
+                    try documents.makeWrite(
                         database, docID: entry.docID, input: entry.input, base: entry.input.rev, newEdits: newEdits,
                         followed: nil, user: request.user))
                 writeIndex.append(index)
             } catch let error as CouchError where [401, 403].contains(error.status) {
                 // A refused write is the document's own item, as a validation function's verdict is in CouchDB.
-                results[index] = App.bulkItem(entry.docID, error)
+                results[index] = ReplicationHandlers.bulkItem(entry.docID, error)
             }
         }
         // `validate_doc_update` verdicts are per document too (CouchDB's replicated items also name the rev).
-        let verdicts = try validateWrites(database, writes, newEdits: newEdits, user: request.user)
+        let verdicts = try documents.validateWrites(database, writes, newEdits: newEdits, user: request.user)
         if verdicts.contains(where: { $0 != nil }) {
             var keptWrites: [RevisionWrite] = []
             var keptIndex: [Int] = []
@@ -82,7 +103,7 @@ extension App {
                     continue
                 }
                 let write = writes[offset]
-                results[writeIndex[offset]] = App.bulkItem(
+                results[writeIndex[offset]] = ReplicationHandlers.bulkItem(
                     write.docID, verdict, rev: newEdits ? nil : write.path.first?.description)
             }
             writes = keptWrites
@@ -105,16 +126,17 @@ extension App {
                     results[index] = ["ok": true, "id": .string(outcome.docID), "rev": .string(rev.description)]
                 }
             case .failure(let storeError):
-                results[index] = App.bulkItem(outcome.docID, CouchError(storeError, docID: outcome.docID))
+                results[index] = ReplicationHandlers.bulkItem(
+                    outcome.docID, CouchError(storeError, docID: outcome.docID))
             }
         }
         for local in locals {
             do {
-                let rev = try putLocal(database, local.docID, input: local.input, user: request.user)
+                let rev = try documents.putLocal(database, local.docID, input: local.input, user: request.user)
                 results[local.index] = ["ok": true, "id": .string(local.docID), "rev": .string(rev)]
             } catch let error as CouchError where [401, 403].contains(error.status) {
                 // Forbidden, as a refused document is: its own item, the rest of the batch still written.
-                results[local.index] = App.bulkItem(local.docID, error)
+                results[local.index] = ReplicationHandlers.bulkItem(local.docID, error)
             }
         }
         try reply.json(201, .array(results.compactMap { $0 }))
@@ -132,9 +154,8 @@ extension App {
 
     /// `POST /db/_revs_diff` (`{"id":{"missing":[…],"possible_ancestors":[…]}}`, fully present ids
     /// left out) and its older sibling `_missing_revs` (`{"missing_revs":{"id":[…]}}`).
-    func revsDiff(_ database: Database, _ request: Request, _ reply: Reply, missingRevsStyle: Bool) throws {
-        try require(request, "POST")
-        try requireJSONContent(request)
+    private func revsDiff(_ database: Database, _ request: Request, _ reply: Reply, missingRevsStyle: Bool) throws {
+        try request.requireJSONContent()
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
         try Limits.checkBulkCount(body.count)
         var query: [(id: String, revs: [RevID])] = []
@@ -167,9 +188,8 @@ extension App {
     }
 
     /// `POST /db/_bulk_get`: `{"results":[{"id","docs":[{"ok":doc}|{"error":{…}}]}]}` in request order.
-    func bulkGet(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
-        try requireJSONContent(request)
+    private func bulkGet(_ database: Database, _ request: Request, _ reply: Reply) throws {
+        try request.requireJSONContent()
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("Missing JSON list of 'docs'.")
@@ -185,7 +205,7 @@ extension App {
         // Streamed one result at a time, attachment data included, so `attachments=true` (what every
         // PouchDB pull sends) costs one document's JSON however large the attachments. The lookups are read a run
         // at a time, each run in one read transaction and bounded by its bodies' bytes.
-        let inline = InlineAttachments(self, database)
+        let inline = InlineAttachments(blobs, database)
         var answers: [RevisionAnswer] = []
         var nextAnswer = 0
         var nextQuery = 0
@@ -233,13 +253,6 @@ extension App {
                 return bulkGetFailure(query.id, rev.description, "not_found", "missing")
             }
             return ["ok": .object(try renderer.render(revision))]
-        }
-    }
-
-    /// CouchDB answers 415 to JSON endpoints given another content type.
-    func requireJSONContent(_ request: Request) throws(CouchError) {
-        if let type = request.contentType, type != "application/json" {
-            throw .badContentType("Content-Type must be application/json")
         }
     }
 }

@@ -5,8 +5,8 @@ import RevTree
 /// Attachment bytes as they leave the store, decoded when stored gzip-encoded, always in bounded
 /// pieces: an attachment uploaded as a 1 MB gzip bomb that inflates to 1 GiB is never inflated whole,
 /// whichever route sends it (plain GET, `attachments=true`, `_bulk_get`, `_changes`).
-extension App {
-    /// Hands the identity bytes of `att` to `sink` in pieces of at most `App.streamChunk` (stored bytes)
+extension BlobRegistry {
+    /// Hands the identity bytes of `att` to `sink` in pieces of at most `Limits.streamChunk` (stored bytes)
     /// or 64 KiB (decoded gzip steps).
     /// - Parameter limit: Most decoded bytes accepted; more is a corrupt attachment (its recorded
     ///   `length` is what clients were promised). Defaults to the recorded length.
@@ -16,7 +16,7 @@ extension App {
         _ database: Database, _ att: AttachmentInfo, limit: Int? = nil,
         _ sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        let reader = try blobs(for: database).openReader(att.blobKey)
+        let reader = try store(for: database).openReader(att.blobKey)
         defer { reader.close() }
         let decoder: GzipDecoder?
         if att.encoding == "gzip" {
@@ -26,7 +26,7 @@ extension App {
         }
         var offset = 0
         while offset < reader.length {
-            let chunk = try reader.read(at: offset, upTo: App.streamChunk)
+            let chunk = try reader.read(at: offset, upTo: Limits.streamChunk)
             if chunk.isEmpty { throw CouchError.internalError("attachment \(att.blobKey) is shorter than recorded") }
             offset += chunk.count
             if let decoder {
@@ -51,19 +51,31 @@ extension App {
         }
         encoder.finish(into: &buffer)
     }
+}
 
+extension Reply {
     /// Sends a 200 JSON document whose inline attachment data streams in (chunked), or as one body when
     /// it has none.
-    func replyJSON(
-        _ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders(), _ reply: Reply
-    ) throws {
-        guard !inline.isEmpty else { return try reply.json(200, value, headers: headers) }
+    func json(_ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders()) throws {
+        guard !inline.isEmpty else { return try json(200, value, headers: headers) }
         var bytes = value.serialized()
         bytes.append(UInt8(ascii: "\n"))
-        try reply.begin(200, headers: headers)
+        try begin(200, headers: headers)
         // HEAD sends no body: the attachments need not be read (nor inflated) at all.
-        if !reply.writer.isHEAD { try inline.write(bytes, to: reply) }
-        try reply.finish()
+        if !writer.isHEAD { try inline.write(bytes, to: self) }
+        try finish()
+    }
+
+    /// Copies `count` bytes of a blob into the response in bounded pieces.
+    func stream(_ reader: BlobReader, from start: Int, count: Int) throws {
+        var offset = start
+        let end = start + count
+        while offset < end {
+            let chunk = try reader.read(at: offset, upTo: min(Limits.streamChunk, end - offset))
+            if chunk.isEmpty { throw CouchError.unknownError("attachment data is shorter than recorded") }
+            offset += chunk.count
+            try write(chunk)
+        }
     }
 }
 
@@ -74,14 +86,14 @@ extension App {
 /// the attachment's bytes base64-encoded as they are read (and decoded), then the rest. Memory per document
 /// is its JSON plus one read buffer, whatever the attachments weigh.
 final class InlineAttachments {
-    private let app: App
+    private let blobs: BlobRegistry
     private let database: Database
     /// 32 hex digits, fresh per response.
     private let nonce: [UInt8]
     private var pending: [AttachmentInfo] = []
 
-    init(_ app: App, _ database: Database) {
-        self.app = app
+    init(_ blobs: BlobRegistry, _ database: Database) {
+        self.blobs = blobs
         self.database = database
         nonce = Array(("inline-" + Secrets.randomBytes(16).hexString + "-").utf8)
     }
@@ -122,8 +134,8 @@ final class InlineAttachments {
 
     private func streamBase64(_ att: AttachmentInfo, to reply: Reply) throws {
         var out: [UInt8] = []
-        out.reserveCapacity(App.streamChunk / 3 * 4 + 4)
-        try app.appendBase64(database, att, into: &out, drainAt: App.streamChunk) { out in
+        out.reserveCapacity(Limits.streamChunk / 3 * 4 + 4)
+        try blobs.appendBase64(database, att, into: &out, drainAt: Limits.streamChunk) { out in
             try reply.write(out)
             out.removeAll(keepingCapacity: true)
         }
@@ -139,5 +151,17 @@ final class InlineAttachments {
             i += 1
         }
         return nil
+    }
+}
+
+extension HTTPHeaders {
+    /// Any writer may store an attachment as `text/html`, SVG or with no type, and it is served from the
+    /// server's own origin, where cookie sessions live: a stored page must not run script there.
+    /// `Content-Security-Policy: sandbox` (CouchDB 3.4's default `[csp] attachments_header_value`) makes
+    /// the browser treat the response as a sandboxed, opaque-origin document (no script, no cookies, no
+    /// same-origin requests), and `nosniff` stops it from guessing a script or page out of other types.
+    mutating func sandboxAttachment() {
+        set("Content-Security-Policy", "sandbox")
+        set("X-Content-Type-Options", "nosniff")
     }
 }

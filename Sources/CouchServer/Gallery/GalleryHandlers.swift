@@ -8,7 +8,49 @@ import Thumbnails
 /// API over the user's databases (listing newest first, thumbnails, downloads, upload, delete).
 /// Everything else the page needs is CouchDB's own API (`/_session`, attachments with Range,
 /// `_changes` longpoll). Who may read or write what is the databases' `_security`, as for the API.
-extension App {
+struct GalleryHandlers: Sendable {
+    let store: Store
+    let security: SecurityStore
+    let documents: DocumentWriter
+    let blobs: BlobRegistry
+    let state: GalleryState
+
+    /// `GET /_photos/{asset}` (and `/_photos` for its page).
+    func asset(_ c: RequestContext) throws {
+        try galleryAsset(c.parameters["asset"] ?? "index.html", c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/dbs`.
+    func databases(_ c: RequestContext) throws { try galleryDatabases(c.request, c.reply) }
+
+    /// `GET /_photos/api/db/{db}/photos`.
+    func photos(_ c: RequestContext) throws { try galleryPhotos(galleryDatabase(c), c.request, c.reply) }
+
+    /// `POST /_photos/api/db/{db}/upload`.
+    func upload(_ c: RequestContext) throws { try galleryUpload(galleryDatabase(c), c.request, c.reply) }
+
+    /// `GET /_photos/api/db/{db}/photo/{doc}`.
+    func photo(_ c: RequestContext) throws {
+        try galleryPhoto(galleryDatabase(c), c.parameter("doc"), c.request, c.reply)
+    }
+
+    /// `DELETE /_photos/api/db/{db}/doc/{id}`.
+    func delete(_ c: RequestContext) throws {
+        try galleryDelete(galleryDatabase(c), c.parameter("id"), c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/db/{db}/thumb/{id}/{att…}`.
+    func thumbnail(_ c: RequestContext) throws {
+        try galleryThumbnail(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/db/{db}/download/{id}/{att…}`.
+    func download(_ c: RequestContext) throws {
+        try galleryDownload(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    }
+}
+
+extension GalleryHandlers {
     /// `GET /` from a browser (`Accept: text/html`): a page linking to the gallery. JSON clients get
     /// the welcome object unchanged.
     static func prefersHTML(_ request: Request) -> Bool {
@@ -20,41 +62,46 @@ extension App {
         }
     }
 
-    func galleryWelcome(_ request: Request, _ reply: Reply) throws {
+    static func welcome(_ request: Request, _ reply: Reply) throws {
         var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
         headers.set("Vary", "Accept")
         try reply.bytes(200, GalleryAssets.welcome, headers: headers)
     }
 
-    func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
         guard let asset = GalleryAssets.files[name] else { throw CouchError.notFound("missing") }
         try reply.bytes(200, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
     }
 
     /// The database a gallery route names, which its user may read; system databases are not photo albums.
-    func galleryDatabase(_ c: RequestContext) throws -> Database {
+    private func galleryDatabase(_ c: RequestContext) throws -> Database {
         let name = try c.databaseName()
         guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
-        let database = try openDatabase(name)
+        let database: Database
+        do {
+            database = try store.open(name)
+        } catch {
+            throw CouchError(error)
+        }
         let user = c.user
         // A temporary account reaches only its upload here (its route's `DropScope`), never by `_security`.
         if let scope = user.scope {
             guard Array(scope.utf8) == Array(name.utf8) else { throw RequestAuthorizer.scopeError(scope) }
             return database
         }
-        guard access.security.security(of: name).isMember(user) else { throw RequestAuthorizer.securityError(user) }
+        guard security.security(of: name).isMember(user) else { throw RequestAuthorizer.securityError(user) }
         return database
     }
 
     /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them). A temporary
     /// account reads none, and gets the one it may drop photos into as `drop`.
-    func galleryDatabases(_ request: Request, _ reply: Reply) throws {
+    private func galleryDatabases(_ request: Request, _ reply: Reply) throws {
         let user = request.user
         if let scope = user.scope {
             return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
         }
         let names = store.databaseNames().filter { name in
-            !name.hasBytePrefix("_") && access.security.security(of: name).isMember(user)
+            !name.hasBytePrefix("_") && security.security(of: name).isMember(user)
         }
         try reply.json(
             200,
@@ -63,7 +110,7 @@ extension App {
 
     /// `GET …/photos?before=SEQ&limit=N`: live documents newest first (by update sequence), a page at a
     /// time; `next` is the `before` of the next page, `update_seq` where a `_changes` feed picks up.
-    func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
+    private func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
         let before = try request.query.int("before") ?? Int.max
         let limit = min(max(try request.query.int("limit") ?? 60, 1), 500)
         let updateSeq = database.updateSeq
@@ -91,7 +138,7 @@ extension App {
     }
 
     /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
-    func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         guard let info = try database.document(docID), !info.deleted,
             let item = try galleryItem(database, docID, seq: info.seq)
         else { throw CouchError.notFound("missing") }
@@ -122,7 +169,7 @@ extension App {
 
     /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the server (cached by digest and size), or a
     /// placeholder image for a file that is not a photo it can read.
-    func galleryThumbnail(
+    private func galleryThumbnail(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
         let att = try galleryAttachment(database, docID, name)
@@ -135,10 +182,10 @@ extension App {
         if request.head.headers["If-None-Match"] == etag { return try reply.bytes(304, [], headers: headers) }
         let readable =
             att.encoding == nil && ["image/jpeg", "image/png", "image/jpg"].contains(att.contentType.lowercased())
-        let store = try blobs(for: database)
+        let store = try blobs.store(for: database)
         let outcome =
             readable
-            ? try gallery.thumbnails.thumbnail(key: att.blobKey, size: size) {
+            ? try state.thumbnails.thumbnail(key: att.blobKey, size: size) {
                 // A missing blob is an error, not a corrupt image: it must not be remembered as one.
                 guard store.exists(att.blobKey) else { throw CouchError.notFound("missing") }
                 return store.directory + "/" + att.blobKey.prefix(2) + "/" + att.blobKey
@@ -157,11 +204,11 @@ extension App {
     }
 
     /// `GET …/download/DOC/ATT`: the attachment as a download under its own name, whatever it is.
-    func galleryDownload(
+    private func galleryDownload(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
         let att = try galleryAttachment(database, docID, name)
-        let reader = try blobs(for: database).openReader(att.blobKey)
+        let reader = try blobs.store(for: database).openReader(att.blobKey)
         defer { reader.close() }
         var headers = HTTPHeaders()
         headers.set("Content-Type", att.contentType)
@@ -170,7 +217,7 @@ extension App {
         headers.set("X-Content-Type-Options", "nosniff")
         if let encoding = att.encoding { headers.set("Content-Encoding", encoding) }
         try reply.begin(200, headers: headers, contentLength: reader.length)
-        try stream(reader, from: 0, count: reader.length, to: reply)
+        try reply.stream(reader, from: 0, count: reader.length)
         try reply.finish()
     }
 
@@ -178,29 +225,29 @@ extension App {
     /// blob store while hashed (no size limit but the disk), then one document per file with the
     /// id `couchlite push` gives it. A file already there (same bytes) is not stored again: 200 with
     /// `"existing": true`; a new one is 201.
-    func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
+    private func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
         try GalleryGuard.requireSameOrigin(request.head)
         guard let name = request.query["name"], !name.isEmpty else {
             throw CouchError.badRequest("upload needs a name parameter")
         }
-        try App.validateAttachmentName(name)
+        try DocumentWriter.validateAttachmentName(name)
         let contentType =
             request.query["type"].flatMap { $0.isEmpty ? nil : $0 } ?? request.head.headers["Content-Type"]
             ?? "application/octet-stream"
         let modified =
             try request.query.int("modified").map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date()
         let sha256 = Digest(.sha256)
-        let writer = try makeBlobWriter(database)
+        let upload = try blobs.makeWriter(database)
         do {
             try request.streamBody(limit: Int.max, tooLarge: "") { chunk in
                 sha256.update(chunk)
-                try writer.write(chunk)
+                try upload.write(chunk)
             }
         } catch {
-            writer.abort()
+            upload.abort()
             throw error
         }
-        let stored = try commitBlob(writer)
+        let stored = try blobs.commit(upload)
         let id = PhotoDocument.id(sha256: sha256.finalize())
         let existing = try database.document(id)
         if let existing, !existing.deleted {
@@ -209,14 +256,15 @@ extension App {
         }
         let base = existing?.winner
         let att = AttachmentInfo(
-            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: stored.length,
+            name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
+            length: stored.length,
             revpos: (base?.pos ?? 0) + 1, encoding: nil, encodedLength: nil, blobKey: stored.key)
         let write = RevisionWrite(
             // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
             docID: id, path: [], deleted: false,
             body: JSON.object(PhotoDocument.fields(name: name, taken: modified, size: stored.length)).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try applyValidatedEdits(database, [write], user: request.user).first else {
+        guard let outcome = try documents.applyEdits(database, [write], user: request.user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {
@@ -233,13 +281,13 @@ extension App {
     }
 
     /// `DELETE …/doc/DOC?rev=R`: deletes that revision (409 when it is not the current one).
-    func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         try GalleryGuard.requireSameOrigin(request.head)
         guard let revText = request.query["rev"] else { throw CouchError.conflict }
         try DocumentID.validate(docID)
         var input = try DocumentInput(.object(JSONObject()))
         input.deleted = true
-        let rev = try writeOne(
+        let rev = try documents.writeOne(
             database, docID: docID, input: input, base: try DocumentInput.parseRev(revText), newEdits: true,
             followed: nil, user: request.user)
         try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])

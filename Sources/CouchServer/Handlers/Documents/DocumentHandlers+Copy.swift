@@ -4,13 +4,13 @@ import RevTree
 /// `COPY /db/doc` with `Destination: target` (or `target?rev=R` to overwrite an existing target), as CouchDB's
 /// `chttpd_db` does it: the source revision (the winner, or `?rev=`/`If-Match`) is written as a new revision of
 /// the target, body and attachments alike.
-extension App {
+extension DocumentHandlers {
     func copyDocument(_ database: Database, _ sourceID: String, _ request: Request, _ reply: Reply) throws {
         var sourceRev = try request.query["rev"].map(DocumentInput.parseRev)
         if let ifMatch = request.head.headers["If-Match"] {
             sourceRev = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
         }
-        let (targetID, targetRev) = try App.copyDestination(request.head.headers["Destination"])
+        let (targetID, targetRev) = try DocumentHandlers.copyDestination(request.head.headers["Destination"])
         try DocumentID.validate(targetID)
         guard !targetID.hasBytePrefix("_local/") else {
             throw CouchError.badRequest("_local documents can not be the destination of a COPY.")
@@ -26,17 +26,17 @@ extension App {
             guard !winner.deleted else { throw CouchError.notFound("deleted") }
             source = winner
         }
-        try requireDesignWriteAccess(database, docID: targetID, request.user)
+        try documents.requireDesignWriteAccess(database, docID: targetID, request.user)
         // Attachments are referenced, not re-read: the copy names the same content-addressed blobs.
         let write = RevisionWrite(
             docID: targetID, path: targetRev.map { [$0] } ?? [], deleted: source.deleted,
             body: source.body ?? Array("{}".utf8), attachments: source.attachments.map { .stored($0) })
-        guard let result = try applyValidatedEdits(database, [write], user: request.user).first else {
+        guard let result = try documents.applyEdits(database, [write], user: request.user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch result.result {
         case .success(let rev):
-            try sendWriteResult(docID: targetID, rev: rev, status: 201, request: request, reply: reply)
+            try sendWriteResult(database, docID: targetID, rev: rev, status: 201, reply: reply)
         case .failure(let error):
             throw CouchError(error)
         }

@@ -3,18 +3,34 @@ import RevTree
 
 /// Standalone attachments: `GET/HEAD/PUT/DELETE /db/doc/att`, and the HTML form upload
 /// `POST /db/doc` (`multipart/form-data`).
-extension App {
-    func attachment(_ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply) throws {
+struct AttachmentHandlers: Sendable {
+    let documents: DocumentWriter
+    let blobs: BlobRegistry
+
+    /// `GET /db/doc/att` (with `Range`, and gzip-stored bytes sent as stored or decoded).
+    func get(_ c: RequestContext) throws {
+        let docID = try c.docID()
         try DocumentID.validate(docID)
-        switch request.method {
-        case "GET", "HEAD": try getAttachment(database, docID, name, request, reply)
-        case "PUT": try putAttachment(database, docID, name, request, reply)
-        case "DELETE": try deleteAttachment(database, docID, name, request, reply)
-        default: throw CouchError.methodNotAllowed("DELETE,GET,HEAD,PUT")
-        }
+        try getAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
     }
 
-    private func getAttachment(
+    /// `PUT /db/doc/att?rev=…`: the bytes are streamed to a blob, then the revision is written.
+    func put(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try putAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
+    }
+
+    /// `DELETE /db/doc/att?rev=…`.
+    func delete(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try deleteAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
+    }
+}
+
+extension AttachmentHandlers {
+    func getAttachment(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
@@ -27,23 +43,23 @@ extension App {
         headers.set("ETag", etag)
         headers.set("Accept-Ranges", att.encoding == nil ? "bytes" : "none")
         headers.set("Cache-Control", "must-revalidate")
-        App.sandboxAttachmentHeaders(&headers)
+        headers.sandboxAttachment()
         if request.head.headers["If-None-Match"] == etag {
             return try reply.bytes(304, [], headers: headers)
         }
-        let reader = try blobs(for: database).openReader(att.blobKey)
+        let reader = try blobs.store(for: database).openReader(att.blobKey)
         defer { reader.close() }
         if let encoding = att.encoding {
             // Stored compressed: send as stored when the client takes it, else decode on the fly.
             if request.head.headers["Accept-Encoding"]?.lowercased().contains(encoding) == true {
                 headers.set("Content-Encoding", encoding)
                 try reply.begin(200, headers: headers, contentLength: reader.length)
-                try stream(reader, from: 0, count: reader.length, to: reply)
+                try reply.stream(reader, from: 0, count: reader.length)
                 return try reply.finish()
             }
             // Decoded in 64 KiB steps straight into the response: a gzip bomb costs one step buffer.
             try reply.begin(200, headers: headers, contentLength: att.length)
-            try streamIdentityBytes(database, att) { piece in try reply.write(piece) }
+            try blobs.streamIdentityBytes(database, att) { piece in try reply.write(piece) }
             return try reply.finish()
         }
         switch ByteRange.parse(request.head.headers["Range"], length: reader.length) {
@@ -54,38 +70,16 @@ extension App {
         case .bytes(let start, let end):
             headers.set("Content-Range", "bytes \(start)-\(end)/\(reader.length)")
             try reply.begin(206, headers: headers, contentLength: end - start + 1)
-            try stream(reader, from: start, count: end - start + 1, to: reply)
+            try reply.stream(reader, from: start, count: end - start + 1)
             return try reply.finish()
         }
         try reply.begin(200, headers: headers, contentLength: reader.length)
-        try stream(reader, from: 0, count: reader.length, to: reply)
+        try reply.stream(reader, from: 0, count: reader.length)
         try reply.finish()
     }
 
-    /// Any writer may store an attachment as `text/html`, SVG or with no type, and it is served from the
-    /// server's own origin, where cookie sessions live: a stored page must not run script there.
-    /// `Content-Security-Policy: sandbox` (CouchDB 3.4's default `[csp] attachments_header_value`) makes
-    /// the browser treat the response as a sandboxed, opaque-origin document (no script, no cookies, no
-    /// same-origin requests), and `nosniff` stops it from guessing a script or page out of other types.
-    static func sandboxAttachmentHeaders(_ headers: inout HTTPHeaders) {
-        headers.set("Content-Security-Policy", "sandbox")
-        headers.set("X-Content-Type-Options", "nosniff")
-    }
-
-    /// Copies `count` bytes of a blob into the response in bounded pieces.
-    func stream(_ reader: BlobReader, from start: Int, count: Int, to reply: Reply) throws {
-        var offset = start
-        let end = start + count
-        while offset < end {
-            let chunk = try reader.read(at: offset, upTo: min(App.streamChunk, end - offset))
-            if chunk.isEmpty { throw CouchError.unknownError("attachment data is shorter than recorded") }
-            offset += chunk.count
-            try reply.write(chunk)
-        }
-    }
-
     /// The revision `rev` names, or the live winner.
-    private func readableRevision(_ database: Database, _ docID: String, rev: String?) throws -> StoredRevision {
+    func readableRevision(_ database: Database, _ docID: String, rev: String?) throws -> StoredRevision {
         if let rev {
             guard let revision = try database.revision(docID, rev: try DocumentInput.parseRev(rev)),
                 revision.body != nil
@@ -101,10 +95,10 @@ extension App {
         return revision
     }
 
-    private func putAttachment(
+    func putAttachment(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
-        try App.validateAttachmentName(name)
+        try DocumentWriter.validateAttachmentName(name)
         let base =
             try request.query["rev"].map { (text: String) throws(CouchError) -> RevID in
                 try DocumentInput.parseRev(text)
@@ -121,30 +115,31 @@ extension App {
         default: throw CouchError.badContentType("Only gzip and identity content-encodings are supported")
         }
         // Stream the bytes to a blob first; the revision is written only once they are safe on disk.
-        let writer = try makeBlobWriter(database)
+        let upload = try blobs.makeWriter(database)
         do {
             try request.streamBody(
                 limit: Limits.attachmentRequestBytes,
                 tooLarge: "Attachment is larger than \(Limits.attachmentRequestBytes) bytes"
-            ) { chunk in try writer.write(chunk) }
+            ) { chunk in try upload.write(chunk) }
         } catch {
-            writer.abort()
+            upload.abort()
             throw error
         }
-        let stored = try commitBlob(writer)
+        let stored = try blobs.commit(upload)
         let identityLength = try encoding == nil ? stored.length : gzipIdentityLength(database, key: stored.key)
         let contentType = request.head.headers["Content-Type"] ?? "application/octet-stream"
         let newAttachment = AttachmentInfo(
-            name: name, contentType: contentType, digest: "md5-" + App.base64(stored.md5), length: identityLength,
+            name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
+            length: identityLength,
             revpos: (base?.pos ?? 0) + 1, encoding: encoding, encodedLength: encoding == nil ? nil : stored.length,
             blobKey: stored.key)
-        let rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts in
+        let rev = try documents.rewriteAttachments(database, docID, base: base, user: request.user) { atts in
             atts.removeAll { $0.name.utf8Equals(name) }
             atts.append(newAttachment)
         }
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
-        let location = [request.segments[0], docID, name].map(PercentEncoding.segment).joined(separator: "/")
+        let location = [database.name, docID, name].map(PercentEncoding.segment).joined(separator: "/")
         headers.set("Location", "/" + location)
         try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
@@ -153,14 +148,14 @@ extension App {
     /// (CouchDB records the encoded size for both when it cannot tell; we can, and `length` must be the
     /// identity size). Decoding stops as soon as it passes `Limits.gzipIdentityBytes`.
     /// - Throws: 413 when the attachment would expand past that limit, 400 when it is not valid gzip.
-    private func gzipIdentityLength(_ database: Database, key: String) throws -> Int {
-        let reader = try blobs(for: database).openReader(key)
+    func gzipIdentityLength(_ database: Database, key: String) throws -> Int {
+        let reader = try blobs.store(for: database).openReader(key)
         defer { reader.close() }
         let decoder = try GzipDecoder(limit: Limits.gzipIdentityBytes)
         var offset = 0
         do {
             while offset < reader.length {
-                let chunk = try reader.read(at: offset, upTo: App.streamChunk)
+                let chunk = try reader.read(at: offset, upTo: Limits.streamChunk)
                 if chunk.isEmpty { break }
                 offset += chunk.count
                 try chunk.withUnsafeBytes { try decoder.decode($0) { _ in } }
@@ -174,7 +169,7 @@ extension App {
         return decoder.totalOut
     }
 
-    private func deleteAttachment(
+    func deleteAttachment(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
         guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"")
@@ -182,47 +177,14 @@ extension App {
             throw CouchError.conflict
         }
         let base = try DocumentInput.parseRev(revText)
-        let rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts throws(CouchError) in
+        let rev = try documents.rewriteAttachments(database, docID, base: base, user: request.user) {
+            atts throws(CouchError) in
             guard atts.contains(where: { $0.name.utf8Equals(name) }) else {
                 throw CouchError.notFound("Document is missing attachment")
             }
             atts.removeAll { $0.name.utf8Equals(name) }
         }
         try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
-    }
-
-    /// Writes a new revision on `base` with the same body and edited attachments.
-    func rewriteAttachments(
-        _ database: Database, _ docID: String, base: RevID?, user: UserContext,
-        edit: (inout [AttachmentInfo]) throws(CouchError) -> Void
-    ) throws -> RevID {
-        var body: [UInt8] = Array("{}".utf8)
-        var atts: [AttachmentInfo] = []
-        if let base {
-            guard let revision = try database.revision(docID, rev: base) else {
-                // CouchDB: a rev that is not a leaf (or unknown) on an attachment update is a conflict.
-                throw CouchError.conflict
-            }
-            body = revision.body ?? body
-            atts = revision.attachments
-        } else if let info = try database.document(docID), !info.deleted {
-            throw CouchError.conflict
-        }
-        let kept = atts
-        try edit(&atts)
-        // Unchanged attachments go as stubs so that they keep their revpos (new ones get the new one).
-        let refs: [AttachmentRef] = atts.map { att in
-            kept.contains(att) ? .stub(name: att.name, revpos: att.revpos, digest: att.digest) : .stored(att)
-        }
-        let write = RevisionWrite(
-            docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body, attachments: refs)
-        guard let outcome = try applyValidatedEdits(database, [write], user: user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
-        switch outcome.result {
-        case .success(let rev): return rev
-        case .failure(let error): throw CouchError(error)
-        }
     }
 }
 

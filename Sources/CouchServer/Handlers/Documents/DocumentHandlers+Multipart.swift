@@ -3,7 +3,7 @@ import RevTree
 
 /// Documents sent as `multipart/related` (JSON part, then attachment bytes) and `open_revs` replies
 /// as `multipart/mixed`, in the exact part layout the CouchDB replicator requires (protocol.md §2).
-extension App {
+extension DocumentHandlers {
     /// The attachments of `revision` whose bytes follow the JSON part.
     private func following(_ revision: StoredRevision, _ options: RenderOptions) -> [AttachmentInfo] {
         revision.attachments.filter { options.sendsData(revpos: $0.revpos) }
@@ -24,12 +24,12 @@ extension App {
         try reply.write(writer.partHeader(headers: MultipartWriter.jsonPartHeaders))
         try reply.write(json)
         for att in atts {
-            let reader = try blobs(for: database).openReader(att.blobKey)
+            let reader = try blobs.store(for: database).openReader(att.blobKey)
             defer { reader.close() }
             let headers = MultipartWriter.attachmentHeaders(
                 name: att.name, contentType: att.contentType, length: reader.length, encoding: att.encoding)
             try reply.write(writer.partHeader(headers: headers))
-            try stream(reader, from: 0, count: reader.length, to: reply)
+            try reply.stream(reader, from: 0, count: reader.length)
         }
         try reply.write(writer.closing())
     }
@@ -47,7 +47,7 @@ extension App {
         var headers = HTTPHeaders()
         headers.set("Content-Type", writer.contentType(mediaType: "multipart/related"))
         headers.set("ETag", etag)
-        App.sandboxAttachmentHeaders(&headers)
+        headers.sandboxAttachment()
         try reply.begin(200, headers: headers, contentLength: length)
         try writeRelatedBody(database, writer: &writer, json: json, atts: atts, reply: reply)
         try reply.finish()
@@ -63,7 +63,7 @@ extension App {
         var outer = MultipartWriter()
         var headers = HTTPHeaders()
         headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
-        App.sandboxAttachmentHeaders(&headers)
+        headers.sandboxAttachment()
         try reply.begin(200, headers: headers)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         for (rev, revision) in results {
@@ -109,7 +109,7 @@ extension App {
     /// `POST /db/doc` as `multipart/form-data` from an HTML form: `_rev` (or `_doc`, the whole
     /// document as JSON) and `_attachments` file fields (CouchDB's form upload).
     func postAttachmentForm(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
-        try App.validateReferer(request)
+        try DocumentHandlers.validateReferer(request)
         guard request.contentType == "multipart/form-data" else {
             throw CouchError.badContentType("Content-Type must be multipart/form-data")
         }
@@ -132,7 +132,7 @@ extension App {
                 fieldValue = []
                 writer =
                     fieldName == "_attachments" && fileName?.isEmpty == false
-                    ? try makeBlobWriter(database) : nil
+                    ? try blobs.makeWriter(database) : nil
             case .bodyBytes(let bytes):
                 if let writer {
                     try writer.write(bytes)
@@ -144,11 +144,11 @@ extension App {
                 }
             case .partEnd:
                 if let current = writer, let fileName {
-                    let stored = try commitBlob(current)
-                    try App.validateAttachmentName(fileName)
+                    let stored = try blobs.commit(current)
+                    try DocumentWriter.validateAttachmentName(fileName)
                     uploads.append(
                         AttachmentInfo(
-                            name: fileName, contentType: fileType, digest: "md5-" + App.base64(stored.md5),
+                            name: fileName, contentType: fileType, digest: "md5-" + DocumentWriter.base64(stored.md5),
                             length: stored.length, revpos: 0, encoding: nil, encodedLength: nil, blobKey: stored.key))
                     writer = nil
                 } else if fieldName == "_rev" {
@@ -172,12 +172,12 @@ extension App {
                 throw CouchError.invalidJSON
             }
             let input = try DocumentInput(parsed)
-            var write = try makeWrite(
+            var write = try documents.makeWrite(
                 database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil, user: request.user
             )
             let names = Set(uploads.map(\.name))
             write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
-            guard let outcome = try applyValidatedEdits(database, [write], user: request.user).first else {
+            guard let outcome = try documents.applyEdits(database, [write], user: request.user).first else {
                 throw CouchError.unknownError("store returned no result")
             }
             switch outcome.result {
@@ -187,7 +187,7 @@ extension App {
         } else {
             guard let revText else { throw CouchError.badRequest("Form must have a _rev or a _doc field") }
             let base = try DocumentInput.parseRev(revText)
-            rev = try rewriteAttachments(database, docID, base: base, user: request.user) { atts in
+            rev = try documents.rewriteAttachments(database, docID, base: base, user: request.user) { atts in
                 for var upload in uploads {
                     upload.revpos = base.pos + 1
                     atts.removeAll { $0.name.utf8Equals(upload.name) }

@@ -5,13 +5,19 @@ import RevTree
 /// Writes to the `_users` database: passwords are hashed before anything is stored (the plain
 /// text is never written or returned), and every user document is checked by the rules of
 /// CouchDB's `_design/_auth` validate function and `couch_users_db:before_doc_update`.
-extension App {
-    static let usersDatabase = "_users"
-    static let userDocumentPrefix = "org.couchdb.user:"
+struct UserHandlers: Sendable {
+    let documents: DocumentWriter
+    let security: SecurityStore
+    /// Names the server holds itself (the one-time `receive` users), which no document may take.
+    let identities: ServerIdentities
+    /// PBKDF2 iterations of the hashes this server makes, and the most a hash supplied by a non-admin may ask for.
+    let iterations: Int
 
     /// `POST /_users`: a new user document, its `_id` from the body.
-    func createUserDocument(_ request: Request, _ reply: Reply) throws {
-        let database = try openDatabase(App.usersDatabase)
+    func create(_ c: RequestContext) throws {
+        let request = c.request
+        let reply = c.reply
+        let database = try c.database()
         let doc = try userDocumentBody(request)
         guard let docID = doc["_id"]?.stringValue else {
             throw CouchError.forbidden("Doc ID must be of the form org.couchdb.user:name")
@@ -22,7 +28,7 @@ extension App {
     }
 
     /// `PUT` and `DELETE /_users/{doc}`.
-    func putUserDocument(_ c: RequestContext) throws {
+    func write(_ c: RequestContext) throws {
         let request = c.request
         let database = try c.database()
         let docID = try c.docID()
@@ -47,6 +53,9 @@ extension App {
         try sendUserWrite(docID, rev, status: 201, request, c.reply)
     }
 
+}
+
+extension UserHandlers {
     private func userDocumentBody(_ request: Request) throws -> JSONObject {
         if request.contentType?.hasPrefix("multipart/") == true {
             // A multipart body would reach the store without its password being hashed.
@@ -66,9 +75,11 @@ extension App {
     }
 
     /// `POST /_users/_bulk_docs`: each document goes through the same checks, one at a time.
-    func bulkUserDocuments(_ request: Request, _ reply: Reply) throws {
-        try requireJSONContent(request)
-        let database = try openDatabase(App.usersDatabase)
+    func bulkDocs(_ c: RequestContext) throws {
+        let request = c.request
+        let reply = c.reply
+        try request.requireJSONContent()
+        let database = try c.database()
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
         guard let docs = body["docs"]?.arrayValue else {
             throw CouchError.badRequest("POST body must include `docs` parameter.")
@@ -101,13 +112,13 @@ extension App {
         _ database: Database, docID: String, _ doc: JSONObject, base: RevID?, newEdits: Bool, user: UserContext
     ) throws -> RevID {
         try DocumentID.validate(docID)
-        let isAdmin = isDatabaseAdmin(App.usersDatabase, user)
+        let isAdmin = security.security(of: App.usersDatabase).isAdmin(user)
         // Names are compared by bytes (`ExactName`): a look-alike of someone's name is not them.
         let docName = docID.afterBytePrefix(App.userDocumentPrefix).map { ExactName($0) }
         // couch_users_db:before_doc_update: others' documents do not exist for you.
         if !isAdmin, user.name != nil, user.name != docName { throw CouchError.notFound("missing") }
         // A name the server holds itself (a one-time `receive` user) can never be (re-)created here.
-        if let docName, access.authenticator.identities.isReserved(docName) {
+        if let docName, identities.isReserved(docName) {
             throw CouchError.forbidden("This user name is reserved by the server.")
         }
         if docID.hasBytePrefix("_design/") {
@@ -122,13 +133,13 @@ extension App {
             oldDoc = object
         }
         if !docID.hasBytePrefix("_design/") {
-            let iterations = access.authenticator.iterations
-            if doc["password"]?.stringValue != nil { doc = App.hashingPassword(doc, iterations: iterations) }
-            try App.validateUserDocument(doc, old: oldDoc, user: user, isAdmin: isAdmin, maxIterations: iterations)
+            if doc["password"]?.stringValue != nil { doc = UserHandlers.hashingPassword(doc, iterations: iterations) }
+            try UserHandlers.validateUserDocument(
+                doc, old: oldDoc, user: user, isAdmin: isAdmin, maxIterations: iterations)
         }
         if let rev = base { doc["_rev"] = .string(rev.description) }
         let input = try DocumentInput(.object(doc))
-        return try writeOne(
+        return try documents.writeOne(
             database, docID: docID, input: input, base: base ?? input.rev, newEdits: newEdits, followed: nil, user: user
         )
     }
@@ -168,7 +179,7 @@ extension App {
             guard let role = item.stringValue else { throw .forbidden("doc.roles can only contain strings") }
             roles.append(role)
         }
-        guard let id = doc["_id"]?.stringValue, id.utf8Equals(userDocumentPrefix + name) else {
+        guard let id = doc["_id"]?.stringValue, id.utf8Equals(App.userDocumentPrefix + name) else {
             throw .forbidden("Doc ID must be of the form org.couchdb.user:name")
         }
         if old != nil, oldName != ExactName(name) { throw .forbidden("Usernames can not be changed.") }

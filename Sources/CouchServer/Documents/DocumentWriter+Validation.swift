@@ -5,7 +5,7 @@ import RevTree
 /// `validate_doc_update`: every design document's validation function runs on every write of a normal document,
 /// on every write path (they all pass through `validateWrites` before the store applies them), for admins too,
 /// as in CouchDB. Design documents (admin-only) and `_local` documents are not validated.
-extension App {
+extension DocumentWriter {
     /// Checks `writes` against the database's validation functions.
     /// - Returns: for each write, nil when it may be stored, or the error that refuses it (403 `forbidden`,
     ///   401 `unauthorized`, or the function's own 500).
@@ -23,16 +23,16 @@ extension App {
         where !write.docID.hasBytePrefix("_design/") && !write.docID.hasBytePrefix("_local/") {
             items.append(
                 ValidationItem(
-                    newDoc: App.validationDocument(write),
+                    newDoc: DocumentWriter.validationDocument(write),
                     oldDoc: try previousDocument(database, write, newEdits: newEdits)))
             itemIndex.append(index)
         }
         guard !items.isEmpty else { return verdicts }
-        let secObj = JSON.object(access.security.security(of: database.name).json)
+        let secObj = JSON.object(security.security(of: database.name).json)
         let outcomes: [ValidationOutcome]
         do {
             outcomes = try queryServer.validate(
-                validators, items: items, userCtx: userContextJSON(database, user), secObj: secObj)
+                validators, items: items, userCtx: user.designJSON(database: database.name), secObj: secObj)
         } catch {
             throw CouchError(error)
         }
@@ -119,10 +119,10 @@ extension App {
     }
 }
 
-extension App {
+extension DocumentWriter {
     /// `database.applyEdits` for the single-document write paths (PUT, POST, DELETE, COPY, attachment PUT and
     /// DELETE, multipart, the gallery's upload): validated first, the first refusal thrown.
-    func applyValidatedEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+    func applyEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: true, user: user) }
@@ -130,7 +130,7 @@ extension App {
     }
 
     /// `database.applyReplicated` for a single replicated write (`PUT ?new_edits=false`), validated first.
-    func applyValidatedReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+    func applyReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: false, user: user) }

@@ -1,0 +1,40 @@
+import CouchWire
+import RevTree
+
+/// `_local/` documents: no revision tree, `0-N` revs, never in `_changes` or `_all_docs`, and never
+/// a 409 (a replicator's checkpoint write must always land).
+extension DocumentHandlers {
+    /// `GET /db/_local/id`.
+    func getLocal(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
+        guard let local = try c.database().localDocument(docID) else { throw CouchError.notFound("missing") }
+        var doc = JSONObject()
+        doc["_id"] = .string(docID)
+        doc["_rev"] = .string("0-\(local.rev)")
+        if case .object(let fields) = try JSON.parse(local.body) {
+            for (key, value) in fields { doc[key] = value }
+        }
+        try c.reply.json(200, .object(doc))
+    }
+
+    /// `PUT /db/_local/id`.
+    func putLocal(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
+        let input = try DocumentInput(try c.request.documentJSONBody(), local: true)
+        let rev = try documents.putLocal(c.database(), docID, input: input, user: c.user)
+        try c.reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
+    }
+
+    /// `DELETE /db/_local/id`.
+    func deleteLocal(_ c: RequestContext) throws {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
+        guard try c.database().deleteLocal(docID) else { throw CouchError.notFound("missing") }
+        try c.reply.json(200, ["ok": true, "id": .string(docID), "rev": "0-0"])
+    }
+}
