@@ -70,7 +70,7 @@ final class WriteQueue: Sendable {
 
         func apply(to connection: SQLiteConnection) {
             let kib = budget.share(ofPages: pages)
-            guard kib != applied, (try? connection.execute("PRAGMA cache_size = -\(kib)")) != nil else { return }
+            guard kib != applied, (try? connection.setPragma("cache_size", "-\(kib)")) != nil else { return }
             applied = kib
         }
 
@@ -163,36 +163,34 @@ final class WriteQueue: Sendable {
         _ jobs: [Job], _ connection: SQLiteConnection,
         _ afterCommit: (SQLiteConnection) -> (@Sendable () -> Void)?, _ syncer: BatchWorker<Committed>
     ) {
+        // A failed BEGIN or COMMIT fails every job; a job's own failure only rolls back its savepoint, so the body
+        // never throws.
         do {
-            try connection.run(.beginImmediate)
-        } catch {
-            for job in jobs { job.ticket.finish(error) }
-            return
-        }
-        for job in jobs {
-            do {
-                try connection.run(.savepoint)
-                do {
-                    try job.body(connection)
-                    try connection.run(.release)
-                } catch {
-                    job.ticket.error = error
-                    try connection.run(.rollbackToSavepoint)
-                    try connection.run(.release)
+            try connection.inTransaction(.immediate) {
+                for job in jobs {
+                    do {
+                        try connection.run(.savepoint)
+                        do {
+                            try job.body(connection)
+                            try connection.run(.release)
+                        } catch {
+                            job.ticket.error = error
+                            try connection.run(.rollbackToSavepoint)
+                            try connection.run(.release)
+                        }
+                    } catch {
+                        job.ticket.error = error
+                    }
                 }
-            } catch {
-                job.ticket.error = error
             }
-        }
-        do {
-            try connection.run(.commit)
         } catch {
-            try? connection.run(.rollback)
             for job in jobs { job.ticket.finish(error) }
             return
         }
         let publish = afterCommit(connection)
         if jobs.contains(where: \.checkpointAfter) {
+            // Best effort, its answer (busy, WAL frames, frames copied) unread: a reader still on old frames only
+            // leaves the WAL to the checkpointer's later passes; the committed compaction is complete either way.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         let tickets = jobs.map(\.ticket)
