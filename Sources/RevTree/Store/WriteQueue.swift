@@ -54,7 +54,8 @@ final class WriteQueue: Sendable {
     /// The writer's page cache: its size follows the writer's part of the budget, set before a group transaction
     /// when the part changed (lowering `cache_size` frees the pages over the new size at once). After each commit
     /// the writer reports its file's pages to the budget and what its cache holds to the gauge. Used by the writer
-    /// thread alone, and by `init` and `close` before and after that thread runs.
+    /// thread alone, and by `init` and `close` before and after that thread runs, which is why `@unchecked Sendable`
+    /// is safe: no two threads ever touch it at once.
     private final class WriterCache: @unchecked Sendable {
         let budget: WriterCacheBudget
         let gauge: PageCacheGauge
