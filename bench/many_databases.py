@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Many databases (issue 16): the server's memory with thousands of databases, each touched once.
+"""Many databases (memory must stay bounded however many there are): the server's memory with thousands of
+databases, each touched once.
 
 Starts couchlite with `--max-dbs-open N`, creates D databases and writes one document into each
 (from C concurrent clients), then reads every document back, and reports wall time, the server's

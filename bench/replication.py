@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replication benchmark (issue 13): couchlite's replicator pushing couchlite -> couchlite.
+"""Replication benchmark (the replicator's own speed): couchlite's replicator pushing couchlite -> couchlite.
 
 Starts two couchlite servers (the source also runs the replicator, through `POST /_replicate`
 with the source a local database and the target a URL), then times:

@@ -34,7 +34,7 @@ if [ -n "${BENCH_TLS_BIN:-}" ]; then
 fi
 # The JavaScript filter benchmark (bench/filtered_changes.py) over a few documents, capped on its own.
 timeout --kill-after=5 "$FILTER_SMOKE_TIMEOUT_S" python3 bench/filtered_changes.py --url "$url" --docs 1000 --runs 1
-# Views (issue 17): a build over 2,000 documents, checked answers.
+# Views (bench/views.py): a build over 2,000 documents, checked answers.
 timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/views.py --smoke "$url"
 # The soak workload (bench/soak.py), small and short.
 exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/soak.py --url "$url" "${pid_args[@]}" \

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Soak workload (issue 16): many concurrent clients for minutes, as a photo server sees them.
+"""Soak workload (for leaks and slowdowns that only show over time): many concurrent clients for minutes, as a
+photo server sees them.
 
 Every client holds one keep-alive connection and repeats one role with a random think time
 between operations (`--think` seconds on average); roles are dealt round-robin in these shares:

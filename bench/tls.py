@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""HTTPS benchmarks (issue 15): one couchlite serving plain HTTP and HTTPS (`--tls auto`) at once, and
+"""HTTPS benchmarks (what TLS costs): one couchlite serving plain HTTP and HTTPS (`--tls auto`) at once, and
 bench/run's workloads pointed at each port in the same run.
 
   push-photos  the multipart photo push (wrk, 4 connections, 512 KiB photos cycled, as bench/run's),

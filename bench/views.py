@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Building a view over N small documents (issue 17), against one or more running servers in the same run.
+"""Building a view over N small documents (index build speed), against one or more running servers in the same run.
 
     python3 bench/views.py URL [URL ...] [--docs 100000] [--smoke]
 

@@ -50,6 +50,10 @@ readonly HARNESS_FLAGS=(-sanitize=address "${SWIFT_FLAGS[@]:1}")
 
 targets() { for f in fuzz/targets/*.swift; do basename "$f" .swift; done; }
 
+# Harness sources besides the target: fuzz/Support, and the gzip encoder the tests use (the server only decodes
+# gzip, so the encoder lives with the tests; the gzip target compresses with it for its round trip).
+harness_sources() { printf '%s\n' fuzz/Support/*.swift Tests/CouchWireTests/Support/GzipEncoder.swift; }
+
 # A stamp over the sources and flags: unchanged stamp → the products in $OUT are reused.
 stamp_of() { { printf '%s\n' "${SWIFT_FLAGS[*]}"; cat "$@"; } | sha256sum | cut -c1-16; }
 
@@ -79,14 +83,15 @@ build_modules() {
 build_target() {
   local name=$1 src="fuzz/targets/$1.swift"
   [ -f "$src" ] || { echo "fuzz: no target $name (fuzz/targets/$name.swift); targets: $(targets | xargs)" >&2; exit 2; }
-  local stamp; stamp="$(stamp_of "$src" fuzz/Support/*.swift "$OUT"/*.stamp <(printf '%s' "${HARNESS_FLAGS[*]}"))"
+  local support; mapfile -t support < <(harness_sources)
+  local stamp; stamp="$(stamp_of "$src" "${support[@]}" "$OUT"/*.stamp <(printf '%s' "${HARNESS_FLAGS[*]}"))"
   if [ -x "$OUT/bin/$name" ] && [ "$(cat "$OUT/bin/$name.stamp" 2>/dev/null)" = "$stamp" ]; then return; fi
   echo "fuzz: linking $name" >&2
   mkdir -p "$OUT/bin"
   # The harness itself gets ASan but no coverage instrumentation: its equality checks over whole outputs were
   # most of the CPU (a traced comparison per byte) and guide the fuzzer nowhere; the modules under test keep it.
   swiftc "${HARNESS_FLAGS[@]}" -wmo -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
-    -c "$src" fuzz/Support/*.swift -o "$OUT/bin/$name.o"
+    -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
   swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/RevTree.o" \
     -lz -lcrypto -o "$OUT/bin/$name"
   rm -f "$OUT/bin/$name.o"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Proves the test suite needs nothing outside the clone (issue 11): a fresh clone in an empty
-# folder, with no shared/ folder beside the clone, must pass scripts/test.sh.
+# Proves the test suite needs nothing outside the clone, so that anyone can run it from a fresh clone: a fresh
+# clone in an empty folder, with no shared/ folder beside the clone, must pass scripts/test.sh.
 #  1. No test, script or build file names a path outside the repository (the parent's shared/ folder, /work/…).
 #  2. The conformance files that read test data (the transcript replays and the replicator
 #     self-check, which run without a server) pass from a copy of conformance/ in an empty

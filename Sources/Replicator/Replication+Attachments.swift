@@ -101,4 +101,7 @@ extension Replication {
     }
 }
 
+/// `@unchecked Sendable` only because `putMultipart`'s body producer is a `@Sendable` closure that captures the
+/// reader: `HTTPClient.send` runs that producer on the calling thread, the replication thread that made the reader
+/// and reads it before and after, and it has returned when `send` does. The reader never crosses a thread.
 extension OpenRevsReader: @unchecked Sendable {}

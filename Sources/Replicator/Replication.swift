@@ -15,6 +15,10 @@ import Synchronization
 ///    (after `_ensure_full_commit` on the target).
 ///
 /// `run()` works on the calling thread; `cancel()` and `stats` may be used from any other.
+///
+/// `@unchecked Sendable`: what other threads reach (`stats`, cancelling, stopping, and the document count
+/// workers add to) is in `shared`, behind its `Mutex`; the other mutable properties are used only by the thread in
+/// `run()`.
 public final class Replication: @unchecked Sendable {
     public let source: Endpoint
     public let target: Endpoint

@@ -12,8 +12,8 @@ func temporaryDirectory() -> String {
 }
 
 @Suite struct AccessSettingsTests {
-    /// Issue 18, item 4: a `_users` document never shadows a server-held identity, and a held name
-    /// stays reserved after it is released.
+    /// A `_users` document never shadows a server-held identity (a member could otherwise make themselves an
+    /// admin by writing one), and a held name stays reserved after it is released.
     @Test func serverHeldIdentitiesComeBeforeUsersDatabase() throws {
         let directory = temporaryDirectory()
         let store = try Store(directory: directory + "/databases")
@@ -39,8 +39,8 @@ func temporaryDirectory() -> String {
         #expect(authenticator.account(named: "\u{212A}admin") == nil)
     }
 
-    /// Issue 18, item 11: a stored hash weaker than the server's is re-derived on a successful
-    /// login, keeping its salt.
+    /// A stored hash weaker than the server's (fewer PBKDF2 iterations) is re-derived on a successful
+    /// login, keeping its salt, so old hashes do not stay cheap to crack.
     @Test func weakAdminHashIsUpgradedOnLogin() throws {
         let directory = temporaryDirectory()
         let store = try Store(directory: directory + "/databases")
@@ -53,7 +53,8 @@ func temporaryDirectory() -> String {
         #expect(reloaded.hashes["admin"]?.iterations == 2000)
     }
 
-    /// Issue 18, item 10: `*` never gets credentials unless the operator says `any-origin`.
+    /// CORS: `*` never gets credentials unless the operator says `any-origin`, or any web page could act with a
+    /// visitor's session.
     @Test func wildcardOriginGetsNoCredentialsUnlessExplicit() throws {
         #expect(CORSPolicy(origins: ["*"]).allowsCredentials("http://evil.example") == false)
         let listed = CORSPolicy(origins: ["http://app.example", "*"], credentials: .listed)
@@ -66,7 +67,9 @@ func temporaryDirectory() -> String {
         #expect(try Options.parse(arguments: [], environment: [:])?.corsCredentials == .off)
     }
 
-    /// Issue 18, items 11 and 16.
+    /// Safe defaults: 600,000 PBKDF2 iterations and a `_users` security object nobody may edit; and the admin
+    /// password can come from a file (`--admin-file`, `COUCHLITE_ADMIN_FILE`) instead of the command line, where
+    /// other users see it in the process list.
     @Test func defaultsAndAdminFile() throws {
         let options = try #require(try Options.parse(arguments: [], environment: [:]))
         #expect(options.pbkdf2Iterations == 600_000)
@@ -81,7 +84,7 @@ func temporaryDirectory() -> String {
         }
     }
 
-    /// Issue 18, item 12: files are owner-only from creation, whatever the umask.
+    /// Files holding secrets (password hashes, admins) are owner-only from creation, whatever the umask.
     @Test func privateFilesAreOwnerOnlyWhateverTheUmask() throws {
         let directory = temporaryDirectory() + "/a/b"
         let previous = umask(0)

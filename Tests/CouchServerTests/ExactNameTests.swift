@@ -3,8 +3,8 @@ import Testing
 
 @testable import CouchServer
 
-/// Issue 18, item 1: names that Swift's `String` calls equal (canonical equivalence) are different
-/// people to CouchDB, which compares bytes.
+/// Names that Swift's `String` calls equal (canonical equivalence) are different people to CouchDB, which compares
+/// bytes: comparing them as `String`s would let a look-alike name reach another user's databases and document.
 @Suite struct ExactNameTests {
     static let twins: [(String, String)] = [
         ("Kate", "\u{212A}ate"),  // LATIN CAPITAL K / KELVIN SIGN

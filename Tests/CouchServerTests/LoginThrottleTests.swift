@@ -2,7 +2,7 @@ import Testing
 
 @testable import CouchServer
 
-/// Issue 18, item 8: the throttle holds against made-up names and parallel guesses, and does not
+/// Password guessing is slowed down: the throttle holds against made-up names and parallel guesses, and does not
 /// lock the real user out.
 @Suite struct LoginThrottleTests {
     let start = ContinuousClock.now

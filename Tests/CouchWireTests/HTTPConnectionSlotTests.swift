@@ -10,7 +10,7 @@ import Testing
     import Darwin
 #endif
 
-/// Attacks on the connection slots (issue 18, item 14): a few clients must not be able to hold every slot
+/// Attacks on the connection slots (a denial of service): a few clients must not be able to hold every slot
 /// by trickling a body, by keeping idle connections open, or by opening many connections from one address.
 @Suite(.serialized) struct HTTPConnectionSlotTests {
     /// One byte every 100 ms never trips a 5 s stall timeout; the whole-body deadline must cut it off.

@@ -15,7 +15,7 @@ struct SplitMix64: RandomNumberGenerator {
 }
 
 /// The reference model: a "true" history (every rev's real parent and deletion flag), and the set of revs that
-/// have been merged. Its leaves and winner are computed the obvious way.
+/// have been merged. Its leaves and winner are computed the obvious way, without any of RevTree's comparisons.
 struct ReferenceHistory {
     var parent: [RevID: RevID] = [:]
     var deleted: [RevID: Bool] = [:]
@@ -26,7 +26,8 @@ struct ReferenceHistory {
             let parentRev: RevID? =
                 (index == 0 || Int.random(in: 0..<8, using: &rng) == 0)
                 ? nil : all.randomElement(using: &rng)
-            let rev = RevID(pos: (parentRev?.pos ?? 0) + 1, hash: String(index, radix: 16) + "h")
+            // Text hashes, and every third one 32 hex digits (compared as its 16 bytes, against text ones too).
+            let rev = RevID(pos: (parentRev?.pos ?? 0) + 1, hash: index % 3 == 0 ? Self.hexHash(index) : "\(index)h")
             if let parentRev { parent[rev] = parentRev }
             deleted[rev] = Int.random(in: 0..<4, using: &rng) == 0
             all.append(rev)
@@ -40,10 +41,43 @@ struct ReferenceHistory {
         return out
     }
 
+    /// 32 lowercase hex digits made from `index`.
+    static func hexHash(_ index: Int) -> String {
+        let digits = String(UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15, radix: 16)
+        let padded = String(repeating: "0", count: 16 - digits.count) + digits
+        return padded + String(padded.reversed())
+    }
+
+    /// The binary CouchDB keeps for a hash (`couch_doc:parse_revid`): 32 hex digits are their 16 bytes, anything
+    /// else is its UTF-8 text.
+    static func binary(_ hash: String) -> [UInt8] {
+        let text = Array(hash.utf8)
+        let nibbles = text.compactMap { UInt8(String(UnicodeScalar($0)), radix: 16) }
+        guard text.count == 32, nibbles.count == 32 else { return text }
+        return stride(from: 0, to: 32, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
+    }
+
+    /// CouchDB's winner rule written out: a live leaf beats a deleted one, then the higher generation wins, then
+    /// the greater hash binary, compared byte by byte as Erlang compares binaries (a proper prefix is smaller).
+    static func beats(_ a: (rev: RevID, deleted: Bool), _ b: (rev: RevID, deleted: Bool)) -> Bool {
+        if a.deleted != b.deleted { return b.deleted }
+        if a.rev.pos != b.rev.pos { return a.rev.pos > b.rev.pos }
+        let (x, y) = (binary(a.rev.hash), binary(b.rev.hash))
+        for (p, q) in zip(x, y) where p != q { return p > q }
+        return x.count > y.count
+    }
+
     func winner(of merged: Set<RevID>) -> RevID? {
         let parents = Set(merged.compactMap { parent[$0] }.filter(merged.contains))
-        let leaves = merged.subtracting(parents)
-        return leaves.max { RevTree.winsOver(($1, deleted[$1] ?? false), ($0, deleted[$0] ?? false)) }
+        var best: RevID?
+        for leaf in merged.subtracting(parents) {
+            guard let current = best else {
+                best = leaf
+                continue
+            }
+            if Self.beats((leaf, deleted[leaf] ?? false), (current, deleted[current] ?? false)) { best = leaf }
+        }
+        return best
     }
 }
 
@@ -66,10 +100,17 @@ struct ReferenceHistory {
             merged.formUnion(path)
         }
         #expect(Set(tree.nodes.map(\.rev)) == merged)
+        // A rev is linked to its parent exactly when some merged path carried the two one after the other;
+        // otherwise it is a root.
+        var carriedWithParent = Set<RevID>()
+        for path in paths { carriedWithParent.formUnion(zip(path, path.dropFirst()).map(\.0)) }
         for node in tree.nodes {
-            let expected = history.parent[node.rev].flatMap { merged.contains($0) ? $0 : nil }
-            // A parent is linked whenever some merged path carried both revs; otherwise the node is a root.
-            if let actual = tree.parent(of: node.rev) { #expect(actual == expected) }
+            if carriedWithParent.contains(node.rev) {
+                let actual = try #require(tree.parent(of: node.rev), "\(node.rev) lost the link to its parent")
+                #expect(actual == history.parent[node.rev])
+            } else {
+                #expect(tree.parent(of: node.rev) == nil, "\(node.rev) got a parent no path gave it")
+            }
         }
         let snapshot = tree
         for path in paths {

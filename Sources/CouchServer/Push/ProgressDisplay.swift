@@ -2,6 +2,9 @@ import Foundation
 
 /// Progress of a push on stderr: a bar redrawn in place on a terminal, plain lines (at most one a
 /// second) when stderr is a pipe or a file.
+///
+/// `@unchecked Sendable`: `lastLine` and `drewBar` are unguarded, but only the thread running `couchlite push`
+/// calls `show` and `message`; the replication's own thread never sees the display (push polls its `stats`).
 final class ProgressDisplay: @unchecked Sendable {
     let isTerminal: Bool
     private let started = Date()

@@ -38,11 +38,6 @@ final class ViewIndexes: Sendable {
         }
     }
 
-    /// The open index of `signature`, if any (for `_info` of an index not queried yet: nil).
-    func openIndex(_ database: Database, signature: String) -> ViewIndex? {
-        open.withLock { $0[database.name + "\u{0}" + signature] }.flatMap { $0.owner == database.uuid ? $0 : nil }
-    }
-
     /// `_view_cleanup`: closes and deletes every index of `database` whose signature is not in `keep`.
     func cleanup(_ database: Database, keep: Set<String>) {
         let folder = databaseDirectory(database.name)

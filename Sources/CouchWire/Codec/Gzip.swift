@@ -1,6 +1,6 @@
 import CZlib
 
-/// One-shot gzip (RFC 1952) over zlib. For streams use ``GzipDecoder`` and ``GzipEncoder``.
+/// One-shot gzip (RFC 1952) decoding over zlib. For streams use ``GzipDecoder``.
 public enum Gzip {
     /// Decompresses a whole gzip body.
     /// - Parameters:
@@ -13,14 +13,5 @@ public enum Gzip {
         let output = try decoder.decode(bytes)
         try decoder.finish()
         return output
-    }
-
-    /// Compresses bytes into one gzip member.
-    /// - Parameters:
-    ///   - bytes: The data.
-    ///   - level: zlib level 0 to 9, or -1 for zlib's default.
-    public static func compress(_ bytes: [UInt8], level: Int32 = -1) -> [UInt8] {
-        let encoder = GzipEncoder(level: level)
-        return encoder.encode(bytes) + encoder.finish()
     }
 }

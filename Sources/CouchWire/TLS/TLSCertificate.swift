@@ -118,6 +118,9 @@ public final class TLSCertificate: @unchecked Sendable {
 }
 
 /// A private key (OpenSSL's `EVP_PKEY`, freed with the value): RSA or EC from PEM, or a new P-256 key.
+///
+/// `@unchecked Sendable`: like a certificate, the key is never modified after it is made (it is only read: to
+/// sign, to compare, to write out as PEM), and OpenSSL's reads of an `EVP_PKEY` are thread-safe.
 public final class TLSPrivateKey: @unchecked Sendable {
     let pointer: OpaquePointer
 

@@ -12,6 +12,10 @@ import COpenSSL
 ///
 /// The stream does not own the descriptor: whoever connected or accepted it closes it (after the stream
 /// is done). Used from one thread at a time; `shutdown(2)` of the descriptor from another thread wakes it.
+///
+/// `@unchecked Sendable`: the flags and the `SSL` are touched only by the one thread using the stream at a time
+/// (the connection that owns it is handed from thread to thread, never shared); another thread only ever acts on
+/// the descriptor (`shutdown(2)`), never on this object.
 public final class TLSStream: @unchecked Sendable {
     public let descriptor: Int32
     public let context: TLSContext

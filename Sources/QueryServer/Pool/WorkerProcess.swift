@@ -4,6 +4,10 @@ import Foundation
 
 /// One running `couchlite query-server` process and the server's ends of its pipes. Used by one thread at a
 /// time (the pool hands it out); any failure kills it, and a killed worker is never used again.
+///
+/// `@unchecked Sendable` for that reason: its mutable state (the frame decoder, `isDead`, the known design
+/// documents, `calls`) is touched only by the thread the pool lent it to; the pool's idle list, behind its
+/// `Mutex`, orders one borrower's accesses before the next's, and the pool kills idle workers only under that lock.
 final class WorkerProcess: @unchecked Sendable {
     let pid: pid_t
     private let toWorker: Int32

@@ -2,6 +2,12 @@ import CouchWire
 
 /// A socket plus the bytes read past the current response head: what a pooled keep-alive
 /// connection is.
+///
+/// `@unchecked Sendable`: one thread at a time uses it. `HTTPClient` takes it out of its idle list (under the
+/// client's `Mutex`) for one request; that request's thread, then its `ClientResponse`, alone reads and writes
+/// `buffer`, `start`, `closed` and `scratch` until the response hands it back with `release` (under the same
+/// `Mutex`, which orders those accesses before the next user's). An idle connection is closed only under that
+/// lock, while nobody uses it; cancelling from another thread shuts down its socket's descriptor, never this object.
 final class ClientConnection: @unchecked Sendable {
     let socket: ClientSocket
     private var buffer: [UInt8] = []

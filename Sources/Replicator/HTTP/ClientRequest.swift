@@ -40,6 +40,9 @@ public struct ClientRequest: Sendable {
 }
 
 /// Writes a streamed request body as chunks of the chunked transfer coding, buffering small writes.
+///
+/// `@unchecked Sendable`: `HTTPClient` makes one for a request and hands it to the body's producer, which runs
+/// on the sending thread and returns before the writer is finished there; no other thread ever sees it.
 public final class BodyWriter: @unchecked Sendable {
     private let socket: ClientSocket
     private let timeout: Duration

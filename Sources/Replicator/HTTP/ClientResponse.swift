@@ -3,6 +3,9 @@ import CouchWire
 /// A response whose body is still on the wire: read it in pieces (`read(into:)`) or whole
 /// (`readAll(limit:)`). Once the body has been read to its end the connection goes back to its pool;
 /// a response dropped before that closes its connection, so the next request never reads stale bytes.
+///
+/// `@unchecked Sendable`: a response (with its framing state and its connection) is read by one thread at a time,
+/// the one that sent the request or one it handed the response to, never two at once.
 public final class ClientResponse: @unchecked Sendable {
     public let status: Int
     public let headers: HTTPHeaders

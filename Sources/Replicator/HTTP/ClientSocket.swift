@@ -9,6 +9,11 @@ import CouchWire
 /// One connected, non-blocking client socket (TCP, or one end of an in-process socket pair); every wait
 /// is a `poll` bounded by a timeout, so a silent peer is a clear `.timeout`, never a hang. After
 /// `startTLS` every byte goes through a `TLSStream` over the same descriptor.
+///
+/// `@unchecked Sendable`: it is used by one thread at a time (its `ClientConnection` is checked out of the
+/// client's pool by one request), and `tls`, its only mutable property, is set once by `startTLS` before the
+/// connection is first pooled or tracked. The one call from another thread is `shutdown()` (cancelling), which
+/// acts on the descriptor alone.
 final class ClientSocket: @unchecked Sendable {
     let descriptor: Int32
     let peer: String

@@ -43,7 +43,7 @@ final class Checkpointer: Sendable {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
         // A connection that has not yet read the file is not in WAL mode, and checkpointing it silently does
         // nothing (log and checkpointed counts of -1).
-        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.setPragma("journal_mode", "WAL")
         let progress = Progress()
         self.progress = progress
         self.connection = connection

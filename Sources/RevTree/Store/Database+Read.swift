@@ -258,8 +258,8 @@ extension Database {
         }
     }
 
-    /// Blob keys referenced by any stored revision.
-    public func referencedBlobKeys() throws -> Set<String> {
+    /// Blob keys referenced by any stored revision. Only the tests call it (`compact` returns the same set).
+    func referencedBlobKeys() throws -> Set<String> {
         try read { try Database.blobKeys($0) }
     }
 }

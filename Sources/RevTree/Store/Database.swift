@@ -231,17 +231,17 @@ final class DatabaseEngine: Sendable {
         let budget = registry?.writerCache ?? WriterCacheBudget()
         let gauge = registry?.pageCache ?? PageCacheGauge()
         let connection = try SQLiteConnection(path: path, readOnly: false, create: create)
-        try connection.execute("PRAGMA journal_mode = WAL")
-        try connection.execute("PRAGMA synchronous = FULL")
+        try connection.setPragma("journal_mode", "WAL")
+        try connection.setPragma("synchronous", "FULL", expected: "2")
         // Savepoint and statement journals (one `SAVEPOINT` per group-commit job) live in memory instead of
         // spilling to temporary files past 64 KiB; they hold at most the pages one transaction touches and are
         // never needed after a crash (the WAL is the durable record).
-        try connection.execute("PRAGMA temp_store = MEMORY")
+        try connection.setPragma("temp_store", "MEMORY", expected: "2")
         // The writer's share of the budget is set before its first group transaction (`WriteQueue`).
-        try connection.execute("PRAGMA cache_size = -\(WriterCacheBudget.minimumKiB)")
+        try connection.setPragma("cache_size", "-\(WriterCacheBudget.minimumKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
         // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
-        try connection.execute("PRAGMA synchronous = NORMAL")
+        try connection.setPragma("synchronous", "NORMAL", expected: "1")
         let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let updateSeq = statement.int(0)

@@ -34,6 +34,10 @@ final class ReaderPool: Sendable {
     }
 
     /// Runs `body` in a read transaction.
+    ///
+    /// Not `SQLiteConnection.inTransaction`: a read ends with `COMMIT` whatever `body` did (a read transaction has
+    /// nothing to roll back) and ignores a failed `COMMIT`, and a connection goes back to the pool only once its
+    /// `BEGIN` succeeded.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         slots.wait()
         defer { slots.signal() }
@@ -74,9 +78,9 @@ final class ReaderPool: Sendable {
 
     private func open() throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
-        try connection.execute("PRAGMA query_only = 1")
-        try connection.execute("PRAGMA mmap_size = \(ReaderPool.mmapBytes)")
-        try connection.execute("PRAGMA cache_size = -\(ReaderPool.cacheKiB)")
+        try connection.setPragma("query_only", "1")
+        try connection.setPragma("mmap_size", "\(ReaderPool.mmapBytes)", noAnswerAccepted: ReaderPool.mmapBytes == 0)
+        try connection.setPragma("cache_size", "-\(ReaderPool.cacheKiB)")
         return connection
     }
 }

@@ -34,10 +34,9 @@ final class SQLiteConnection: @unchecked Sendable {
         sqlite3_busy_timeout(db, 10_000)
         // Defaults for every connection; the writer and readers set their own cache sizes. No memory-mapped I/O:
         // mapped pages count in resident memory once per connection (see `ReaderPool.mmapBytes`).
-        sqlite3_exec(
-            db,
-            "PRAGMA cache_size = -\(SQLiteConnection.cacheKiB); PRAGMA mmap_size = \(SQLiteConnection.mmapBytes); "
-                + "PRAGMA journal_size_limit = \(SQLiteConnection.walSizeLimitBytes)", nil, nil, nil)
+        try setPragma("cache_size", "-\(SQLiteConnection.cacheKiB)")
+        try setPragma("mmap_size", "\(SQLiteConnection.mmapBytes)", noAnswerAccepted: SQLiteConnection.mmapBytes == 0)
+        try setPragma("journal_size_limit", "\(SQLiteConnection.walSizeLimitBytes)")
     }
 
     /// Makes this connection, if it is the file's last to close, keep the `-wal` (emptied, as a size limit is
@@ -116,6 +115,73 @@ final class SQLiteConnection: @unchecked Sendable {
         let statement = try statement(query)
         defer { sqlite3_reset(statement.handle) }
         while try statement.step() {}
+    }
+
+    /// How `inTransaction` begins: `BEGIN` (deferred: the write lock is taken at the first write) or
+    /// `BEGIN IMMEDIATE` (the write lock at once, so a busy file fails or waits at `BEGIN`, not midway).
+    enum TransactionKind {
+        case deferred, immediate
+    }
+
+    /// Runs `body` in a transaction: `BEGIN` (or `BEGIN IMMEDIATE`), `body`, `COMMIT`; returns what `body` returns.
+    ///
+    /// If `body` or the `COMMIT` throws, the transaction is rolled back and the error rethrown (a failed
+    /// `ROLLBACK` is ignored: SQLite has already rolled back after the errors that make it fail). A failed `BEGIN`
+    /// throws before `body` runs and rolls nothing back.
+    ///
+    /// Not nestable: called inside a transaction, its `BEGIN` fails ("cannot start a transaction within a
+    /// transaction") and it throws that error without running `body` and without touching the outer transaction,
+    /// which the caller can still commit, or roll back by letting the error through its own `inTransaction`.
+    @discardableResult
+    func inTransaction<T>(_ kind: TransactionKind = .deferred, _ body: () throws -> T) throws -> T {
+        try run(kind == .immediate ? .beginImmediate : .begin)
+        do {
+            let result = try body()
+            try run(.commit)
+            return result
+        } catch {
+            try? run(.rollback)
+            throw error
+        }
+    }
+
+    /// Sets `PRAGMA name = value` and checks that SQLite took it: the value the pragma answers (`journal_mode`,
+    /// `mmap_size`, …), or else the one it reads back afterwards, must equal `expected` (default `value`),
+    /// compared without regard to case. A pragma SQLite does not know answers nothing and fails the check too,
+    /// unless `noAnswerAccepted`: for `mmap_size = 0`, which answers nothing where the file has no memory mapping
+    /// to turn off (an in-memory database), the state it asks for.
+    /// - Throws: `SQLiteError` if the statement fails or the pragma holds anything else (`journal_mode = WAL`
+    ///   answers `memory` for an in-memory database, for instance).
+    func setPragma(_ name: String, _ value: String, expected: String? = nil, noAnswerAccepted: Bool = false) throws {
+        let set = "PRAGMA \(name) = \(value)"
+        let expected = expected ?? value
+        let actual = try oneShotText(set) ?? oneShotText("PRAGMA \(name)")
+        if actual == nil && noAnswerAccepted { return }
+        guard let actual, actual.lowercased() == expected.lowercased() else {
+            throw SQLiteError(
+                code: SQLITE_ERROR,
+                message: "PRAGMA \(name) is \(actual ?? "nothing") after setting it, not \(expected)",
+                sql: set)
+        }
+    }
+
+    /// Runs `sql` as an uncached statement and returns the first column of its first row as text (nil if no row):
+    /// for one-off statements such as pragmas, which would otherwise stay in the statement cache for good.
+    private func oneShotText(_ sql: String) throws -> String? {
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
+        guard rc == SQLITE_OK else { throw error(rc, sql: sql) }
+        guard let raw else { return nil }  // only whitespace or a comment: no statement
+        defer { sqlite3_finalize(raw) }
+        var answer: String?
+        while true {
+            switch sqlite3_step(raw) {
+            case SQLITE_ROW:
+                if answer == nil, let text = sqlite3_column_text(raw, 0) { answer = String(cString: text) }
+            case SQLITE_DONE: return answer
+            case let code: throw error(code, sql: sql)
+            }
+        }
     }
 
     /// Runs `sql` with `bindings`, returning the first column of the first row as an integer (nil if no row).

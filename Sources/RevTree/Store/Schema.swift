@@ -130,30 +130,19 @@ enum Schema {
             throw StoreError.internalError("database file has schema version \(version), newer than \(latest)")
         }
         if version == 0 {
-            try transaction(connection) {
+            try connection.inTransaction(.immediate) {
                 try connection.execute(current)
                 try connection.run("INSERT INTO db_meta (id, uuid) VALUES (1, ?)", [.text(uuid)])
-                try connection.execute("PRAGMA user_version = \(latest)")
+                try connection.setPragma("user_version", "\(latest)")
             }
             return
         }
         while version < latest {
-            try transaction(connection) {
+            try connection.inTransaction(.immediate) {
                 try upgrade(from: version, connection)
-                try connection.execute("PRAGMA user_version = \(version + 1)")
+                try connection.setPragma("user_version", "\(version + 1)")
             }
             version += 1
-        }
-    }
-
-    private static func transaction(_ connection: SQLiteConnection, _ body: () throws -> Void) throws {
-        try connection.execute("BEGIN IMMEDIATE")
-        do {
-            try body()
-            try connection.execute("COMMIT")
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
         }
     }
 

@@ -54,7 +54,8 @@ final class WriteQueue: Sendable {
     /// The writer's page cache: its size follows the writer's part of the budget, set before a group transaction
     /// when the part changed (lowering `cache_size` frees the pages over the new size at once). After each commit
     /// the writer reports its file's pages to the budget and what its cache holds to the gauge. Used by the writer
-    /// thread alone, and by `init` and `close` before and after that thread runs.
+    /// thread alone, and by `init` and `close` before and after that thread runs, which is why `@unchecked Sendable`
+    /// is safe: no two threads ever touch it at once.
     private final class WriterCache: @unchecked Sendable {
         let budget: WriterCacheBudget
         let gauge: PageCacheGauge
@@ -70,7 +71,7 @@ final class WriteQueue: Sendable {
 
         func apply(to connection: SQLiteConnection) {
             let kib = budget.share(ofPages: pages)
-            guard kib != applied, (try? connection.execute("PRAGMA cache_size = -\(kib)")) != nil else { return }
+            guard kib != applied, (try? connection.setPragma("cache_size", "-\(kib)")) != nil else { return }
             applied = kib
         }
 
@@ -163,36 +164,34 @@ final class WriteQueue: Sendable {
         _ jobs: [Job], _ connection: SQLiteConnection,
         _ afterCommit: (SQLiteConnection) -> (@Sendable () -> Void)?, _ syncer: BatchWorker<Committed>
     ) {
+        // A failed BEGIN or COMMIT fails every job; a job's own failure only rolls back its savepoint, so the body
+        // never throws.
         do {
-            try connection.run(.beginImmediate)
-        } catch {
-            for job in jobs { job.ticket.finish(error) }
-            return
-        }
-        for job in jobs {
-            do {
-                try connection.run(.savepoint)
-                do {
-                    try job.body(connection)
-                    try connection.run(.release)
-                } catch {
-                    job.ticket.error = error
-                    try connection.run(.rollbackToSavepoint)
-                    try connection.run(.release)
+            try connection.inTransaction(.immediate) {
+                for job in jobs {
+                    do {
+                        try connection.run(.savepoint)
+                        do {
+                            try job.body(connection)
+                            try connection.run(.release)
+                        } catch {
+                            job.ticket.error = error
+                            try connection.run(.rollbackToSavepoint)
+                            try connection.run(.release)
+                        }
+                    } catch {
+                        job.ticket.error = error
+                    }
                 }
-            } catch {
-                job.ticket.error = error
             }
-        }
-        do {
-            try connection.run(.commit)
         } catch {
-            try? connection.run(.rollback)
             for job in jobs { job.ticket.finish(error) }
             return
         }
         let publish = afterCommit(connection)
         if jobs.contains(where: \.checkpointAfter) {
+            // Best effort, its answer (busy, WAL frames, frames copied) unread: a reader still on old frames only
+            // leaves the WAL to the checkpointer's later passes; the committed compaction is complete either way.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
         let tickets = jobs.map(\.ticket)

@@ -23,7 +23,8 @@ public struct RevTree: Sendable, CustomStringConvertible {
         public var isLeaf: Bool { childCount == 0 }
     }
 
-    /// All nodes; parents always precede nothing in particular — use `parent` indices, not positions.
+    /// All nodes, in no particular order: a parent may come after its children (a merge appends an ancestor it
+    /// learns later), so follow `parent` indices, never positions in the array.
     public private(set) var nodes: [Node] = []
     /// Rev → index, kept only above `indexedTreeSize` nodes; smaller trees (nearly every document) are scanned,
     /// which is cheaper than hashing rev strings into a dictionary.

@@ -129,19 +129,19 @@ public final class ViewIndexFile: Sendable {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
-        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.setPragma("journal_mode", "WAL")
         // An index can always be rebuilt from its database: commits need not wait for the disk.
-        try connection.execute("PRAGMA synchronous = OFF")
-        try connection.execute("PRAGMA temp_store = MEMORY")
-        try connection.execute("PRAGMA cache_size = -8192")
+        try connection.setPragma("synchronous", "OFF", expected: "0")
+        try connection.setPragma("temp_store", "MEMORY", expected: "2")
+        try connection.setPragma("cache_size", "-8192")
         if try connection.scalarInt("PRAGMA user_version") != ViewIndexFile.formatVersion {
-            try connection.execute("BEGIN IMMEDIATE")
-            try connection.execute(
-                "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS view_counts; DROP TABLE IF EXISTS meta; "
-                    + "DROP TABLE IF EXISTS chunks")
-            try connection.execute(ViewIndexFile.schema)
-            try connection.execute("PRAGMA user_version = \(ViewIndexFile.formatVersion)")
-            try connection.execute("COMMIT")
+            try connection.inTransaction(.immediate) {
+                try connection.execute(
+                    "DROP TABLE IF EXISTS rows; DROP TABLE IF EXISTS view_counts; DROP TABLE IF EXISTS meta; "
+                        + "DROP TABLE IF EXISTS chunks")
+                try connection.execute(ViewIndexFile.schema)
+                try connection.setPragma("user_version", "\(ViewIndexFile.formatVersion)")
+            }
         }
         try connection.execute(ViewIndexFile.schema)
         let stored = try connection.prepare(
@@ -152,11 +152,12 @@ public final class ViewIndexFile: Sendable {
             stored.reset()
         } else {
             stored.reset()
-            try connection.execute("BEGIN IMMEDIATE")
-            try connection.execute("DELETE FROM rows; DELETE FROM view_counts; DELETE FROM meta; DELETE FROM chunks")
-            try connection.run(
-                "INSERT INTO meta (id, owner, update_seq, purge_seq) VALUES (1, ?, 0, 0)", [.text(owner)])
-            try connection.execute("COMMIT")
+            try connection.inTransaction(.immediate) {
+                try connection.execute(
+                    "DELETE FROM rows; DELETE FROM view_counts; DELETE FROM meta; DELETE FROM chunks")
+                try connection.run(
+                    "INSERT INTO meta (id, owner, update_seq, purge_seq) VALUES (1, ?, 0, 0)", [.text(owner)])
+            }
         }
         writer = Mutex(connection)
         state = Mutex((seqs.0, seqs.1, seqs.2, false))
@@ -182,8 +183,7 @@ public final class ViewIndexFile: Sendable {
     ) throws {
         let maintain = chunks != nil && chunksValid
         try writer.withLock { connection in
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
+            try connection.inTransaction(.immediate) {
                 var counts: [Int: Int] = [:]
                 var changed = ChangedRows()
                 let removed = try connection.prepare("SELECT view, sortkey, n FROM rows WHERE docid = ?")
@@ -233,10 +233,6 @@ public final class ViewIndexFile: Sendable {
                     try connection.run("UPDATE meta SET chunks_valid = 0 WHERE id = 1")
                 }
                 try connection.run("UPDATE meta SET update_seq = ? WHERE id = 1", [.int(seq)])
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
             }
         }
         state.withLock {
@@ -248,15 +244,7 @@ public final class ViewIndexFile: Sendable {
     /// Runs `body` in a write transaction on the writer connection, then sets `chunksValid` to what it returns.
     func write(_ body: (SQLiteConnection) throws -> Bool) throws {
         let valid = try writer.withLock { connection in
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
-                let valid = try body(connection)
-                try connection.execute("COMMIT")
-                return valid
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
+            try connection.inTransaction(.immediate) { try body(connection) }
         }
         state.withLock { $0.chunksValid = valid }
     }
@@ -363,6 +351,9 @@ public final class ViewIndexFile: Sendable {
     }
 
     /// Runs `body` in a read transaction on a connection nobody else uses.
+    ///
+    /// Not `inTransaction`: a read ends with `COMMIT` whatever `body` did (a read transaction has nothing to roll
+    /// back) and ignores a failed `COMMIT`, and a connection goes back to the pool only once its `BEGIN` succeeded.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         guard !state.withLock({ $0.closed }) else { throw StoreError.dbNotFound }
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
@@ -378,7 +369,7 @@ public final class ViewIndexFile: Sendable {
 
     private func openReader() throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
-        try connection.execute("PRAGMA query_only = 1")
+        try connection.setPragma("query_only", "1")
         return connection
     }
 }

@@ -1,10 +1,24 @@
 import CZlib
+import CouchWire
 
-/// Streaming gzip encoder, for compressing attachments (CouchDB gzips compressible types on
-/// write) and responses.
+// The server only decodes gzip (request bodies, attachments sent compressed); making gzip is for the tests and
+// the fuzz targets, which build this same file into their harness (fuzz/run.sh).
+
+extension Gzip {
+    /// Compresses bytes into one gzip member.
+    /// - Parameters:
+    ///   - bytes: The data.
+    ///   - level: zlib level 0 to 9, or -1 for zlib's default.
+    static func compress(_ bytes: [UInt8], level: Int32 = -1) -> [UInt8] {
+        let encoder = GzipEncoder(level: level)
+        return encoder.encode(bytes) + encoder.finish()
+    }
+}
+
+/// Streaming gzip encoder.
 ///
 /// Not thread-safe: one encoder belongs to one stream.
-public final class GzipEncoder {
+final class GzipEncoder {
     /// Output collected per `deflate` call, in bytes (64 KiB).
     static let stepSize = 64 * 1024
 
@@ -12,14 +26,13 @@ public final class GzipEncoder {
     private let stream: UnsafeMutablePointer<z_stream>
     private var finished = false
     /// The step buffer `deflate` writes into, allocated at the first call and kept: a fresh zero-filled 64 KiB
-    /// array per `encode` and `finish` made every small piece (a response encoded as it is written; the gzip fuzz
-    /// target's round trip) cost a 64 KiB allocation and memset (most of the memset that was a fifth of that
-    /// target's CPU).
+    /// array per `encode` and `finish` made every small piece (the gzip fuzz target's round trip) cost a 64 KiB
+    /// allocation and memset (most of the memset that was a fifth of that target's CPU).
     private var scratch: UnsafeMutableRawBufferPointer?
 
     /// Creates an encoder.
     /// - Parameter level: zlib level 0 to 9, or -1 for zlib's default (6). CouchDB uses 8.
-    public init(level: Int32 = -1) {
+    init(level: Int32 = -1) {
         precondition((-1...9).contains(level), "zlib levels are -1...9")
         stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())
@@ -39,7 +52,7 @@ public final class GzipEncoder {
     }
 
     /// Compresses the next bytes; returns whatever output zlib releases (often none).
-    public func encode(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+    func encode(_ input: UnsafeRawBufferPointer) -> [UInt8] {
         precondition(!finished, "encode after finish")
         guard let base = input.baseAddress, input.count > 0 else { return [] }
         var output: [UInt8] = []
@@ -56,12 +69,12 @@ public final class GzipEncoder {
     }
 
     /// Compresses the next bytes.
-    public func encode(_ input: [UInt8]) -> [UInt8] {
+    func encode(_ input: [UInt8]) -> [UInt8] {
         input.withUnsafeBytes { encode($0) }
     }
 
     /// Ends the stream; returns the remaining output including the gzip trailer.
-    public func finish() -> [UInt8] {
+    func finish() -> [UInt8] {
         precondition(!finished, "finish called twice")
         finished = true
         var output: [UInt8] = []
