@@ -6,7 +6,7 @@ import CouchWire
 /// `"Kate"` equals `"\u{212A}ate"` (KELVIN SIGN) and `"josé"` in NFC equals it in NFD. User documents,
 /// logins and `_security` lists are keyed by bytes (CouchDB compares Erlang binaries), so a name that
 /// merely *looks* equal is another person: comparing those as `String`s let a look-alike twin take
-/// over the victim's databases and `_users` document (issue 18, item 1).
+/// over the victim's databases and `_users` document.
 ///
 /// couchlite neither normalises nor refuses non-normalised names (CouchDB accepts them and so must a
 /// server it replicates with); it only ever compares them by bytes, here. Names in `UserContext`,

@@ -60,6 +60,8 @@ final class LoginFlights: Sendable {
 }
 
 /// One verification in progress; requests bringing the same credentials meanwhile wait for its answer.
+///
+/// `@unchecked Sendable`: `turn` is immutable and `succeeded` is read and written only with `condition` held.
 final class LoginFlight: @unchecked Sendable {
     /// When the leading request's throttle turn comes (nil: it was refused and verifies nothing).
     let turn: ContinuousClock.Instant?

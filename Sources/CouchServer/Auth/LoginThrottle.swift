@@ -2,7 +2,8 @@ import CouchWire
 import Foundation
 import Synchronization
 
-/// Slows down password guessing (issue 18, item 8) without locking the real user out.
+/// Slows down password guessing (a client may otherwise try names and passwords at any rate) without locking the real
+/// user out.
 ///
 /// Every login attempt (Basic or `POST /_session`) takes a turn on two keys: its client and name,
 /// and its client alone. The first `AuthLimits.freeFailures` failures on a (client, name) key (and

@@ -31,7 +31,8 @@ final class ServerProcess: Sendable {
     /// - Parameter extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
     init(options: Options, log: Logger, extraHosts: [String] = []) throws {
         // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
-        // and their temporary files, security objects) is owner-only from its creation (issue 18).
+        // and their temporary files, security objects) is owner-only from its creation: they hold password hashes,
+        // admin credentials and every user's documents.
         umask(0o077)
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.

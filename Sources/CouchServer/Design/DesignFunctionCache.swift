@@ -7,6 +7,8 @@ import Synchronization
 /// database's design documents (`Database.designGeneration`), so a write to a database without validation
 /// functions costs one lock and one atomic load, never a read or a worker call.
 final class DesignFunctionCache: Sendable {
+    /// `@unchecked Sendable`: a `weak` reference is not `Sendable` to the compiler, but an entry is immutable once
+    /// made and only ever read or replaced whole under the cache's mutex.
     private struct Entry: @unchecked Sendable {
         weak var database: Database?
         let generation: Int

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Files and directories only the server's user may read, from the moment they exist (issue 18,
-/// item 12): the `_users` database holds every password hash, `admins.json` the admins' and
+/// Files and directories only the server's user may read, from the moment they exist, whatever the umask: the
+/// `_users` database holds every password hash, `admins.json` the admins' and
 /// `auth-secret` the key that signs session cookies.
 ///
 /// The server also sets its umask to `077` at start (`ServerProcess`), so whatever SQLite, the blob
