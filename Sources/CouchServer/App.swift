@@ -42,6 +42,10 @@ final class App: Sendable {
     let router = Router(App.routeTable)
     /// Decides from a request's route whether its user may make it.
     let authorizer: RequestAuthorizer
+    /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
+    let databases: DatabaseHandlers
+    /// `/_session`: cookie login and logout.
+    let sessions: SessionHandlers
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
     let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -66,6 +70,10 @@ final class App: Sendable {
                 maxWorkers: options.jsWorkers, timeout: .milliseconds(options.jsTimeoutMilliseconds), limits: limits)
         ) { message in log.info("design function log", ["message": message]) }
         views = ViewIndexes(directory: options.dataDir + "/views", engine: QueryServerViewEngine(server: queryServer))
+        databases = DatabaseHandlers(
+            store: store, blobRegistry: blobRegistry, security: access.security, views: views,
+            compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
+        sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
