@@ -49,6 +49,10 @@ final class App: Sendable {
     let router = Router(App.routeTable)
     /// Decides from a request's route whether its user may make it.
     let authorizer: RequestAuthorizer
+    /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
+    let databases: DatabaseHandlers
+    /// `/_session`: cookie login and logout.
+    let sessions: SessionHandlers
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
     let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -86,6 +90,10 @@ final class App: Sendable {
         gallery = GalleryHandlers(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry,
             state: GalleryState(dataDir: options.dataDir))
+        databases = DatabaseHandlers(
+            store: store, blobRegistry: blobRegistry, security: access.security, views: views,
+            compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
+        sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()

@@ -2,8 +2,8 @@ import CouchWire
 import Foundation
 import RevTree
 
-/// Authentication before routing, CORS and error headers, and `_security` (who may use which route is the route
-/// table's, decided by `RequestAuthorizer`).
+/// Authentication before routing, CORS and error headers (who may use which route is the route table's, decided by
+/// `RequestAuthorizer`).
 extension App {
     /// Runs before routing: answers CORS preflights and authenticates.
     /// - Returns: The user the request speaks for; nil when the request has been answered already (a preflight).
@@ -51,33 +51,6 @@ extension App {
         guard docID.hasBytePrefix("_design/") else { return }
         guard isDatabaseAdmin(database.name, user) else {
             throw RequestAuthorizer.securityError(user, "You are not a db or server admin.")
-        }
-    }
-
-    // MARK: _security
-
-    /// `GET/PUT /db/_security`.
-    func securityObject(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        switch request.method {
-        case "GET", "HEAD":
-            try reply.json(200, .object(access.security.security(of: database.name).json))
-        case "PUT":
-            // CouchDB's `[couchdb] users_db_security_editable`, off by default.
-            if database.name == App.usersDatabase && !options.usersDBSecurityEditable {
-                throw CouchError.forbidden("You can't edit the security object of the user database.")
-            }
-            let user = request.user
-            guard isDatabaseAdmin(database.name, user) else {
-                throw RequestAuthorizer.securityError(user, "You are not a db or server admin.")
-            }
-            if let type = request.contentType, type != "application/json" {
-                throw CouchError.badContentType("Content-Type must be application/json")
-            }
-            let object = try SecurityObject(request.jsonBody(limit: Limits.smallRequestBytes))
-            try access.security.setSecurity(object, of: database.name)
-            try reply.json(200, ["ok": true])
-        default:
-            throw CouchError.methodNotAllowed("GET,HEAD,PUT")
         }
     }
 }

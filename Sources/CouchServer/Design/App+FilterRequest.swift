@@ -9,7 +9,7 @@ extension App {
     /// without one), `peer`, `form`, `cookie`, `userCtx` and `secObj`.
     func filterRequest(_ database: Database, _ request: Request, body: JSONObject?) throws -> JSON {
         var req = JSONObject()
-        req["info"] = try databaseInfo(database)
+        req["info"] = try DatabaseInfo.json(of: database, compactions: compactions)
         req["uuid"] = .string(Secrets.randomBytes(16).hexString)
         req["id"] = .null
         req["method"] = .string(request.method)

@@ -27,7 +27,7 @@ struct ReceiveOptions: Sendable {
             help: "drop database (created if missing), default photodrop"
         ) { o, v throws(OptionsError) in
             do {
-                try App.validateDatabaseName(v)
+                try DatabaseHandlers.validateDatabaseName(v)
             } catch {
                 throw OptionsError("--db: '\(v)' is not a valid database name")
             }

@@ -20,10 +20,11 @@ extension App {
             Route(read, "/_up", .anyone) { app, c in try app.up(c.request, c.reply) },
             Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.allDatabases(c.request, c.reply) },
             Route(read, "/_uuids", .anyone) { app, c in try app.uuids(c.request, c.reply) },
-            Route(
-                read + [.POST, .DELETE], "/_session", .anyone, drop: .open, body: .small,
-                notAllowedReason: "GET,HEAD,POST,DELETE"
-            ) { app, c in try app.sessionEndpoint(c.request, c.reply) },
+            Route(read, "/_session", .anyone, drop: .open, body: .small, notAllowedReason: "GET,HEAD,POST,DELETE") {
+                app, c in try app.sessions.session(c)
+            },
+            Route([.POST], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logIn(c) },
+            Route([.DELETE], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logOut(c) },
             Route([.POST], "/_replicate", .serverAdmin, body: .small) { app, c in
                 try app.replicate(c.request, c.reply)
             },
@@ -80,35 +81,34 @@ extension App {
 
             // MARK: Databases
             Route(read, "/{db}", .usersMember, drop: .ownDatabase, onlyIn: users) { app, c in
-                try app.getDatabase(c)
+                try app.databases.info(c)
             },
             Route([.POST], "/{db}", .usersMember, body: .document, onlyIn: users) { app, c in
                 try app.users.create(c)
             },
-            Route([.DELETE], "/{db}", .serverAdmin) { app, c in try app.deleteDatabase(c) },
-            Route(read, "/{db}", .member, drop: .ownDatabase) { app, c in try app.getDatabase(c) },
+            Route([.DELETE], "/{db}", .serverAdmin) { app, c in try app.databases.delete(c) },
+            Route(read, "/{db}", .member, drop: .ownDatabase) { app, c in try app.databases.info(c) },
             Route([.POST], "/{db}", .member, body: .document) { app, c in try app.documents.post(c) },
-            Route([.PUT], "/{db}", .serverAdmin, drop: .exists) { app, c in try app.createDatabase(c) },
+            Route([.PUT], "/{db}", .serverAdmin, drop: .exists) { app, c in try app.databases.create(c) },
             Route([.POST], "/{db}/_ensure_full_commit", .member, drop: .ownDatabase) { app, c in
-                try app.ensureFullCommit(c.database(), c.request, c.reply)
+                try app.databases.ensureFullCommit(c)
             },
-            Route([.GET, .HEAD], "/{db}/_revs_limit", .member) { app, c in
-                try app.revsLimit(c.database(), c.request, c.reply)
-            },
+            Route([.GET, .HEAD], "/{db}/_revs_limit", .member) { app, c in try app.databases.revsLimit(c) },
             Route([.PUT], "/{db}/_revs_limit", .databaseAdmin, body: .small) { app, c in
-                try app.revsLimit(c.database(), c.request, c.reply)
+                try app.databases.setRevsLimit(c)
             },
             Route([.POST], "/{db}/_compact", .maintenanceAdmin, body: .small) { app, c in
-                try app.compact(c.database(), design: nil, c.request, c.reply)
+                try app.databases.compact(c)
             },
             Route([.POST], "/{db}/_compact/{design}", .maintenanceAdmin, body: .small) { app, c in
-                try app.compact(c.database(), design: c.parameter("design"), c.request, c.reply)
+                try app.databases.compactDesign(c)
             },
             Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
                 try app.viewCleanup(c.database(), c.request, c.reply)
             },
-            Route(read + [.PUT], "/{db}/_security", .member, body: .small) { app, c in
-                try app.securityObject(c.database(), c.request, c.reply)
+            Route(read, "/{db}/_security", .member, body: .small) { app, c in try app.databases.securityObject(c) },
+            Route([.PUT], "/{db}/_security", .member, body: .small) { app, c in
+                try app.databases.setSecurityObject(c)
             },
             Route(every, "/{db}/_temp_view", .member) { _, _ in
                 throw CouchError.gone("Temporary views are not supported in CouchDB")

@@ -157,20 +157,3 @@ extension BlobRegistry {
         }
     }
 }
-
-extension App {
-    /// `POST /db/_compact`'s work: drops non-leaf bodies and attachment rows, then deletes every
-    /// blob no revision references, sparing blobs written since shortly before compaction began.
-    /// - Returns: How many blobs were removed.
-    @discardableResult
-    func compactWithBlobs(_ database: Database) throws -> Int {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let keep = try database.compact()
-        let store = try blobRegistry.store(for: database)
-        return try blobRegistry.sweepGate.exclusive {
-            let grace = (clock.now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
-            return try store.removeAll(except: keep, minimumAge: grace)
-        }
-    }
-}

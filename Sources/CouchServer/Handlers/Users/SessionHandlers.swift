@@ -4,28 +4,42 @@ import Foundation
 /// `GET/POST/DELETE /_session`: cookie login and logout (couch_httpd_auth's
 /// `handle_session_req`). The CouchDB replicator logs in here with a form before replicating
 /// (protocol.md §1a row 0), so a 200 always sets `AuthSession`.
-extension App {
-    func sessionEndpoint(_ request: Request, _ reply: Reply) throws {
-        switch request.method {
-        case "POST": try logIn(request, reply)
-        case "GET", "HEAD":
-            let user = request.user
-            if user.name == nil, request.query["basic"] == "true" { throw CouchError.unauthorized("Please login.") }
-            var info = JSONObject([("authentication_handlers", ["cookie", "default"])])
-            if let handler = user.handler { info["authenticated"] = .string(handler) }
-            info["authentication_db"] = .string(App.usersDatabase)
-            try reply.json(200, ["ok": true, "userCtx": user.json, "info": .object(info)])
-        case "DELETE":
-            var headers = HTTPHeaders()
-            headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
-            let status = try addRedirect(request.query["next"], request, &headers)
-            try reply.json(status, ["ok": true], headers: headers)
-        default:
-            throw CouchError.methodNotAllowed("GET,HEAD,POST,DELETE")
-        }
+struct SessionHandlers: Sendable {
+    /// Checks the password (through its login throttle) and signs the cookie.
+    let authenticator: Authenticator
+    /// The `Host` a `next`/`fail` redirect names when the request's own is missing or unusable: the address
+    /// listened on, with the port of plain HTTP and of TLS.
+    let fallbackHost: String
+    let fallbackSecureHost: String
+
+    init(authenticator: Authenticator, options: Options) {
+        self.authenticator = authenticator
+        fallbackHost = "\(options.bind):\(options.port ?? options.tlsPort)"
+        fallbackSecureHost = "\(options.bind):\(options.tlsPort)"
     }
 
-    private func logIn(_ request: Request, _ reply: Reply) throws {
+    /// `GET /_session`: who the request speaks for.
+    func session(_ c: RequestContext) throws {
+        let user = c.user
+        if user.name == nil, c.query["basic"] == "true" { throw CouchError.unauthorized("Please login.") }
+        var info = JSONObject([("authentication_handlers", ["cookie", "default"])])
+        if let handler = user.handler { info["authenticated"] = .string(handler) }
+        info["authentication_db"] = .string(App.usersDatabase)
+        try c.reply.json(200, ["ok": true, "userCtx": user.json, "info": .object(info)])
+    }
+
+    /// `DELETE /_session`: clears the cookie.
+    func logOut(_ c: RequestContext) throws {
+        let request = c.request
+        var headers = HTTPHeaders()
+        headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
+        let status = try addRedirect(request.query["next"], request, &headers)
+        try c.reply.json(status, ["ok": true], headers: headers)
+    }
+
+    /// `POST /_session`: checks a name and password and sets the cookie.
+    func logIn(_ c: RequestContext) throws {
+        let request = c.request
         let form = try loginForm(request)
         let couchName = form["name"]
         let altName = form["username"]
@@ -38,7 +52,6 @@ extension App {
             name = a
         }
         let password = Array((form["password"] ?? "").utf8)
-        let authenticator = access.authenticator
         var headers = HTTPHeaders()
         guard name.utf8.count <= AuthLimits.credentialBytes, password.count <= AuthLimits.credentialBytes,
             let account = authenticator.login(
@@ -48,14 +61,14 @@ extension App {
             let redirected = try addRedirect(request.query["fail"], request, &headers)
             let status = redirected == 302 ? 302 : 401
             let error = CouchError.unauthorized("Name or password is incorrect.")
-            return try reply.json(status, error.json, headers: headers)
+            return try c.reply.json(status, error.json, headers: headers)
         }
         headers.add(
             "Set-Cookie",
             SessionCookie.header(
                 authenticator.newCookie(for: account), now: Authenticator.now, secure: request.head.isSecure))
         let status = try addRedirect(request.query["next"], request, &headers)
-        try reply.json(
+        try c.reply.json(
             status,
             ["ok": true, "name": .string(account.name.text), "roles": .array(account.roles.map { .string($0.text) })],
             headers: headers)
@@ -99,7 +112,7 @@ extension App {
             throw CouchError.badRequest("Redirect target must be a path on this server")
         }
         let secure = request.head.isSecure
-        let fallback = "\(options.bind):\((secure ? options.tlsPort : options.port) ?? options.tlsPort)"
+        let fallback = secure ? fallbackSecureHost : fallbackHost
         var host = request.head.headers["Host"] ?? fallback
         if !host.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "@") }) {
             host = fallback

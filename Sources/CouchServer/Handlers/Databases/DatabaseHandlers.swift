@@ -1,0 +1,172 @@
+import CouchWire
+import Foundation
+import RevTree
+
+/// Database-level endpoints: create, info, delete, `_security`, and the small maintenance calls replicators make.
+struct DatabaseHandlers: Sendable {
+    let store: Store
+    let blobRegistry: BlobRegistry
+    let security: SecurityStore
+    /// Dropped with their database.
+    let views: ViewIndexes
+    let compactions: Compactions
+    let log: Logger
+    /// CouchDB's `[couchdb] users_db_security_editable`, off by default.
+    let usersDBSecurityEditable: Bool
+
+    /// `GET /db`.
+    func info(_ c: RequestContext) throws {
+        try c.reply.json(200, try DatabaseInfo.json(of: store.existing(c.databaseName()), compactions: compactions))
+    }
+
+    /// `PUT /db`. A created database starts from the default `_security`.
+    func create(_ c: RequestContext) throws {
+        let name = try c.databaseName()
+        try DatabaseHandlers.validateShardParameters(c.query)
+        try DatabaseHandlers.validateDatabaseName(name)
+        do {
+            // Blobs a crashed earlier incarnation of this name left behind are not ours; they go
+            // before the database is visible, so no request can store a blob that is then removed.
+            _ = try store.create(name) { try? blobRegistry.destroy(name) }
+        } catch {
+            throw CouchError(error)
+        }
+        security.reset(name)
+        var headers = HTTPHeaders()
+        headers.set("Location", "/" + PercentEncoding.segment(name))
+        try c.reply.json(201, ["ok": true], headers: headers)
+    }
+
+    /// `DELETE /db`: its `_security` goes back to the default and its indexes go with it (a new database of the same
+    /// name has another uuid anyway).
+    func delete(_ c: RequestContext) throws {
+        let name = try c.databaseName()
+        do {
+            try store.delete(name)
+        } catch {
+            throw CouchError(error)
+        }
+        try blobRegistry.destroy(name)
+        security.reset(name)
+        views.drop(name)
+        try c.reply.json(200, ["ok": true])
+    }
+
+    /// `q` and `n` (shard count and replicas) mean nothing to a single-file database, so they are
+    /// ignored, but a value CouchDB would refuse is refused as it does (chttpd_db:parse_shards_opt).
+    static func validateShardParameters(_ query: QueryParameters) throws(CouchError) {
+        for name in ["q", "n"] {
+            if let value = query[name], (Int(value) ?? 0) <= 0 {
+                throw .badRequest("The `\(name)` value should be a positive integer.")
+            }
+        }
+    }
+
+    /// CouchDB's rule: `^[a-z][a-z0-9_$()+/-]*$`, plus the system databases.
+    static func validateDatabaseName(_ name: String) throws(CouchError) {
+        if App.systemDatabases.contains(name) { return }
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),
+            bytes.count <= Limits.databaseNameBytes
+        else {
+            throw .illegalDatabaseName(name)
+        }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+/-".utf8)
+        guard bytes.allSatisfy({ allowed.contains($0) }) else { throw .illegalDatabaseName(name) }
+    }
+
+    // MARK: Maintenance
+
+    /// `POST /db/_ensure_full_commit`: every acknowledged write is already durable.
+    func ensureFullCommit(_ c: RequestContext) throws {
+        try c.reply.json(201, ["ok": true, "instance_start_time": "0"])
+    }
+
+    /// `GET /db/_revs_limit`.
+    func revsLimit(_ c: RequestContext) throws {
+        try c.reply.json(200, .number(JSONNumber(c.database().revsLimit)))
+    }
+
+    /// `PUT /db/_revs_limit`.
+    func setRevsLimit(_ c: RequestContext) throws {
+        let database = try c.database()
+        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
+            throw CouchError.badRequest("`revs_limit` must be a positive integer")
+        }
+        try database.setRevsLimit(limit)
+        try c.reply.json(200, ["ok": true])
+    }
+
+    /// `POST /db/_compact`: runs compaction in the background and answers 202 at once; `compact_running` is
+    /// true until its effects (ancestor bodies dropped, unreferenced blobs swept) are complete.
+    func compact(_ c: RequestContext) throws {
+        let database = try c.database()
+        try DatabaseHandlers.requireJSONContent(c.request)
+        let name = database.name
+        compactions.begin(name)
+        Thread.detachNewThread { [self] in
+            defer { compactions.end(name) }
+            do {
+                try compactWithBlobs(database)
+            } catch {
+                log.error("compaction failed", ["db.name": database.name, "error": String(describing: error)])
+            }
+        }
+        try c.reply.json(202, ["ok": true])
+    }
+
+    /// `POST /db/_compact/ddoc` compacts a design document's view indexes, of which couchlite keeps none: 202 when
+    /// the design document exists, else 404 as CouchDB.
+    func compactDesign(_ c: RequestContext) throws {
+        let database = try c.database()
+        let design = try c.parameter("design")
+        try DatabaseHandlers.requireJSONContent(c.request)
+        let ddocID = "_design/" + design
+        guard let ddoc = try database.document(ddocID), !ddoc.deleted else { throw CouchError.notFound("missing") }
+        try c.reply.json(202, ["ok": true])
+    }
+
+    private static func requireJSONContent(_ request: Request) throws(CouchError) {
+        if let type = request.contentType, type != "application/json" {
+            throw .badContentType("Content-Type must be application/json")
+        }
+    }
+
+    /// `POST /db/_compact`'s work: drops non-leaf bodies and attachment rows, then deletes every
+    /// blob no revision references, sparing blobs written since shortly before compaction began.
+    /// - Returns: How many blobs were removed.
+    @discardableResult
+    private func compactWithBlobs(_ database: Database) throws -> Int {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let keep = try database.compact()
+        let store = try blobRegistry.store(for: database.name)
+        return try blobRegistry.sweepGate.exclusive {
+            let grace = (clock.now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
+            return try store.removeAll(except: keep, minimumAge: grace)
+        }
+    }
+
+    // MARK: _security
+
+    /// `GET /db/_security`.
+    func securityObject(_ c: RequestContext) throws {
+        try c.reply.json(200, .object(security.security(of: c.database().name).json))
+    }
+
+    /// `PUT /db/_security`: the database's admins only; `_users`' only when `users_db_security_editable` is on.
+    func setSecurityObject(_ c: RequestContext) throws {
+        let database = try c.database()
+        if database.name == App.usersDatabase && !usersDBSecurityEditable {
+            throw CouchError.forbidden("You can't edit the security object of the user database.")
+        }
+        let user = c.user
+        guard security.security(of: database.name).isAdmin(user) else {
+            throw RequestAuthorizer.securityError(user, "You are not a db or server admin.")
+        }
+        try DatabaseHandlers.requireJSONContent(c.request)
+        let object = try SecurityObject(c.request.jsonBody(limit: Limits.smallRequestBytes))
+        try security.setSecurity(object, of: database.name)
+        try c.reply.json(200, ["ok": true])
+    }
+}
