@@ -9,6 +9,8 @@ import Synchronization
 final class App: Sendable {
     static let couchDBVersion = "3.4.3"
     static let version = "0.1.0"
+    /// The node name `_membership`, `_active_tasks` and `_scheduler` give (a single-node CouchDB's shape).
+    static let nodeName = "couchlite@127.0.0.1"
 
     let store: Store
     let blobRegistry: BlobRegistry
@@ -21,7 +23,7 @@ final class App: Sendable {
     /// Replications started by `_replicate` and `_replicator` documents.
     let replications = ReplicationJobs()
     /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
-    let replicatorDatabase = Mutex<ReplicatorDatabase?>(nil)
+    let replicatorDatabase = ReplicatorDatabaseSlot()
     /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
     /// its addresses and port.
     private let allowedHosts: Mutex<HostAllowList>
@@ -53,6 +55,12 @@ final class App: Sendable {
     let databases: DatabaseHandlers
     /// `/_session`: cookie login and logout.
     let sessions: SessionHandlers
+    /// `/`, `/_up`, `/_all_dbs`, `/_uuids`.
+    let server: ServerHandlers
+    /// `/_membership` and `/_node/{node}/…`.
+    let node: NodeHandlers
+    /// `/_replicate`, `/_active_tasks`, `/_scheduler/…`.
+    let replicationJobs: ReplicationJobHandlers
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
     let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -100,6 +108,13 @@ final class App: Sendable {
         localServer = HTTPLocalServer { head, body, writer in
             box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
         }
+        server = ServerHandlers(store: store, serverUUID: serverUUID)
+        node = NodeHandlers(
+            store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
+            replicatorDatabase: replicatorDatabase)
+        replicationJobs = ReplicationJobHandlers(
+            replications: replications, replicatorDatabase: replicatorDatabase, store: store, localServer: localServer,
+            serverUUID: serverUUID, log: log)
         box.app = self
     }
 

@@ -18,11 +18,19 @@ struct ReplicationRequest {
     var cancel = false
 
     init(_ body: JSONObject, app: App) throws(CouchError) {
+        try self.init(body, identity: app.serverUUID, log: app.log, local: app.localEndpoint)
+    }
+
+    /// - Parameters:
+    ///   - identity: The replicator's identity (the server's uuid).
+    ///   - log: Told of endpoints whose certificates are not checked.
+    ///   - local: A database of this server as an endpoint.
+    init(_ body: JSONObject, identity: String, log: Logger, local: (String) -> Endpoint) throws(CouchError) {
         guard let source = body["source"], !source.isNull else { throw .badRequest("Missing `source` field") }
         guard let target = body["target"], !target.isNull else { throw .badRequest("Missing `target` field") }
-        self.source = try Self.endpoint(source, app: app)
-        self.target = try Self.endpoint(target, app: app)
-        options.replicatorIdentity = app.serverUUID
+        self.source = try Self.endpoint(source, log: log, local: local)
+        self.target = try Self.endpoint(target, log: log, local: local)
+        options.replicatorIdentity = identity
         options.continuous = try Self.bool(body, "continuous")
         options.createTarget = try Self.bool(body, "create_target")
         cancel = try Self.bool(body, "cancel")
@@ -72,7 +80,7 @@ struct ReplicationRequest {
     }
 
     /// One endpoint: a URL string, `{"url":…,"headers":{…},"auth":{"basic":{…}}}`, or a local name.
-    static func endpoint(_ value: JSON, app: App) throws(CouchError) -> Endpoint {
+    static func endpoint(_ value: JSON, log: Logger, local: (String) -> Endpoint) throws(CouchError) -> Endpoint {
         var url: String
         var headers = HTTPHeaders()
         var trust = PeerTrust()
@@ -100,12 +108,12 @@ struct ReplicationRequest {
                 throw .badRequest(error.description)
             }
             if let trust = endpoint.trust, trust.verifiesNothing {
-                app.log.warning(PeerTrust.insecureWarning(endpoint.client.peerName))
+                log.warning(PeerTrust.insecureWarning(endpoint.client.peerName))
             }
             return endpoint
         }
         guard trust.isDefault else { throw .badRequest("Certificate options need an https:// URL, not \(url)") }
-        return app.localEndpoint(url)
+        return local(url)
     }
 
     /// The fields that name a file of the server's (only server admins may have them read).
@@ -141,19 +149,33 @@ struct ReplicationRequest {
 }
 
 extension App {
-    /// Leases the databases of this server that `replication` reads or writes, so the bound on open databases
-    /// leaves them open while it runs (one not there yet, a target it will create, is not held).
+    /// Leases the databases of this server that `replication` reads or writes (`Store.leaseLocalDatabases`).
     func holdLocalDatabases(of replication: Replication) -> [DatabaseLease] {
-        [replication.source, replication.target].compactMap { endpoint in
-            guard case .local(let name, _) = endpoint.client.peer else { return nil }
-            return try? store.open(name).lease()
-        }
+        store.leaseLocalDatabases(of: replication)
     }
 
     /// A database of this server as a replication endpoint, served in-process as a server admin.
     func localEndpoint(_ name: String) -> Endpoint {
-        let server = localServer
-        return Endpoint.local(name: name, identity: serverUUID) { server.connect() }
+        localServer.replicationEndpoint(name, identity: serverUUID)
+    }
+}
+
+extension Store {
+    /// Leases the databases of this store that `replication` reads or writes, so the bound on open databases
+    /// leaves them open while it runs (one not there yet, a target it will create, is not held).
+    func leaseLocalDatabases(of replication: Replication) -> [DatabaseLease] {
+        [replication.source, replication.target].compactMap { endpoint in
+            guard case .local(let name, _) = endpoint.client.peer else { return nil }
+            return try? open(name).lease()
+        }
+    }
+}
+
+extension HTTPLocalServer {
+    /// A database this server serves as a replication endpoint, reached in-process (as a server admin).
+    /// - Parameter identity: The server's uuid, which names the endpoint in replication ids.
+    func replicationEndpoint(_ name: String, identity: String) -> Endpoint {
+        Endpoint.local(name: name, identity: identity) { self.connect() }
     }
 }
 

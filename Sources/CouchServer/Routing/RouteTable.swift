@@ -15,28 +15,30 @@ extension App {
             // MARK: Server
             Route(read, "/", .anyone, drop: .open) { app, c in
                 if GalleryHandlers.prefersHTML(c.request) { return try GalleryHandlers.welcome(c.request, c.reply) }
-                try app.serverRoot(c.request, c.reply)
+                try app.server.root(c)
             },
-            Route(read, "/_up", .anyone) { app, c in try app.up(c.request, c.reply) },
-            Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.allDatabases(c.request, c.reply) },
-            Route(read, "/_uuids", .anyone) { app, c in try app.uuids(c.request, c.reply) },
+            Route(read, "/_up", .anyone) { app, c in try app.server.up(c) },
+            Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.server.allDatabases(c) },
+            Route(read, "/_uuids", .anyone) { app, c in try app.server.uuids(c) },
             Route(read, "/_session", .anyone, drop: .open, body: .small, notAllowedReason: "GET,HEAD,POST,DELETE") {
                 app, c in try app.sessions.session(c)
             },
             Route([.POST], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logIn(c) },
             Route([.DELETE], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logOut(c) },
             Route([.POST], "/_replicate", .serverAdmin, body: .small) { app, c in
-                try app.replicate(c.request, c.reply)
+                try app.replicationJobs.replicate(c)
             },
-            Route(read, "/_active_tasks", .serverAdmin) { app, c in try app.activeTasks(c.request, c.reply) },
+            Route(read, "/_active_tasks", .serverAdmin) { app, c in try app.replicationJobs.activeTasks(c) },
             Route(read, "/_membership", .serverAdmin, notAllowedReason: "GET") { app, c in
-                try app.membership(c.request, c.reply)
+                try app.node.membership(c)
             },
-            Route(read, "/_scheduler/jobs", .serverAdmin) { app, c in try app.schedulerJobs(c) },
-            Route(read, "/_scheduler/docs", .serverAdmin) { app, c in try app.schedulerDocs(c) },
-            Route(read, "/_scheduler/docs/{replicator}", .serverAdmin) { app, c in try app.schedulerDocs(c) },
+            Route(read, "/_scheduler/jobs", .serverAdmin) { app, c in try app.replicationJobs.schedulerJobs(c) },
+            Route(read, "/_scheduler/docs", .serverAdmin) { app, c in try app.replicationJobs.schedulerDocs(c) },
+            Route(read, "/_scheduler/docs/{replicator}", .serverAdmin) { app, c in
+                try app.replicationJobs.schedulerDocs(c)
+            },
             Route(read, "/_scheduler/docs/{replicator}/{doc…}", .serverAdmin) { app, c in
-                try app.schedulerDocs(c)
+                try app.replicationJobs.schedulerDocs(c)
             },
 
             // MARK: Node
@@ -44,24 +46,21 @@ extension App {
                 throw CouchError.badRequest("Incomplete path to _node request")
             },
             Route(read, "/_node/{node}", .serverAdmin, notAllowedReason: "GET") { app, c in
-                try app.nodeRoot(c)
+                try app.node.root(c)
             },
             Route(read, "/_node/{node}/_stats", .metricsReader, notAllowedReason: "GET") { app, c in
-                try app.nodeStats(c)
+                try app.node.stats(c)
             },
             Route(read, "/_node/{node}/_stats/{path…}", .metricsReader, notAllowedReason: "GET") { app, c in
-                try app.nodeStats(c)
+                try app.node.stats(c)
             },
             Route(read, "/_node/{node}/_prometheus", .metricsReader, notAllowedReason: "GET") { app, c in
-                try app.nodePrometheus(c)
+                try app.node.prometheus(c)
             },
             Route(read, "/_node/{node}/_system", .metricsReader, notAllowedReason: "GET") { app, c in
-                try app.nodeSystem(c)
+                try app.node.system(c)
             },
-            Route(every, "/_node/{node}/{path…}", .serverAdmin) { _, c in
-                try App.requireNode(c)
-                throw CouchError.notFound("missing")
-            },
+            Route(every, "/_node/{node}/{path…}", .serverAdmin) { app, c in try app.node.missing(c) },
 
             // MARK: Photo gallery (each handler checks the database it touches against `_security`)
             Route(read, "/_photos", .anyone, drop: .open) { app, c in try app.gallery.asset(c) },

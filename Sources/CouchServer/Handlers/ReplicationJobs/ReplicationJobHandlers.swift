@@ -3,59 +3,74 @@ import Foundation
 import Replicator
 import RevTree
 
-/// `POST /_replicate` and `GET /_active_tasks` (server admins only, as every `/_…` route not listed
-/// as public in App+Authorization.swift).
-extension App {
-    func replicate(_ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
-        let body = try request.jsonObjectBody(limit: Limits.smallRequestBytes)
+/// The replication jobs this server runs: `POST /_replicate` starts (or cancels) one, `GET /_active_tasks` and
+/// `GET /_scheduler/…` show them (server admins only, as the route table says). The replication protocol they
+/// speak to a database of this server (`_revs_diff`, `_bulk_docs`, …) is served elsewhere.
+struct ReplicationJobHandlers: Sendable {
+    /// The jobs started by `_replicate` and `_replicator` documents.
+    let replications: ReplicationJobs
+    /// The `_replicator` documents' states (`_scheduler/docs`).
+    let replicatorDatabase: ReplicatorDatabaseSlot
+    /// Leases the local databases a replication reads or writes.
+    let store: Store
+    /// Serves this server's databases to the replicator in-process.
+    let localServer: HTTPLocalServer
+    /// The replicator's identity (in its replication ids).
+    let serverUUID: String
+    let log: Logger
+
+    /// `POST /_replicate`.
+    func replicate(_ c: RequestContext) throws {
+        let body = try c.request.jsonObjectBody(limit: Limits.smallRequestBytes)
         if body["cancel"]?.boolValue == true,
             let id = body["replication_id"]?.stringValue ?? body["_local_id"]?.stringValue
         {
-            return try cancelReplication(id, reply)
+            return try cancelReplication(id, c.reply)
         }
-        let parsed = try ReplicationRequest(body, app: self)
+        let parsed = try ReplicationRequest(
+            body, identity: serverUUID, log: log,
+            local: { [localServer, serverUUID] in localServer.replicationEndpoint($0, identity: serverUUID) })
         let replication: Replication
         do {
             replication = try Replication.resolvingFilter(
                 source: parsed.source, target: parsed.target, options: parsed.options)
         } catch {
-            let (status, name) = App.replicationErrorStatus(error)
-            return try reply.json(status, ["error": .string(name), "reason": .string(error.description)])
+            let (status, name) = Self.replicationErrorStatus(error)
+            return try c.reply.json(status, ["error": .string(name), "reason": .string(error.description)])
         }
-        if parsed.cancel { return try cancelReplication(replication.fullID, reply) }
+        if parsed.cancel { return try cancelReplication(replication.fullID, c.reply) }
         let job = ReplicationJobs.Job(replication, docID: nil)
         if parsed.options.continuous {
             if replications.add(job) {
-                replications.startInBackground(job, hold: { [self] in holdLocalDatabases(of: replication) }) {
+                replications.startInBackground(job, hold: { [store] in store.leaseLocalDatabases(of: replication) }) {
                     [log] outcome in
                     if case .failure(let error) = outcome, error != .cancelled {
                         log.error("continuous replication stopped", ["error": error.description])
                     }
                 }
             }
-            return try reply.json(202, ["ok": true, "_local_id": .string(replication.fullID)])
+            return try c.reply.json(202, ["ok": true, "_local_id": .string(replication.fullID)])
         }
         guard replications.add(job) else {
             throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
         }
         defer { replications.remove(job) }
-        let leases = holdLocalDatabases(of: replication)
+        let leases = store.leaseLocalDatabases(of: replication)
         defer { for lease in leases { lease.release() } }
         do {
             let result = try replication.run()
-            try reply.json(200, result)
+            try c.reply.json(200, result)
         } catch let error as ReplicationError {
             if error != .cancelled { replications.noteCrash() }
-            let (status, name) = App.replicationErrorStatus(error)
+            let (status, name) = Self.replicationErrorStatus(error)
             var reason = error.description
             if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
-            try reply.json(status, ["error": .string(name), "reason": .string(reason)])
+            try c.reply.json(status, ["error": .string(name), "reason": .string(reason)])
         }
     }
 
     /// CouchDB's answers for a failed one-shot replication.
-    static func replicationErrorStatus(_ error: ReplicationError) -> (Int, String) {
+    private static func replicationErrorStatus(_ error: ReplicationError) -> (Int, String) {
         switch error {
         case .databaseNotFound: (404, "db_not_found")
         case .unauthorized: (401, "unauthorized")
@@ -76,13 +91,12 @@ extension App {
     }
 
     /// `GET /_active_tasks`: one entry per running replication, with CouchDB's fields.
-    func activeTasks(_ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD")
-        let tasks = replications.all.filter { !$0.isFinished }.map { App.taskJSON($0) }
-        try reply.json(200, .array(tasks))
+    func activeTasks(_ c: RequestContext) throws {
+        let tasks = replications.all.filter { !$0.isFinished }.map(Self.taskJSON)
+        try c.reply.json(200, .array(tasks))
     }
 
-    static func taskJSON(_ job: ReplicationJobs.Job) -> JSON {
+    private static func taskJSON(_ job: ReplicationJobs.Job) -> JSON {
         let replication = job.replication
         let stats = replication.stats
         return .object(

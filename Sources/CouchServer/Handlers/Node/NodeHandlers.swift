@@ -2,53 +2,71 @@ import CouchWire
 import Foundation
 import Replicator
 import RevTree
-import Synchronization
 
 /// `/_membership` and `/_node/{node}/…`: the one node couchlite is, its statistics (`_stats`,
-/// `_prometheus`) and its system figures (`_system`), for server admins (App+Authorization.swift).
-extension App {
-    /// The node name `_membership`, `_active_tasks` and `_scheduler` give (a single-node CouchDB's shape).
-    static let nodeName = "couchlite@127.0.0.1"
+/// `_prometheus`) and its system figures (`_system`), for server admins and metrics readers (the route table).
+struct NodeHandlers: Sendable {
     /// Names `_node/{node}` answers to: CouchDB's alias for the node serving the request, the name an
-    /// Erlang node has when it is not distributed, and `nodeName`.
-    static let nodeAliases: Set<String> = ["_local", "nonode@nohost", nodeName]
+    /// Erlang node has when it is not distributed, and `App.nodeName`.
+    private static let nodeAliases: Set<String> = ["_local", "nonode@nohost", App.nodeName]
+
+    /// Open databases and the page cache's sharing.
+    let store: Store
+    /// The server's id, in the welcome a node named outright answers.
+    let serverUUID: String
+    /// Request counters and times.
+    let metrics: ServerMetrics
+    /// Bytes and connections of the network server.
+    let traffic: HTTPTraffic
+    /// The replications running and the counters of those finished.
+    let replications: ReplicationJobs
+    /// The `_replicator` documents' states (crashing jobs).
+    let replicatorDatabase: ReplicatorDatabaseSlot
 
     /// CouchDB answers these to HEAD as to GET but names only GET in its 405 (the route table's `notAllowedReason`).
-    func membership(_ request: Request, _ reply: Reply) throws {
-        try reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
+    func membership(_ c: RequestContext) throws {
+        try c.reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
     }
 
     /// `GET /_node/{node}`: CouchDB names the node for `_local`; a node named outright answers its own `/` (the
     /// request is handed to that node's local HTTP layer).
-    func nodeRoot(_ c: RequestContext) throws {
-        guard try App.requireNode(c) == "_local" else { return try serverRoot(c.request, c.reply) }
+    func root(_ c: RequestContext) throws {
+        guard try Self.requireNode(c) == "_local" else {
+            return try c.reply.json(200, ServerHandlers.welcome(serverUUID: serverUUID))
+        }
         try c.reply.json(200, ["name": .string(App.nodeName)])
     }
 
     /// `GET /_node/{node}/_stats[/group/…]`.
-    func nodeStats(_ c: RequestContext) throws {
-        try App.requireNode(c)
+    func stats(_ c: RequestContext) throws {
+        try Self.requireNode(c)
         let path = c.parameters["path"].map { $0.split(separator: "/").map(String.init) } ?? []
         try c.reply.json(200, MetricTree.extract(path[...], from: statsTree().json))
     }
 
     /// `GET /_node/{node}/_prometheus`.
-    func nodePrometheus(_ c: RequestContext) throws {
-        try App.requireNode(c)
+    func prometheus(_ c: RequestContext) throws {
+        try Self.requireNode(c)
         var headers = HTTPHeaders()
-        headers.set("Content-Type", App.prometheusContentType)
+        headers.set("Content-Type", Self.prometheusContentType)
         try c.reply.bytes(200, Array(prometheusText().utf8), headers: headers)
     }
 
     /// `GET /_node/{node}/_system`.
-    func nodeSystem(_ c: RequestContext) throws {
-        try App.requireNode(c)
+    func system(_ c: RequestContext) throws {
+        try Self.requireNode(c)
         try c.reply.json(200, systemJSON())
+    }
+
+    /// Any other `_node/{node}/…` path: 404, once the node is this one.
+    func missing(_ c: RequestContext) throws {
+        try Self.requireNode(c)
+        throw CouchError.notFound("missing")
     }
 
     /// The node a `_node/{node}` route names, which must be this one.
     @discardableResult
-    static func requireNode(_ c: RequestContext) throws(CouchError) -> String {
+    private static func requireNode(_ c: RequestContext) throws(CouchError) -> String {
         let node = try c.parameter("node")
         guard nodeAliases.contains(node) else { throw .notFound("no such node: \(node)") }
         return node
@@ -57,7 +75,7 @@ extension App {
     /// Everything `_stats` shows, read now.
     func statsTree() -> MetricTree {
         let jobs = replications.totals
-        let crashing = replicatorDatabase.withLock { $0 }?.states.filter { $0.1.state == "crashing" }.count ?? 0
+        let crashing = replicatorDatabase.states.filter { $0.1.state == "crashing" }.count
         let methods = ServerMetrics.methods.enumerated().map { index, method in
             (method, MetricTree.counter(metrics.methodCounts[index], "number of HTTP \(method) requests"))
         }

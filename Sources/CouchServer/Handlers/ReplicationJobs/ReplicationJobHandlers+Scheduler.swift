@@ -1,20 +1,19 @@
 import CouchWire
 import Foundation
 import Replicator
-import Synchronization
 
 /// `GET /_scheduler/jobs` and `GET /_scheduler/docs`: the replication scheduler's view, in CouchDB's shape.
-extension App {
+extension ReplicationJobHandlers {
     /// `GET /_scheduler/jobs`.
     func schedulerJobs(_ c: RequestContext) throws {
-        let jobs = replications.all.filter { !$0.isFinished }.map(App.schedulerJobJSON)
+        let jobs = replications.all.filter { !$0.isFinished }.map(Self.schedulerJobJSON)
         try c.reply.json(200, ["total_rows": .int(jobs.count), "offset": 0, "jobs": .array(jobs)])
     }
 
     /// `GET /_scheduler/docs[/{replicator db}[/{docid}]]`.
     func schedulerDocs(_ c: RequestContext) throws {
         let docID = c.parameters["doc"]
-        let docs = try replicatorDocStates(docID: docID)
+        let docs = replicatorDocStates(docID: docID)
         if docID != nil {
             guard let doc = docs.first else { throw CouchError.notFound("missing") }
             return try c.reply.json(200, doc)
@@ -22,7 +21,7 @@ extension App {
         try c.reply.json(200, ["total_rows": .int(docs.count), "offset": 0, "docs": .array(docs)])
     }
 
-    static func schedulerJobJSON(_ job: ReplicationJobs.Job) -> JSON {
+    private static func schedulerJobJSON(_ job: ReplicationJobs.Job) -> JSON {
         let replication = job.replication
         let stats = replication.stats
         return .object(
@@ -55,10 +54,9 @@ extension App {
     }
 
     /// `_scheduler/docs` rows: every `_replicator` document the server has seen, with its state.
-    func replicatorDocStates(docID: String?) throws -> [JSON] {
-        guard let database = replicatorDatabase.withLock({ $0 }) else { return [] }
+    private func replicatorDocStates(docID: String?) -> [JSON] {
         let formatter = ISO8601DateFormatter()
-        return database.states.filter { docID == nil || $0.0 == docID }.map { id, state in
+        return replicatorDatabase.states.filter { docID == nil || $0.0 == docID }.map { id, state in
             let stats = state.job?.replication.stats
             var info: JSON = .null
             if let stats {

@@ -1,0 +1,55 @@
+import CouchCrypto
+import CouchWire
+import RevTree
+
+/// Server-level endpoints: `/`, `/_up`, `/_all_dbs`, `/_uuids` (`/_session` is with the users and sessions).
+struct ServerHandlers: Sendable {
+    /// Lists the databases (`_all_dbs`).
+    let store: Store
+    /// The server's id, in the welcome.
+    let serverUUID: String
+
+    /// `GET /`: the welcome a CouchDB client reads the version from (a browser is shown the gallery's page instead,
+    /// in the route table).
+    func root(_ c: RequestContext) throws {
+        try c.reply.json(200, Self.welcome(serverUUID: serverUUID))
+    }
+
+    /// The body of `GET /`, which `_node/{node}` also answers when it names the node outright.
+    static func welcome(serverUUID: String) -> JSON {
+        [
+            "couchdb": "Welcome",
+            "version": .string(App.couchDBVersion),
+            "uuid": .string(serverUUID),
+            "features": ["replication", "attachments"],
+            "vendor": ["name": "couchlite", "version": .string(App.version)],
+        ]
+    }
+
+    /// `GET /_up`.
+    func up(_ c: RequestContext) throws {
+        try c.reply.json(200, ["status": "ok"])
+    }
+
+    /// `GET /_all_dbs`, with the `startkey`/`endkey` family, `skip` and `limit`.
+    func allDatabases(_ c: RequestContext) throws {
+        let range = try KeyRange(c.query)
+        var names = store.databaseNames().filter { range.contains($0) }
+        if range.descending { names.reverse() }
+        let skip = try c.query.int("skip") ?? 0
+        let limit = try c.query.int("limit")
+        let page = names.dropFirst(skip).prefix(limit ?? Int.max)
+        try c.reply.json(200, .array(page.map { .string($0) }))
+    }
+
+    /// `GET /_uuids?count=N`: random 128-bit ids as 32 lowercase hex digits.
+    func uuids(_ c: RequestContext) throws {
+        let count = try c.query.int("count") ?? 1
+        guard count <= Limits.maxUUIDCount else { throw CouchError.badRequest("count parameter too large") }
+        let uuids = (0..<count).map { _ in JSON.string(Secrets.randomBytes(16).hexString) }
+        var headers = HTTPHeaders()
+        headers.set("Cache-Control", "must-revalidate, no-cache")
+        headers.set("Pragma", "no-cache")
+        try c.reply.json(200, ["uuids": .array(uuids)], headers: headers)
+    }
+}

@@ -1,0 +1,17 @@
+import Synchronization
+
+/// Where the `_replicator` database's jobs are, once `ServerProcess` has started following it (nil before, and in
+/// an app that never follows it, as `LocalApp`'s). A reference, so the app and the handlers that report the jobs'
+/// states (`_scheduler/docs`, `_stats`) share one.
+final class ReplicatorDatabaseSlot: Sendable {
+    private let current = Mutex<ReplicatorDatabase?>(nil)
+
+    /// Reads or replaces the database under the lock.
+    func withLock<Result: Sendable>(_ body: (inout ReplicatorDatabase?) -> Result) -> Result {
+        current.withLock { body(&$0) }
+    }
+
+    /// Every `_replicator` document the server has seen, with its state, by id (none before it follows the
+    /// database).
+    var states: [(String, ReplicatorDatabase.DocState)] { withLock { $0 }?.states ?? [] }
+}
