@@ -38,6 +38,12 @@ final class App: Sendable {
     let queryServer: QueryServer
     /// Each database's validating design documents.
     let designFunctions = DesignFunctionCache()
+    /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
+    let designViews: ViewHandlers
+    /// `_changes`.
+    let changes: ChangesHandlers
+    /// `_all_docs`.
+    let allDocs: AllDocsHandlers
     /// The route table, read by routing, authorization, the drop scope and body limits alike.
     let router = Router(App.routeTable)
     /// Decides from a request's route whether its user may make it.
@@ -69,6 +75,19 @@ final class App: Sendable {
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
+        designViews = ViewHandlers(views: views)
+        // Streaming an attachment's bytes and a database's info are still the app's: reached through the box.
+        let base64: AttachmentBase64 = { database, attachment, buffer, drainAt, drain in
+            guard let app = box.app else { throw CouchError.internalError("the server is shutting down") }
+            try app.appendBase64(database, attachment, into: &buffer, drainAt: drainAt, drain)
+        }
+        changes = ChangesHandlers(
+            metrics: metrics, viewEngine: views.engine, queryServer: queryServer, security: access.security,
+            databaseInfo: { database in
+                guard let app = box.app else { throw CouchError.internalError("the server is shutting down") }
+                return try app.databaseInfo(database)
+            }, base64: base64)
+        allDocs = AllDocsHandlers(base64: base64)
         localServer = HTTPLocalServer { head, body, writer in
             box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
         }
