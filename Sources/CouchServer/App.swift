@@ -82,7 +82,7 @@ final class App: Sendable {
             try app.appendBase64(database, attachment, into: &buffer, drainAt: drainAt, drain)
         }
         changes = ChangesHandlers(
-            metrics: metrics, viewEngine: views.engine, queryServer: queryServer, security: access.security,
+            metrics: metrics, views: views, queryServer: queryServer, security: access.security,
             databaseInfo: { database in
                 guard let app = box.app else { throw CouchError.internalError("the server is shutting down") }
                 return try app.databaseInfo(database)

@@ -6,8 +6,8 @@ import RevTree
 struct ChangesHandlers: Sendable {
     /// Counts the feeds that wait (`clients_requesting_changes`).
     let metrics: ServerMetrics
-    /// Maps the documents of `filter=_view`.
-    let viewEngine: any ViewEngine
+    /// The engine that maps the documents of `filter=_view` (read per request: tests swap it).
+    let views: ViewIndexes
     /// Runs the filter functions of `filter=ddoc/name`.
     let queryServer: QueryServer
     /// The `_security` objects a filter's `req.secObj` shows.
@@ -28,7 +28,7 @@ struct ChangesHandlers: Sendable {
         }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(
-            database: database, query: query, reply: c.reply, engine: viewEngine, queryServer: queryServer,
+            database: database, query: query, reply: c.reply, engine: views.engine, queryServer: queryServer,
             base64: base64)
         if case .function = query.filter {
             feed.filterRequest = try filterRequest(database, request, body: query.body)
