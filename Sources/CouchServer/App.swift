@@ -47,6 +47,12 @@ final class App: Sendable {
     let replication: ReplicationHandlers
     let users: UserHandlers
     let gallery: GalleryHandlers
+    /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
+    let designViews: ViewHandlers
+    /// `_changes`.
+    let changes: ChangesHandlers
+    /// `_all_docs`.
+    let allDocs: AllDocsHandlers
     /// The route table, read by routing, authorization, the drop scope and body limits alike.
     let router = Router(App.routeTable)
     /// Decides from a request's route whether its user may make it.
@@ -105,6 +111,11 @@ final class App: Sendable {
         // The local server's handler reaches the app through a box filled below: `self` is not
         // usable until every stored property is set.
         let box = AppBox()
+        designViews = ViewHandlers(views: views)
+        changes = ChangesHandlers(
+            metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
+            compactions: compactions)
+        allDocs = AllDocsHandlers(blobs: blobRegistry)
         localServer = HTTPLocalServer { head, body, writer in
             box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
         }

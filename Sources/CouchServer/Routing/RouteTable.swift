@@ -103,7 +103,7 @@ extension App {
                 try app.databases.compactDesign(c)
             },
             Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
-                try app.viewCleanup(c.database(), c.request, c.reply)
+                try app.designViews.cleanup(c)
             },
             Route(read, "/{db}/_security", .member, body: .small) { app, c in try app.databases.securityObject(c) },
             Route([.PUT], "/{db}/_security", .member, body: .small) { app, c in
@@ -135,10 +135,10 @@ extension App {
                 try app.replication.bulkGet(c)
             },
             Route(read + [.POST], "/{db}/_all_docs", .memberListing, body: .bulk) { app, c in
-                try app.allDocs(c.database(), c.request, c.reply)
+                try app.allDocs.list(c)
             },
             Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk) { app, c in
-                try app.changes(c.database(), c.request, c.reply)
+                try app.changes.feed(c)
             },
 
             // MARK: Local documents
@@ -152,16 +152,12 @@ extension App {
 
             // MARK: Design documents and views
             Route(read, "/{db}/_design/{design}/_view/{view}", .member) { app, c in
-                try app.designView(
-                    c.database(), design: c.parameter("design"), view: c.parameter("view"), c.request, c.reply)
+                try app.designViews.query(c)
             },
             Route([.POST], "/{db}/_design/{design}/_view/{view}", .member, body: .bulk) { app, c in
-                try app.designView(
-                    c.database(), design: c.parameter("design"), view: c.parameter("view"), c.request, c.reply)
+                try app.designViews.query(c)
             },
-            Route([.GET], "/{db}/_design/{design}/_info", .member) { app, c in
-                try app.designInfo(c.database(), design: c.parameter("design"), c.request, c.reply)
-            },
+            Route([.GET], "/{db}/_design/{design}/_info", .member) { app, c in try app.designViews.info(c) },
             Route(every, "/{db}/_design/{design}/_view", .member) { _, _ in throw CouchError.notFound("missing") },
             Route(every, "/{db}/_design/{design}/_view/{view}/{path…}", .member) { _, _ in
                 throw CouchError.notFound("missing")

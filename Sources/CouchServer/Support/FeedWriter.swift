@@ -45,7 +45,8 @@ struct FeedWriter {
 
     /// Appends `row` with `doc` as its last member (`"doc":…`), the document written by `appendDocument`.
     mutating func appendRow(
-        _ row: JSONObject, doc: (rendered: JSONObject, inline: [AttachmentInfo])?, app: App, database: Database
+        _ row: JSONObject, doc: (rendered: JSONObject, inline: [AttachmentInfo])?, database: Database,
+        blobs: BlobRegistry
     ) throws {
         var bytes: [UInt8] = []
         JSON.object(row).serialize(into: &bytes)
@@ -53,14 +54,16 @@ struct FeedWriter {
         bytes.removeLast()  // the closing brace: `doc` goes last, as CouchDB puts it
         bytes += Array(",\"doc\":".utf8)
         try append(bytes)
-        try appendDocument(doc.rendered, inline: doc.inline, app: app, database: database)
+        try appendDocument(doc.rendered, inline: doc.inline, database: database, blobs: blobs)
         try append([UInt8(ascii: "}")])
     }
 
     /// Appends a document rendered without inline data, streaming the `data` of each attachment in `inline` into
     /// its `_attachments` entry right after `digest` (CouchDB's member order: `content_type`, `revpos`,
     /// `digest`, `data`, then the encoding fields).
-    mutating func appendDocument(_ doc: JSONObject, inline: [AttachmentInfo], app: App, database: Database) throws {
+    mutating func appendDocument(
+        _ doc: JSONObject, inline: [AttachmentInfo], database: Database, blobs: BlobRegistry
+    ) throws {
         guard !inline.isEmpty, case .object(let attachments)? = doc["_attachments"] else {
             return try append(JSON.object(doc).serialized())
         }
@@ -91,7 +94,7 @@ struct FeedWriter {
                     field.value.serialize(into: &buffer)
                     if field.key == "digest" {
                         buffer += Array(",\"data\":\"".utf8)
-                        try appendBase64(of: att, app: app, database: database)
+                        try appendBase64(of: att, database: database, blobs: blobs)
                         buffer.append(UInt8(ascii: "\""))
                     }
                 }
@@ -105,19 +108,19 @@ struct FeedWriter {
 
     /// The attachment's decoded bytes as base64, read (and gzip-decoded) in bounded pieces, sent on as the
     /// buffer fills.
-    private mutating func appendBase64(of att: AttachmentInfo, app: App, database: Database) throws {
+    private mutating func appendBase64(of att: AttachmentInfo, database: Database, blobs: BlobRegistry) throws {
         let reply = self.reply  // not `self` in the closure: `buffer` is borrowed from it meanwhile
-        try app.blobRegistry.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
+        try blobs.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
             try reply.write(buffer)
             buffer.removeAll(keepingCapacity: true)
         }
     }
 }
 
-extension App {
+extension FeedWriter {
     /// `revision` rendered for a feed row, with the attachments whose bytes are to be inlined left out of the
-    /// JSON (`FeedWriter.appendDocument` streams them in).
-    func feedDocument(_ revision: StoredRevision, id: String, info: DocumentInfo?, options: RenderOptions) throws
+    /// JSON (`appendDocument` streams them in).
+    static func document(_ revision: StoredRevision, id: String, info: DocumentInfo?, options: RenderOptions) throws
         -> (rendered: JSONObject, inline: [AttachmentInfo])
     {
         let renderer = DocumentRenderer(id: id, info: info, options: options, inline: nil)

@@ -1,5 +1,6 @@
 import CouchCrypto
 import CouchWire
+import RevTree
 
 /// One view of a design document: its map source and optional reduce (a built-in or JavaScript).
 struct ViewDefinition: Sendable {
@@ -71,5 +72,16 @@ extension Digest {
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
+    }
+}
+
+extension ViewGroup {
+    /// The views of `_design/<design>`; 404 `missing` (as CouchDB) when it does not exist or is deleted.
+    static func load(_ database: Database, design: String) throws -> ViewGroup {
+        let id = "_design/" + design
+        guard let info = try database.document(id), !info.deleted, let revision = try database.revision(id, rev: nil),
+            let body = revision.body, let document = try? JSON.parse(body)
+        else { throw CouchError.notFound("missing") }
+        return try ViewGroup(designID: id, document: document)
     }
 }

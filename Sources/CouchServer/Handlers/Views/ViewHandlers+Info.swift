@@ -1,12 +1,12 @@
 import CouchWire
 import RevTree
 
-/// `GET /db/_design/d/_info` and `POST /db/_view_cleanup`.
-extension App {
-    /// The design document's index in CouchDB's shape (`couch_mrview:get_info`).
-    func designInfo(_ database: Database, design: String, _ request: Request, _ reply: Reply) throws {
-        try require(request, "GET")
-        let group = try designGroup(database, design: design)
+extension ViewHandlers {
+    /// `GET /db/_design/d/_info`: the design document's index in CouchDB's shape (`couch_mrview:get_info`).
+    func info(_ c: RequestContext) throws {
+        let database = try c.database()
+        let design = try c.parameter("design")
+        let group = try ViewGroup.load(database, design: design)
         let index = try views.index(database, group)
         let sizes = try index.file.sizes()
         let pending = try database.changeCount(since: index.file.updateSeq)
@@ -22,13 +22,17 @@ extension App {
             ("language", .string(group.language)),
             ("compact_running", false),
         ])
-        try reply.json(200, .object(JSONObject([("name", .string(design)), ("view_index", .object(viewIndex))])))
+        try c.reply.json(200, .object(JSONObject([("name", .string(design)), ("view_index", .object(viewIndex))])))
     }
 
-    /// Deletes the index files of signatures no design document of the database has any more.
-    func viewCleanup(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "POST")
-        try requireJSONContent(request)
+    /// `POST /db/_view_cleanup`: deletes the index files of signatures no design document of the database has any
+    /// more.
+    func cleanup(_ c: RequestContext) throws {
+        let database = try c.database()
+        // CouchDB answers 415 to JSON endpoints given another content type.
+        if let type = c.request.contentType, type != "application/json" {
+            throw CouchError.badContentType("Content-Type must be application/json")
+        }
         var designIDs: [String] = []
         try database.allDocs(
             startKey: "_design/", endKey: "_design0", inclusiveEnd: false, descending: false, skip: 0, limit: nil
@@ -38,12 +42,12 @@ extension App {
         }
         var keep = Set<String>()
         for id in designIDs {
-            guard let group = try? designGroup(database, design: String(id.dropFirst("_design/".count))) else {
+            guard let group = try? ViewGroup.load(database, design: String(id.dropFirst("_design/".count))) else {
                 continue
             }
             keep.insert(group.signature)
         }
         views.cleanup(database, keep: keep)
-        try reply.json(202, ["ok": true])
+        try c.reply.json(202, ["ok": true])
     }
 }

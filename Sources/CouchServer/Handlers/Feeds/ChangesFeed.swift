@@ -3,29 +3,9 @@ import Foundation
 import QueryServer
 import RevTree
 
-/// `GET/POST /db/_changes` with every feed type.
-extension App {
-    func changes(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        try require(request, "GET", "HEAD", "POST")
-        if request.method == "POST" { try requireJSONContent(request) }
-        let query = try ChangesQuery(request, database: database)
-        var feed = ChangesFeed(app: self, database: database, query: query, reply: reply)
-        if case .function = query.filter {
-            feed.filterRequest = try filterRequest(database, request, body: query.body)
-        }
-        // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
-        // in-process connections carry no client address).
-        let counted = query.feed != .normal && request.head.remoteAddress != nil
-        if counted { metrics.changesFeedOpened() }
-        defer { if counted { metrics.changesFeedClosed() } }
-        try feed.run()
-    }
-}
-
 /// Streams one `_changes` response: rows are read a page at a time and each is rendered and sent before the next
-/// page is read, so memory stays flat whatever the feed's length (issue 18 item 9).
+/// page is read, so memory stays flat whatever the feed's length.
 struct ChangesFeed {
-    let app: App
     let database: Database
     let query: ChangesQuery
     private var out: FeedWriter
@@ -35,15 +15,26 @@ struct ChangesFeed {
     private var stoppedAtLimit = false
     /// The next descending page reads rows below this seq.
     private var descendingCursor = Int.max
+    /// Maps the documents of `filter=_view`.
+    private let engine: any ViewEngine
+    /// Runs the filter functions of `filter=ddoc/name`.
+    private let queryServer: QueryServer
+    /// Streams the inline attachments of `include_docs&attachments=true`.
+    private let blobs: BlobRegistry
     /// `req` for a JavaScript filter (`filter=ddoc/name`).
     var filterRequest: JSON = .null
     /// Whether the response head has been sent. It waits for the first byte of the body, so that a filter that
     /// fails on the first page is answered with its error status, as CouchDB answers it.
     private var begun = false
 
-    init(app: App, database: Database, query: ChangesQuery, reply: Reply) {
-        self.app = app
+    init(
+        database: Database, query: ChangesQuery, reply: Reply, engine: any ViewEngine, queryServer: QueryServer,
+        blobs: BlobRegistry
+    ) {
         self.database = database
+        self.engine = engine
+        self.queryServer = queryServer
+        self.blobs = blobs
         self.query = query
         self.out = FeedWriter(reply: reply)
         self.lastSeq = query.since
@@ -195,7 +186,7 @@ struct ChangesFeed {
         }
         var passing = [[RevID]](repeating: [], count: page.count)
         guard !docs.isEmpty else { return passing }
-        let emits = try app.views.engine.map(group, docs)
+        let emits = try engine.map(group, docs)
         for (offset, perView) in emits.enumerated() where offset < owners.count {
             guard number < perView.count, !perView[number].isEmpty else { continue }
             passing[owners[offset].row].append(owners[offset].rev)
@@ -225,7 +216,7 @@ struct ChangesFeed {
         }
         let verdicts: [Bool]
         do {
-            verdicts = try app.queryServer.filter(ddoc, name: name, serializedDocs: docs, request: filterRequest)
+            verdicts = try queryServer.filter(ddoc, name: name, serializedDocs: docs, request: filterRequest)
         } catch {
             throw CouchError(error)
         }
@@ -257,13 +248,13 @@ struct ChangesFeed {
         switch query.feed {
         case .normal, .longpoll:
             if emitted > 0 { try out.append(",\r\n") }
-            try out.appendRow(row, doc: query.includeDocs ? doc : nil, app: app, database: database)
+            try out.appendRow(row, doc: query.includeDocs ? doc : nil, database: database, blobs: blobs)
         case .continuous:
-            try out.appendRow(row, doc: query.includeDocs ? doc : nil, app: app, database: database)
+            try out.appendRow(row, doc: query.includeDocs ? doc : nil, database: database, blobs: blobs)
             try out.append("\n")
         case .eventsource:
             try out.append("data: ")
-            try out.appendRow(row, doc: query.includeDocs ? doc : nil, app: app, database: database)
+            try out.appendRow(row, doc: query.includeDocs ? doc : nil, database: database, blobs: blobs)
             // CouchDB sends the row's seq JSON-encoded (`id: "3-…"`, `id: null` between intervals).
             try out.append("\nid: " + (row["seq"] ?? .null).serializedString + "\n\n")
         }
@@ -282,7 +273,7 @@ struct ChangesFeed {
     private func renderWinner(_ change: ChangeRow) throws -> (rendered: JSONObject, inline: [AttachmentInfo])? {
         guard let revision = try database.revision(change.id, rev: nil) else { return nil }
         let info = query.render.conflicts ? try database.document(change.id) : nil
-        return try app.feedDocument(revision, id: change.id, info: info, options: query.render)
+        return try FeedWriter.document(revision, id: change.id, info: info, options: query.render)
     }
 
     // MARK: Waiting

@@ -2,23 +2,26 @@ import CouchWire
 import Foundation
 import RevTree
 
-/// `GET/POST /db/_design/d/_view/v`: the index is brought up to date (unless `update=false`/`stale`), then rows
-/// are read a page at a time and sent as they are rendered, so a query over a million rows holds one page.
-/// Map output is CouchDB's `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}`; reduce output
-/// `{"rows":[{"key","value"}]}`, grouped by `group`/`group_level`.
-extension App {
-    /// Rows read per index call.
-    static let viewPageSize = 500
+/// The views of design documents: `GET/POST /db/_design/d/_view/v`, `GET /db/_design/d/_info` and
+/// `POST /db/_view_cleanup`.
+struct ViewHandlers: Sendable {
+    /// The databases' view indexes, and the engine that runs their JavaScript.
+    let views: ViewIndexes
 
-    func designView(_ database: Database, design: String, view name: String, _ request: Request, _ reply: Reply)
-        throws
-    {
-        try require(request, "GET", "HEAD", "POST")
-        let group = try designGroup(database, design: design)
-        guard let (number, definition) = group.view(named: name) else {
+    /// Rows read per index call.
+    static let pageSize = 500
+
+    /// `GET/POST /db/_design/d/_view/v`: the index is brought up to date (unless `update=false`/`stale`), then
+    /// rows are read a page at a time and sent as they are rendered, so a query over a million rows holds one
+    /// page. Map output is CouchDB's `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}`; reduce
+    /// output `{"rows":[{"key","value"}]}`, grouped by `group`/`group_level`.
+    func query(_ c: RequestContext) throws {
+        let database = try c.database()
+        let group = try ViewGroup.load(database, design: c.parameter("design"))
+        guard let (number, definition) = group.view(named: try c.parameter("view")) else {
             throw CouchError.notFound("missing_named_view")
         }
-        let query = try ViewQuery(request)
+        let query = try ViewQuery(c.request)
         let reduces = try query.validate(isReduceView: definition.reduce != nil)
         if let reduce = definition.reduce, reduce.hasPrefix("_"), definition.builtin == nil {
             throw CouchError.badRequest("Unknown builtin reduce function: \(reduce)")
@@ -26,7 +29,7 @@ extension App {
         let index = try views.index(database, group)
         let engine = views.engine
         if query.update == .yes { try index.update(database, engine: engine, to: database.updateSeq) }
-        var output = ViewOutput(reply: reply)
+        var output = ViewOutput(reply: c.reply)
         if reduces {
             try reduceRows(index, number, definition, query, engine, &output)
         } else {
@@ -38,24 +41,6 @@ extension App {
         }
     }
 
-    /// The views of `_design/<design>`; 404 `missing` (as CouchDB) when it does not exist or is deleted.
-    func designGroup(_ database: Database, design: String) throws -> ViewGroup {
-        try ViewGroup.load(database, design: design)
-    }
-}
-
-extension ViewGroup {
-    /// The views of `_design/<design>`; 404 `missing` (as CouchDB) when it does not exist or is deleted.
-    static func load(_ database: Database, design: String) throws -> ViewGroup {
-        let id = "_design/" + design
-        guard let info = try database.document(id), !info.deleted, let revision = try database.revision(id, rev: nil),
-            let body = revision.body, let document = try? JSON.parse(body)
-        else { throw CouchError.notFound("missing") }
-        return try ViewGroup(designID: id, document: document)
-    }
-}
-
-extension App {
     // MARK: Map
 
     private func mapRows(
@@ -76,8 +61,8 @@ extension App {
             while remaining > 0 {
                 // No more rows than the answer can still use (`limit=1` reads one row, not a page).
                 let size =
-                    remaining >= App.viewPageSize || skip >= App.viewPageSize
-                    ? App.viewPageSize : min(App.viewPageSize, remaining + skip)
+                    remaining >= ViewHandlers.pageSize || skip >= ViewHandlers.pageSize
+                    ? ViewHandlers.pageSize : min(ViewHandlers.pageSize, remaining + skip)
                 var page: [ViewRow] = []
                 try index.file.rows(scan, after: cursor, limit: size) { row in
                     page.append(row)
@@ -182,7 +167,7 @@ extension App {
                 case .row(let row):
                     // Keys are parsed only when something looks at them (groups, distinct counts, JavaScript).
                     let key = needsKey ? try JSON.parse(row.key) : .null
-                    let grouped = App.groupKey(key, row.sortKey, level)
+                    let grouped = ViewHandlers.groupKey(key, row.sortKey, level)
                     if let current = groupKey, current.sortKey != grouped.sortKey { try emitGroup() }
                     guard remaining > 0 else { return .stop }
                     if groupKey == nil { groupKey = grouped }
@@ -191,7 +176,7 @@ extension App {
                 case .chunk(let chunk):
                     // Taken whole when its first and last rows fall in one group; the group's key is that of its
                     // first row in the scan's order, as row by row.
-                    guard let grouped = try App.chunkGroup(chunk, level, descending: scan.descending) else {
+                    guard let grouped = try ViewHandlers.chunkGroup(chunk, level, descending: scan.descending) else {
                         return .expand
                     }
                     if let current = groupKey, current.sortKey != grouped.sortKey { try emitGroup() }
@@ -238,125 +223,5 @@ extension App {
             let prefix = JSON.array(Array(items.prefix(n)))
             return (ViewCollation.sortKey(prefix), prefix)
         }
-    }
-}
-
-/// The reduction of one group: built-ins fold natively; JavaScript reduces run on chunks of rows, then rereduce
-/// the chunks' results (CouchDB's reduce/rereduce contract, so a group of any size holds one chunk).
-struct Reduction {
-    let definition: ViewDefinition
-    let group: ViewGroup
-    let view: Int
-    let engine: any ViewEngine
-    private var accumulator: ReduceAccumulator?
-    private var keys: [JSON] = []
-    private var values: [JSON] = []
-    private var partials: [JSON] = []
-
-    /// Rows per JavaScript reduce call.
-    static let chunkSize = 200
-
-    init(definition: ViewDefinition, group: ViewGroup, view: Int, engine: any ViewEngine) {
-        self.definition = definition
-        self.group = group
-        self.view = view
-        self.engine = engine
-        accumulator = definition.builtin?.accumulator()
-    }
-
-    mutating func add(key: JSON, docID: String, value: [UInt8]) throws {
-        if var accumulator {
-            let parsed =
-                accumulator.reducer == .count || accumulator.reducer == .approxCountDistinct
-                ? JSON.null : try JSON.parse(value)
-            do {
-                try accumulator.add(key: key, value: parsed)
-            } catch {
-                throw CouchError.invalidValue(error.reason)
-            }
-            self.accumulator = accumulator
-            return
-        }
-        keys.append(.array([key, .string(docID)]))
-        values.append(try JSON.parse(value))
-        if keys.count >= Reduction.chunkSize { try flush() }
-    }
-
-    private mutating func flush() throws {
-        guard !keys.isEmpty else { return }
-        partials.append(try engine.reduce(group, view: view, keys: keys, values: values))
-        keys.removeAll(keepingCapacity: true)
-        values.removeAll(keepingCapacity: true)
-    }
-
-    /// What a chunk stores of the rows added so far (nil: nothing that reads back exactly, so none).
-    mutating func partial() throws -> JSON? {
-        if let accumulator { return accumulator.partial }
-        return try finish()
-    }
-
-    /// Folds in a chunk's stored partial, in row order with the rows added around it; false (nothing folded) when
-    /// its rows must be added one by one instead, for the exact error or because the partial does not read.
-    mutating func merge(partial bytes: [UInt8]) throws -> Bool {
-        guard let partial = try? JSON.parse(bytes) else { return false }
-        if var accumulator {
-            guard let other = ReduceAccumulator(accumulator.reducer, partial: partial),
-                accumulator.mergeExactly(other)
-            else { return false }
-            self.accumulator = accumulator
-            return true
-        }
-        try flush()
-        partials.append(partial)
-        return true
-    }
-
-    mutating func finish() throws -> JSON {
-        if let accumulator { return accumulator.result }
-        try flush()
-        if partials.count == 1 { return partials[0] }
-        if partials.isEmpty { return try engine.reduce(group, view: view, keys: [], values: []) }
-        return try engine.rereduce(group, view: view, values: partials)
-    }
-}
-
-/// The body of a view response: the head is sent with the first row (a reduce that fails on its first group is
-/// still a clean error response), rows are separated as CouchDB separates them.
-struct ViewOutput {
-    private var writer: FeedWriter
-    private var head: [UInt8]?
-    private var rows = 0
-
-    init(reply: Reply) {
-        writer = FeedWriter(reply: reply)
-    }
-
-    /// Starts the response now.
-    mutating func start(_ head: [UInt8]) throws {
-        try writer.reply.begin(200)
-        try writer.append(head)
-    }
-
-    /// Starts the response with the first row.
-    mutating func `defer`(_ head: [UInt8]) { self.head = head }
-
-    mutating func row(_ bytes: [UInt8]) throws {
-        if let head {
-            self.head = nil
-            try start(head)
-        }
-        if rows > 0 { try writer.append(",\r\n") }
-        rows += 1
-        try writer.append(bytes)
-    }
-
-    mutating func finish() throws {
-        if let head {
-            self.head = nil
-            try start(head)
-        }
-        try writer.append("\r\n]}\n")
-        try writer.send()
-        try writer.reply.finish()
     }
 }

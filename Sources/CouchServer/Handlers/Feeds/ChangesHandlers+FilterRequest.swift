@@ -2,7 +2,7 @@ import CouchCrypto
 import CouchWire
 import RevTree
 
-extension App {
+extension ChangesHandlers {
     /// The `req` object a filter function gets, built as CouchDB's `chttpd_external:json_req_obj` builds it:
     /// `info` (the database's info), `uuid`, `id`, `method`, `requested_path` (the raw target split at `/`,
     /// query included, as CouchDB splits it), `path`, `raw_path`, `query`, `headers`, `body` (`"undefined"`
@@ -37,17 +37,8 @@ extension App {
             }
         }
         req["cookie"] = .object(cookies)
-        req["userCtx"] = userContextJSON(database, request.user)
-        req["secObj"] = .object(access.security.security(of: database.name).json)
+        req["userCtx"] = request.user.designJSON(database: database.name)
+        req["secObj"] = .object(security.security(of: database.name).json)
         return .object(req)
-    }
-
-    /// `{"db","name","roles"}` of a request's user, as design functions see it.
-    func userContextJSON(_ database: Database, _ user: UserContext) -> JSON {
-        var userCtx = JSONObject()
-        userCtx["db"] = .string(database.name)
-        userCtx["name"] = user.name.map { .string($0.text) } ?? .null
-        userCtx["roles"] = .array(user.roles.map { .string($0.text) })
-        return .object(userCtx)
     }
 }

@@ -1,0 +1,43 @@
+import CouchWire
+import QueryServer
+import RevTree
+
+/// `GET/POST /db/_changes` with every feed type.
+struct ChangesHandlers: Sendable {
+    /// Counts the feeds that wait (`clients_requesting_changes`).
+    let metrics: ServerMetrics
+    /// The engine that maps the documents of `filter=_view` (read per request: tests swap it).
+    let views: ViewIndexes
+    /// Runs the filter functions of `filter=ddoc/name`.
+    let queryServer: QueryServer
+    /// The `_security` objects a filter's `req.secObj` shows.
+    let security: SecurityStore
+    /// Streams the inline attachments of `include_docs&attachments=true`.
+    let blobs: BlobRegistry
+    /// Whether a compaction runs, for a filter's `req.info` (the database's info as `GET /db` answers it).
+    let compactions: Compactions
+
+    func feed(_ c: RequestContext) throws {
+        let database = try c.database()
+        let request = c.request
+        if request.method == "POST" {
+            // CouchDB answers 415 to JSON endpoints given another content type.
+            if let type = request.contentType, type != "application/json" {
+                throw CouchError.badContentType("Content-Type must be application/json")
+            }
+        }
+        let query = try ChangesQuery(request, database: database)
+        var feed = ChangesFeed(
+            database: database, query: query, reply: c.reply, engine: views.engine, queryServer: queryServer,
+            blobs: blobs)
+        if case .function = query.filter {
+            feed.filterRequest = try filterRequest(database, request, body: query.body)
+        }
+        // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
+        // in-process connections carry no client address).
+        let counted = query.feed != .normal && request.head.remoteAddress != nil
+        if counted { metrics.changesFeedOpened() }
+        defer { if counted { metrics.changesFeedClosed() } }
+        try feed.run()
+    }
+}

@@ -1,0 +1,40 @@
+/// The body of a view response: the head is sent with the first row (a reduce that fails on its first group is
+/// still a clean error response), rows are separated as CouchDB separates them.
+struct ViewOutput {
+    private var writer: FeedWriter
+    private var head: [UInt8]?
+    private var rows = 0
+
+    init(reply: Reply) {
+        writer = FeedWriter(reply: reply)
+    }
+
+    /// Starts the response now.
+    mutating func start(_ head: [UInt8]) throws {
+        try writer.reply.begin(200)
+        try writer.append(head)
+    }
+
+    /// Starts the response with the first row.
+    mutating func `defer`(_ head: [UInt8]) { self.head = head }
+
+    mutating func row(_ bytes: [UInt8]) throws {
+        if let head {
+            self.head = nil
+            try start(head)
+        }
+        if rows > 0 { try writer.append(",\r\n") }
+        rows += 1
+        try writer.append(bytes)
+    }
+
+    mutating func finish() throws {
+        if let head {
+            self.head = nil
+            try start(head)
+        }
+        try writer.append("\r\n]}\n")
+        try writer.send()
+        try writer.reply.finish()
+    }
+}
