@@ -1,0 +1,130 @@
+import CouchWire
+import Testing
+
+@testable import CouchServer
+
+/// How refusals reach the wire: 405 from the table with `Allow`, 413 from the head, bad paths, unknown hosts
+/// (conformance/test_server.py, test_node_metrics.py, test_security_resources.py, e2e host allow-list).
+@Suite struct ErrorMappingTests {
+    @Test func wrongMethodIs405WithAllowAndTheTablesReason() throws {
+        try InProcessServer.with { server in
+            let admin = InProcessServer.admin
+            try server.createDatabase("db")
+            // (method, path, reason, Allow)
+            let cases: [(String, String, String, String)] = [
+                ("DELETE", "/_all_dbs", "Only GET,HEAD allowed", "GET, HEAD"),
+                ("POST", "/_uuids", "Only GET,HEAD allowed", "GET, HEAD"),
+                ("PUT", "/_session", "Only GET,HEAD,POST,DELETE allowed", "GET, HEAD, POST, DELETE"),
+                ("GET", "/_replicate", "Only POST allowed", "POST"),
+                ("POST", "/_node/_local/_stats", "Only GET allowed", "GET, HEAD"),
+                ("PUT", "/_node/_local/_stats/couchdb/request_time", "Only GET allowed", "GET, HEAD"),
+                ("POST", "/_membership", "Only GET allowed", "GET, HEAD"),
+                ("PUT", "/db/_changes", "Only GET,HEAD,POST allowed", "GET, HEAD, POST"),
+                ("GET", "/db/_bulk_docs", "Only POST allowed", "POST"),
+                ("GET", "/db/_revs_diff", "Only POST allowed", "POST"),
+                ("DELETE", "/db/_security", "Only GET,HEAD,PUT allowed", "GET, HEAD, PUT"),
+                ("POST", "/db/_design/d/_info", "Only GET allowed", "GET"),
+                ("PUT", "/db/_design/d/_view/v", "Only GET,HEAD,POST allowed", "GET, HEAD, POST"),
+                ("POST", "/db/_local/x", "Only DELETE,GET,HEAD,PUT allowed", "GET, HEAD, PUT, DELETE"),
+                ("POST", "/db/doc/att", "Only DELETE,GET,HEAD,PUT allowed", "GET, HEAD, PUT, DELETE"),
+                ("COPY", "/db", "Only DELETE,GET,HEAD,POST,PUT allowed", "DELETE, GET, HEAD, POST, PUT"),
+            ]
+            for (method, path, reason, allow) in cases {
+                let r = try server.request(method, path, as: admin)
+                #expect(r.status == 405, "\(method) \(path): \(r)")
+                #expect(r.error == "method_not_allowed" && r.reason == reason, "\(method) \(path): \(r)")
+                #expect(r.header("Allow") == allow, "\(method) \(path): Allow \(r.header("Allow") ?? "-")")
+                #expect(r.header("Content-Type")?.hasPrefix("application/json") == true)
+            }
+        }
+    }
+
+    /// A 405 tells nobody more than a 401 would: the path's least demanding rule is checked first.
+    @Test func wrongMethodIsAuthorizedFirst() throws {
+        try InProcessServer.with { server in
+            try server.createDatabase("db")
+            let allDbs = try server.request("DELETE", "/_all_dbs")
+            #expect(allDbs.status == 401 && allDbs.reason == "You are not a server admin.", "\(allDbs)")
+            let changes = try server.request("PUT", "/db/_changes")
+            #expect(changes.status == 401 && changes.reason == "You are not authorized to access this db.")
+            let missing = try server.request("PUT", "/nope/_changes", as: InProcessServer.admin)
+            #expect(missing.status == 404 && missing.reason == "Database does not exist.", "\(missing)")
+        }
+    }
+
+    @Test func unknownMethodIs405() throws {
+        try InProcessServer.with { server in
+            try server.createDatabase("db")
+            for (method, path) in [("PATCH", "/db/doc"), ("get", "/"), ("PROPFIND", "/_all_dbs")] {
+                let r = try server.request(method, path, as: InProcessServer.admin)
+                #expect(r.status == 405 && r.error == "method_not_allowed", "\(method) \(path): \(r)")
+                #expect(r.header("Allow") != nil)
+            }
+        }
+    }
+
+    /// An anonymous body over 1 MiB is refused from its declared length, before any of it is read: the test
+    /// sends only the head, and a server that waited for the body would time the test out.
+    @Test func anonymousBodyOverOneMiBIs413FromTheHead() throws {
+        try InProcessServer.with { server in
+            try server.createDatabase("pub")
+            let open = #"{"admins":{"names":[],"roles":[]},"members":{"names":[],"roles":[]}}"#
+            let opened = try server.request("PUT", "/pub/_security", as: InProcessServer.admin, json: open)
+            #expect(opened.status == 200, "\(opened)")
+            for path in ["/pub/_bulk_docs", "/pub/doc", "/pub"] {
+                let method = path == "/pub/doc" ? "PUT" : "POST"
+                let head =
+                    "\(method) \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(1024 * 1024 + 1)\r\n\r\n"
+                let r = try server.exchange(Array(head.utf8))
+                #expect(r.status == 413 && r.error == "too_large", "\(path): \(r)")
+            }
+            // A small anonymous write still works.
+            let small = try server.request("POST", "/pub", json: #"{"small":true}"#)
+            #expect(small.status == 201 || small.status == 202, "\(small)")
+            // The server admin's cap is the route's, not the anonymous one.
+            let bytes =
+                Array(#"{"big":""#.utf8) + [UInt8](repeating: 0x61, count: 1024 * 1024 + 10) + Array(#""}"#.utf8)
+            let big = try server.request(
+                "PUT", "/pub/big", as: InProcessServer.admin, raw: bytes,
+                contentType: "application/json")
+            #expect(big.status == 201, "\(big)")
+        }
+    }
+
+    @Test func badPercentEncodingIs400() throws {
+        try InProcessServer.with { server in
+            try server.createDatabase("db")
+            for path in ["/db/%zz", "/db/%", "/%GGdb", "/db/doc%2"] {
+                let r = try server.request("GET", path, as: InProcessServer.admin)
+                #expect(r.status == 400 && r.error == "bad_request", "\(path): \(r)")
+                #expect(r.reason == "Invalid percent-encoding in URL path", "\(path): \(r)")
+            }
+            let query = try server.request("GET", "/db/_all_docs?limit=%zz", as: InProcessServer.admin)
+            #expect(query.status == 400 && query.reason == "Invalid percent-encoding in query string", "\(query)")
+        }
+    }
+
+    @Test func aHostNotAllowedIs400BeforeAuthentication() throws {
+        try InProcessServer.with(allowedHosts: ["127.0.0.1", "localhost"]) { server in
+            for host in ["127.0.0.1", "LOCALHOST", "localhost:5984"] {
+                let r = try server.request("GET", "/", host: host)
+                #expect(r.status == 200, "\(host): \(r)")
+            }
+            for host in ["evil.example", "127.0.0.1.evil.example", ""] {
+                let r = try server.request("GET", "/_all_dbs", as: InProcessServer.admin, host: host)
+                #expect(r.status == 400 && r.error == "bad_request", "\(host): \(r)")
+                #expect(!r.text.contains("_users"))
+            }
+            let none = try server.request("GET", "/", host: nil)
+            #expect(none.status == 400, "\(none)")
+        }
+    }
+
+    @Test func wrongPasswordIs401() throws {
+        try InProcessServer.with { server in
+            let r = try server.request("GET", "/_all_dbs", as: Credentials("admin", "wrong"))
+            #expect(r.status == 401 && r.reason == "Name or password is incorrect.", "\(r)")
+        }
+    }
+}

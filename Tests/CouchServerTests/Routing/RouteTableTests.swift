@@ -1,0 +1,236 @@
+import CouchWire
+import Testing
+
+@testable import CouchServer
+
+/// Walks `App.routeTable`: every row is well formed and reachable, no two rows claim the same request, every row
+/// that takes a body caps it, and a path with no row is refused to everyone, server admins included.
+@Suite struct RouteTableTests {
+    let table = App.routeTable
+    let router = Router(App.routeTable)
+
+    /// Rows that accept POST, PUT or COPY but read no body, so `.none` is right for them; each with its reason.
+    /// A new row that takes a body must name its limit instead of landing here.
+    static let bodilessWrites: [String: String] = [
+        "/{db}": "PUT creates the database from its name alone (POST, which writes a document, is its own row)",
+        "/{db}/_ensure_full_commit": "a replicator's no-op: CouchDB ignores the body, and so does couchlite",
+        "/_node": "refused (400 Incomplete path) whatever the method",
+        "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
+        "/_photos/{path…}": "no gallery endpoint there: 404 whatever the method",
+        "/{db}/_temp_view": "410: temporary views are gone",
+        "/{db}/_find": "501: not supported", "/{db}/_index": "501: not supported",
+        "/{db}/_explain": "501: not supported", "/{db}/_design_docs": "501: not supported",
+        "/{db}/_purge": "501: not supported",
+        "/{db}/_local": "400: `_local` needs exactly one more segment",
+        "/{db}/_local/{local}/{path…}": "400: `_local` documents have no attachments",
+        "/{db}/_design/{design}/_view": "404: no view named",
+        "/{db}/_design/{design}/_view/{view}/{path…}": "404: nothing under a view",
+        "/{db}/_design/{design}/_show/{path…?}": "501: _show is not run",
+        "/{db}/_design/{design}/_list/{path…?}": "501: _list is not run",
+        "/{db}/_design/{design}/_update/{path…?}": "501: _update is not run",
+        "/{db}/_design/{design}/_rewrite/{path…?}": "501: _rewrite is not run",
+    ]
+
+    /// Paths no row has: each resolves to `.unrouted`, whatever the method.
+    static let unroutedPaths: [[String]] = [
+        ["_dbs_info"], ["_foo"], ["_foo", "bar"], ["_utils"], ["_config"], ["_stats"], ["_db_updates"],
+        ["_cluster_setup"], ["_reshard"], ["_uuids", "x"], ["_all_dbs", "x"], ["_session", "x"],
+        ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
+        ["db", "_purged_infos_limit"], ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
+        ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "queries"], ["db", "_design_docs", "queries"],
+        ["db", "_index", "x"], ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
+        ["_users", "_foo"], ["_replicator", "_foo"], ["_users", "_design"],
+    ]
+
+    /// Paths whose rows exist only to refuse them (no endpoint behind): routed, but answered 4xx to everyone.
+    static let refusingPaths: [[String]] = [
+        ["_node"], ["_node", "_local", "_config"], ["_node", "_local", "_config", "couchdb", "x"],
+        ["db", "_design", "d", "_view"], ["db", "_design", "d", "_view", "v", "x"], ["db", "_local"],
+        ["db", "_local", "x", "y"], ["_photos", "api"], ["_photos", "api", "nothing", "here"],
+    ]
+
+    // MARK: Rows
+
+    @Test func everyRowHasMethodsAndAPatternThatParsesToWhatItSays() {
+        for route in table {
+            let name = route.pattern.description
+            #expect(!route.methods.isEmpty, "\(name) has no methods")
+            #expect(Set(route.methods).count == route.methods.count, "\(name) lists a method twice")
+            #expect(RouteTableTests.render(route.pattern.segments) == name, "\(name) parses otherwise")
+            #expect(PathPattern(name) == route.pattern)
+            // A `{rest…}` capture takes every remaining segment, so it can only come last.
+            for (index, segment) in route.pattern.segments.enumerated() {
+                if case .rest = segment {
+                    #expect(index == route.pattern.segments.count - 1, "\(name): {…} before the end")
+                }
+            }
+        }
+    }
+
+    @Test func everyRowNamesAnAccessRuleThatFitsItsPath() {
+        for route in table {
+            let name = route.pattern.description
+            let namesDatabase = route.pattern.segments.first == .database
+            // A rule that needs the database on a path that names none would answer 404 to everyone.
+            if route.access.needsDatabase {
+                #expect(namesDatabase, "\(name): \(route.access) needs a {db}")
+            }
+            // `_users`' own rules only on rows confined to `_users`, and those rows only there.
+            let usersRule = [Access.usersMember, .usersOwnDocument, .usersDesignRead].contains(route.access)
+            if usersRule { #expect(route.onlyIn == App.usersDatabase, "\(name): \(route.access) outside _users") }
+            if let only = route.onlyIn {
+                #expect(only == App.usersDatabase && namesDatabase, "\(name) confined to \(only)")
+            }
+            // The drop credentials' database scopes need the database in the path.
+            if [DropScope.ownDatabase, .upload, .checkpoint, .exists].contains(route.drop) {
+                #expect(route.pattern.segments.contains(.database), "\(name): drop \(route.drop) without {db}")
+            }
+            if route.drop == .checkpoint { #expect(route.pattern.description.contains("{local}"), "\(name)") }
+        }
+    }
+
+    @Test func everyRowThatTakesABodyNamesItsLimit() {
+        let bodyMethods: Set<HTTPMethod> = [.POST, .PUT, .COPY]
+        var bodiless: Set<String> = []
+        for route in table where !bodyMethods.isDisjoint(with: route.methods) && route.body == .none {
+            let name = route.pattern.description
+            bodiless.insert(name)
+            #expect(
+                RouteTableTests.bodilessWrites[name] != nil,
+                "\(name) (\(route.methods.map(\.rawValue))) accepts a body but names no limit")
+        }
+        // The list stays exact: a row that gained a limit leaves it.
+        #expect(bodiless == Set(RouteTableTests.bodilessWrites.keys))
+        // And no row names a limit it can never use.
+        for route in table where route.body != .none {
+            #expect(!bodyMethods.isDisjoint(with: route.methods), "\(route.pattern) caps a body it never takes")
+        }
+    }
+
+    @Test func noTwoRowsOfOnePathShareAMethod() {
+        for (index, route) in table.enumerated() {
+            for other in table[(index + 1)...] where other.pattern == route.pattern && other.onlyIn == route.onlyIn {
+                let shared = Set(route.methods).intersection(other.methods)
+                #expect(shared.isEmpty, "\(route.pattern) lists \(shared.map(\.rawValue)) on two rows")
+            }
+        }
+    }
+
+    /// Each row answers a path made from its own pattern, for each of its methods: no earlier row shadows it
+    /// entirely.
+    @Test func everyRowIsReachable() {
+        for route in table {
+            let path = RouteTableTests.samplePath(route)
+            for method in route.methods {
+                guard case .route(let found, _) = router.resolve(method: method.rawValue, segments: path) else {
+                    Issue.record("\(method) /\(path.joined(separator: "/")) does not reach \(route.pattern)")
+                    continue
+                }
+                let same =
+                    found.pattern == route.pattern && found.onlyIn == route.onlyIn && found.methods == route.methods
+                #expect(
+                    same, "\(method) /\(path.joined(separator: "/")) reaches \(found.pattern), not \(route.pattern)")
+            }
+        }
+    }
+
+    // MARK: Paths without a row
+
+    @Test func pathsWithoutARowAreUnrouted() {
+        for path in RouteTableTests.unroutedPaths {
+            for method in HTTPMethod.allCases {
+                guard case .unrouted(let unrouted) = router.resolve(method: method.rawValue, segments: path) else {
+                    Issue.record("\(method) /\(path.joined(separator: "/")) has a route")
+                    continue
+                }
+                // Refused in its namespace: the server's to server admins, a database's to its members.
+                if path[0].hasPrefix("_") && !App.systemDatabases.contains(path[0]) {
+                    #expect(unrouted.access == .serverAdmin && unrouted.database == nil)
+                } else {
+                    #expect(unrouted.access == .member && unrouted.database == path[0])
+                }
+                #expect((400..<500).contains(unrouted.error.status))
+            }
+        }
+    }
+
+    @Test func noPathWithoutARowIsServedEvenToAServerAdmin() throws {
+        try InProcessServer.with { server in
+            try server.createDatabase("db")
+            for path in RouteTableTests.unroutedPaths + RouteTableTests.refusingPaths {
+                for method in ["GET", "PUT", "POST", "DELETE"] {
+                    let r = try server.request(
+                        method, "/" + path.joined(separator: "/"), as: InProcessServer.admin, json: "{}")
+                    #expect((400..<500).contains(r.status), "\(method) /\(path.joined(separator: "/")): \(r)")
+                    #expect(r.error != nil, "\(method) /\(path.joined(separator: "/")): \(r)")
+                }
+            }
+            // And the server's namespace is the server admins': nobody else learns what is not there.
+            for path in [["_dbs_info"], ["_foo"], ["_node", "_local", "_config"]] {
+                let r = try server.request("GET", "/" + path.joined(separator: "/"))
+                #expect(r.status == 401 && r.reason == "You are not a server admin.", "\(path): \(r)")
+            }
+        }
+    }
+
+    // MARK: Router.normalize
+
+    @Test func normalizeSplitsTheEncodedSlashOfLocalAndDesignDocuments() {
+        #expect(Router.normalize(["db", "_local/x"]) == ["db", "_local", "x"])
+        #expect(Router.normalize(["db", "_design/x"]) == ["db", "_design", "x"])
+        // A design document's one-segment spelling names the document only, not an attachment under it.
+        #expect(Router.normalize(["db", "_design/x", "att"]) == ["db", "_design/x", "att"])
+        // `_local/x/y` sent as one segment stays one document id after the prefix.
+        #expect(Router.normalize(["db", "_local/x/y"]) == ["db", "_local", "x/y"])
+        // What follows the prefix is kept whole, multi-byte characters included.
+        #expect(Router.normalize(["db", "_local/é☃𝄞"]) == ["db", "_local", "é☃𝄞"])
+        #expect(Router.normalize(["db", "_design/日本"]) == ["db", "_design", "日本"])
+        // Nothing else changes.
+        #expect(Router.normalize(["db", "_localx"]) == ["db", "_localx"])
+        #expect(Router.normalize(["db", "doc/x"]) == ["db", "doc/x"])
+        #expect(Router.normalize(["_local/x"]) == ["_local/x"])
+        #expect(Router.normalize(["db", "x", "_local/y"]) == ["db", "x", "_local/y"])
+        #expect(Router.normalize([]) == [])
+    }
+
+    @Test func encodedSlashesRouteAsTheSlashedSpelling() {
+        func pattern(_ method: String, _ path: [String]) -> String? {
+            guard case .route(let route, _) = router.resolve(method: method, segments: path) else { return nil }
+            return route.pattern.description
+        }
+        #expect(pattern("PUT", ["db", "_local/x"]) == "/{db}/_local/{local}")
+        #expect(pattern("GET", ["db", "_design/x"]) == "/{db}/_design/{design}")
+        // `_design%2Fx/att` is not the attachment of `_design/x`: it names no row.
+        #expect(pattern("GET", ["db", "_design/x", "att"]) == nil)
+        #expect(pattern("GET", ["db", "_design", "x", "att"]) == "/{db}/_design/{design}/{path…}")
+    }
+
+    // MARK: Helpers
+
+    static func render(_ segments: [PathPattern.Segment]) -> String {
+        if segments.isEmpty { return "/" }
+        return segments.map { segment -> String in
+            switch segment {
+            case .literal(let text): "/" + text
+            case .database: "/{db}"
+            case .document: "/{doc}"
+            case .name(let key): "/{\(key)}"
+            case .rest(let key, let optional): "/{\(key)…\(optional ? "?" : "")}"
+            }
+        }.joined()
+    }
+
+    /// A path the row's pattern matches, with a plain value for each capture.
+    /// `{rest…}` takes two segments, so that a row with one capture in its place does not claim the path.
+    static func samplePath(_ route: Route) -> [String] {
+        route.pattern.segments.flatMap { segment in
+            switch segment {
+            case .literal(let text): [text]
+            case .database: [route.onlyIn ?? "db"]
+            case .document: ["doc"]
+            case .name(let key): ["sample-\(key)"]
+            case .rest(let key, _): ["sample-\(key)", "more"]
+            }
+        }
+    }
+}
