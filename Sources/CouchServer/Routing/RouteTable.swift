@@ -20,11 +20,11 @@ extension App {
             Route(read, "/_up", .anyone) { app, c in try app.server.up(c) },
             Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.server.allDatabases(c) },
             Route(read, "/_uuids", .anyone) { app, c in try app.server.uuids(c) },
-            Route(read, "/_session", .anyone, drop: .open, body: .small, notAllowedReason: "GET,HEAD,POST,DELETE") {
+            Route(read, "/_session", .anyone, drop: .open, notAllowedReason: "GET,HEAD,POST,DELETE") {
                 app, c in try app.sessions.session(c)
             },
             Route([.POST], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logIn(c) },
-            Route([.DELETE], "/_session", .anyone, drop: .open, body: .small) { app, c in try app.sessions.logOut(c) },
+            Route([.DELETE], "/_session", .anyone, drop: .open) { app, c in try app.sessions.logOut(c) },
             Route([.POST], "/_replicate", .serverAdmin, body: .small) { app, c in
                 try app.replicationJobs.replicate(c)
             },
@@ -105,7 +105,7 @@ extension App {
             Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
                 try app.designViews.cleanup(c)
             },
-            Route(read, "/{db}/_security", .member, body: .small) { app, c in try app.databases.securityObject(c) },
+            Route(read, "/{db}/_security", .member) { app, c in try app.databases.securityObject(c) },
             Route([.PUT], "/{db}/_security", .member, body: .small) { app, c in
                 try app.databases.setSecurityObject(c)
             },

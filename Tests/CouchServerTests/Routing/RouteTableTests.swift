@@ -14,6 +14,8 @@ import Testing
     static let bodilessWrites: [String: String] = [
         "/{db}": "PUT creates the database from its name alone (POST, which writes a document, is its own row)",
         "/{db}/_ensure_full_commit": "a replicator's no-op: CouchDB ignores the body, and so does couchlite",
+        "/{db}/{doc}": "COPY names its destination in a header and copies a stored revision: no body",
+        "/{db}/_design/{design}": "COPY names its destination in a header and copies a stored revision: no body",
         "/_node": "refused (400 Incomplete path) whatever the method",
         "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
         "/_photos/{path…}": "no gallery endpoint there: 404 whatever the method",
