@@ -145,13 +145,16 @@ final class App: Sendable {
             return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
         }
         applyCORS(head, reply)
-        let target = databaseName(of: head).map { (name: $0, deletions: store.deletions(of: $0)) }
+        var target: (name: String, deletions: Int)?
         var temporaryRequest: TemporaryAccounts.Request?
         do {
             var request = try Request(head: head, body: body)
+            let resolution = router.resolve(method: request.method, segments: request.segments)
+            // A request that races `DELETE /db` fails as the 404 it would have got a moment later (`clientError`).
+            target = resolution.database.map { (name: $0, deletions: store.deletions(of: $0)) }
             guard let user = try authenticate(request, reply, trusted: trusted) else { return finish() }
             request.user = user
-            try dispatch(request, reply) { route in
+            try dispatch(resolution, request, reply) { route in
                 temporaryRequest = access.authenticator.temporary.begin(user, method: request.method, drop: route.drop)
             }
         } catch let error as HTTPError {
@@ -183,8 +186,10 @@ final class App: Sendable {
     /// Routes an authenticated request by the table: its row decides who may make it and how much they may send,
     /// before any of the body is read, and then its handler answers it.
     /// - Parameter begin: Told of the row once the request is authorized, before its handler runs.
-    private func dispatch(_ request: Request, _ reply: Reply, begin: (Route) -> Void) throws {
-        switch router.resolve(method: request.method, segments: request.segments) {
+    private func dispatch(
+        _ resolution: Router.Resolution, _ request: Request, _ reply: Reply, begin: (Route) -> Void
+    ) throws {
+        switch resolution {
         case .unrouted(let unrouted):
             try authorizer.authorize(
                 unrouted.access, drop: .closed, RouteParameters(database: unrouted.database), request.user)
@@ -203,7 +208,7 @@ final class App: Sendable {
                 let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: nil)
                 return try route.handler(self, context)
             }
-            let database = try openDatabase(name)
+            let database = try store.existing(name)
             // Held for the whole request: the bound on open databases never closes a database under its user.
             let lease = try database.lease()
             defer { lease.release() }
@@ -246,14 +251,6 @@ final class App: Sendable {
         return mapped
     }
 
-    /// The database a request addresses, if any (its first path segment, unless a server endpoint).
-    private func databaseName(of head: HTTPRequestHead) -> String? {
-        guard let raw = head.path.split(separator: "/").first, let name = PercentEncoding.decode(raw),
-            !name.hasPrefix("_") || App.systemDatabases.contains(name)
-        else { return nil }
-        return name
-    }
-
     /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
     /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
     func answerOnly(hosts: [String]) {
@@ -261,45 +258,6 @@ final class App: Sendable {
         allowedHosts.withLock { $0 = list }
     }
 
-    /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
-    /// rewrite URLs rather than replicate data): 501 with the reason.
-    static func unsupportedDesign(_ endpoint: String) throws -> Never {
-        let reasons = [
-            "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render "
-                + "it in the client.",
-            "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
-                + "rows in the client.",
-            "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with "
-                + "PUT or _bulk_docs (validate_doc_update still applies).",
-            "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database "
-                + "directly.",
-        ]
-        throw CouchError.notImplemented(reasons[endpoint] ?? "\(endpoint) is not supported by couchlite.")
-    }
-
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
-
-    /// Opens an existing database or fails with 404 `Database does not exist.`
-    func openDatabase(_ name: String) throws -> Database {
-        do {
-            return try store.open(name)
-        } catch {
-            throw CouchError(error)
-        }
-    }
-}
-
-extension App {
-    /// CouchDB answers 415 to JSON endpoints given another content type.
-    func requireJSONContent(_ request: Request) throws(CouchError) {
-        try request.requireJSONContent()
-    }
-}
-
-/// Throws 405 unless the request's method is one of `allowed`.
-func require(_ request: Request, _ allowed: String...) throws(CouchError) {
-    guard allowed.contains(request.method) else {
-        throw .methodNotAllowed(allowed.joined(separator: ","))
-    }
 }

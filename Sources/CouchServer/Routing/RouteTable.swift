@@ -112,11 +112,11 @@ extension App {
             Route(every, "/{db}/_temp_view", .member) { _, _ in
                 throw CouchError.gone("Temporary views are not supported in CouchDB")
             },
-            Route(every, "/{db}/_find", .member) { _, _ in try App.unsupported("_find") },
-            Route(every, "/{db}/_index", .member) { _, _ in try App.unsupported("_index") },
-            Route(every, "/{db}/_explain", .member) { _, _ in try App.unsupported("_explain") },
-            Route(every, "/{db}/_design_docs", .member) { _, _ in try App.unsupported("_design_docs") },
-            Route(every, "/{db}/_purge", .serverAdmin) { _, _ in try App.unsupported("_purge") },
+            Route(every, "/{db}/_find", .member) { _, _ in try Refusal.unsupported("_find") },
+            Route(every, "/{db}/_index", .member) { _, _ in try Refusal.unsupported("_index") },
+            Route(every, "/{db}/_explain", .member) { _, _ in try Refusal.unsupported("_explain") },
+            Route(every, "/{db}/_design_docs", .member) { _, _ in try Refusal.unsupported("_design_docs") },
+            Route(every, "/{db}/_purge", .serverAdmin) { _, _ in try Refusal.unsupported("_purge") },
 
             // MARK: Replication protocol
             Route([.POST], "/{db}/_bulk_docs", .usersMember, body: .bulk, onlyIn: users) { app, c in
@@ -142,13 +142,13 @@ extension App {
             },
 
             // MARK: Local documents
-            Route(every, "/{db}/_local", .member) { _, _ in try App.localAttachment() },
+            Route(every, "/{db}/_local", .member) { _, _ in try Refusal.localAttachment() },
             Route(read, "/{db}/_local/{local}", .member, drop: .checkpoint) { app, c in try app.documents.getLocal(c) },
             Route([.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document) { app, c in
                 try app.documents.putLocal(c)
             },
             Route([.DELETE], "/{db}/_local/{local}", .member) { app, c in try app.documents.deleteLocal(c) },
-            Route(every, "/{db}/_local/{local}/{path…}", .member) { _, _ in try App.localAttachment() },
+            Route(every, "/{db}/_local/{local}/{path…}", .member) { _, _ in try Refusal.localAttachment() },
 
             // MARK: Design documents and views
             Route(read, "/{db}/_design/{design}/_view/{view}", .member) { app, c in
@@ -162,15 +162,17 @@ extension App {
             Route(every, "/{db}/_design/{design}/_view/{view}/{path…}", .member) { _, _ in
                 throw CouchError.notFound("missing")
             },
-            Route(every, "/{db}/_design/{design}/_show/{path…?}", .member) { _, _ in try App.unsupportedDesign("_show")
+            Route(every, "/{db}/_design/{design}/_show/{path…?}", .member) { _, _ in
+                try Refusal.unsupportedDesign("_show")
             },
-            Route(every, "/{db}/_design/{design}/_list/{path…?}", .member) { _, _ in try App.unsupportedDesign("_list")
+            Route(every, "/{db}/_design/{design}/_list/{path…?}", .member) { _, _ in
+                try Refusal.unsupportedDesign("_list")
             },
             Route(every, "/{db}/_design/{design}/_update/{path…?}", .member) { _, _ in
-                try App.unsupportedDesign("_update")
+                try Refusal.unsupportedDesign("_update")
             },
             Route(every, "/{db}/_design/{design}/_rewrite/{path…?}", .member) { _, _ in
-                try App.unsupportedDesign("_rewrite")
+                try Refusal.unsupportedDesign("_rewrite")
             },
             Route(read, "/{db}/_design/{design}", .usersDesignRead, onlyIn: users) { app, c in
                 try app.documents.get(c)
@@ -208,7 +210,10 @@ extension App {
             Route([.DELETE], "/{db}/{doc}/{path…}", .member) { app, c in try app.attachments.delete(c) },
         ]
     }()
+}
 
+/// What the rows that only refuse answer.
+private enum Refusal {
     /// Endpoints of CouchDB's API that couchlite does not serve yet: 501 with the reason.
     static func unsupported(_ endpoint: String) throws -> Never {
         throw CouchError.notImplemented("\(endpoint) is not supported by couchlite.")
@@ -217,5 +222,21 @@ extension App {
     /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
     static func localAttachment() throws -> Never {
         throw CouchError.badRequest("_local documents do not accept attachments.")
+    }
+
+    /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
+    /// rewrite URLs rather than replicate data): 501 with the reason.
+    static func unsupportedDesign(_ endpoint: String) throws -> Never {
+        let reasons = [
+            "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render "
+                + "it in the client.",
+            "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
+                + "rows in the client.",
+            "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with "
+                + "PUT or _bulk_docs (validate_doc_update still applies).",
+            "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database "
+                + "directly.",
+        ]
+        throw CouchError.notImplemented(reasons[endpoint] ?? "\(endpoint) is not supported by couchlite.")
     }
 }

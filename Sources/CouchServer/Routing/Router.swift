@@ -15,6 +15,14 @@ struct Router: Sendable {
         case methodNotAllowed(allowed: [HTTPMethod], reason: String, access: Access, RouteParameters)
         /// No row has this path: nothing is authorized, and the request is refused by `Unrouted`.
         case unrouted(Unrouted)
+
+        /// The database the path names, if any.
+        var database: String? {
+            switch self {
+            case .route(_, let parameters), .methodNotAllowed(_, _, _, let parameters): parameters.database
+            case .unrouted(let unrouted): unrouted.database
+            }
+        }
     }
 
     /// A path no row matches, with the access rule of its namespace (server routes are server admins'; a

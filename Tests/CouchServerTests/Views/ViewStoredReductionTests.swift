@@ -47,7 +47,7 @@ import Testing
     }()
 
     private func compare(_ server: ViewTestServer, _ label: String) throws {
-        let database = try server.app.openDatabase("db")
+        let database = try server.app.store.existing("db")
         let group = try ViewGroup.load(database, design: "d")
         let index = try server.app.views.index(database, group)
         var paths: [String] = []

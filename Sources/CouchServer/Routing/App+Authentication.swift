@@ -39,18 +39,4 @@ extension App {
         }
         return headers
     }
-
-    /// Whether `user` may administer `database` (server or db admin).
-    func isDatabaseAdmin(_ database: String, _ user: UserContext) -> Bool {
-        access.security.security(of: database).isAdmin(user)
-    }
-
-    /// For document writers: throws unless `user` may write this design document.
-    /// Plain members may write ordinary documents only.
-    func requireDesignWriteAccess(_ database: Database, docID: String, _ user: UserContext) throws(CouchError) {
-        guard docID.hasBytePrefix("_design/") else { return }
-        guard isDatabaseAdmin(database.name, user) else {
-            throw RequestAuthorizer.securityError(user, "You are not a db or server admin.")
-        }
-    }
 }
