@@ -9,7 +9,7 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "couchlite",
     products: [
-        .executable(name: "couchlite", targets: ["couchlite-server"])
+        .executable(name: "couchlite", targets: ["couchlite"])
     ],
     targets: [
         // C libraries from Debian, reached through system-library targets.
@@ -42,24 +42,30 @@ let package = Package(
         .target(name: "CThumbnail", dependencies: ["CJPEG", "CPNG"]),
         // Thumbnails of photos and their cache on disk. Knows nothing of HTTP.
         .target(name: "Thumbnails", dependencies: ["CThumbnail", "CJPEG", "CPNG"], swiftSettings: swiftSettings),
-        // The CouchDB endpoints over the store, and the subcommands that run them.
+        // The CouchDB API: the route table and its handlers over the store, authentication, views, replication
+        // jobs, metrics, and the server process that serves them.
         .target(
             name: "CouchServer",
+            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator", "QueryServer"],
+            swiftSettings: swiftSettings),
+        // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
+        // (the outbox) and the gallery (its routes, thumbnails and page, whose assets are files embedded in the binary).
+        .target(
+            name: "PhotoDrop",
             dependencies: [
-                "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CQRencode", "CZlib", "Thumbnails", "Replicator",
-                "QueryServer",
+                "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails", "Replicator",
             ],
-            // The photo gallery's page, style, script and images: real files, compiled into the binary as
-            // `PackageResources.<name>_<ext>` byte arrays (nothing is read from disk at run time).
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
                 .embedInCode("Gallery/Assets/app.css"), .embedInCode("Gallery/Assets/app.js"),
                 .embedInCode("Gallery/Assets/icon.svg"), .embedInCode("Gallery/Assets/placeholder.svg"),
             ],
             swiftSettings: swiftSettings),
-        // The `couchlite` executable: a thin command line over CouchServer.
+        // The `couchlite` executable: the command line (subcommands, option tables, stop signals) over the two.
         .executableTarget(
-            name: "couchlite-server", dependencies: ["CouchServer", "QueryServer"], swiftSettings: swiftSettings),
+            name: "couchlite",
+            dependencies: ["CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer"],
+            swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
@@ -74,7 +80,13 @@ let package = Package(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "CouchServerTests", dependencies: ["CouchServer", "CouchWire", "RevTree", "CZlib"],
+            name: "CouchServerTests", dependencies: ["CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CommandLineTests", dependencies: ["couchlite", "CouchServer", "PhotoDrop", "CouchWire", "RevTree"],
             swiftSettings: swiftSettings),
     ]
 )

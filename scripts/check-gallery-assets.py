@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lints the photo gallery's page and images (Sources/CouchServer/Gallery/Assets/) as what they are.
+"""Lints the photo gallery's page and images (Sources/PhotoDrop/Gallery/Assets/) as what they are.
 
 Every asset must be UTF-8 and end with a newline. Each HTML file must start with `<!doctype html>`
 and be well-formed: every element that is not void is closed explicitly, in order, no id is used
@@ -14,7 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "Sources/CouchServer/Gallery/Assets"
+ASSETS = ROOT / "Sources/PhotoDrop/Gallery/Assets"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -20,7 +20,7 @@ swift format lint --strict -r Sources Tests fuzz Package.swift
 
 # The gallery's page, style, script and images are real files compiled into the binary: lint them as what they are.
 step "gallery assets (node --check app.js; HTML, SVG and CSS well-formed: scripts/check-gallery-assets.py)"
-node --check Sources/CouchServer/Gallery/Assets/app.js
+node --check Sources/PhotoDrop/Gallery/Assets/app.js
 python3 scripts/check-gallery-assets.py
 
 # Part of the lint: the one debug build treats compiler warnings as errors, so a warning fails the

@@ -6,18 +6,18 @@ import Synchronization
 
 /// The CouchDB application: routes each request to its handler and turns every failure into a
 /// CouchDB-style error. Shared by all connection threads; everything it holds is thread-safe.
-final class App: Sendable {
+package final class App: Sendable {
     static let couchDBVersion = "3.4.3"
     static let version = "0.1.0"
     /// The node name `_membership`, `_active_tasks` and `_scheduler` give (a single-node CouchDB's shape).
     static let nodeName = "couchlite@127.0.0.1"
 
-    let store: Store
-    let blobRegistry: BlobRegistry
-    let serverUUID: String
+    package let store: Store
+    package let blobRegistry: BlobRegistry
+    package let serverUUID: String
     let log: Logger
-    let options: Options
-    let access: AccessControl
+    package let options: Options
+    package let access: AccessControl
     /// Serves this app to the replicator's local endpoints over in-process socket pairs.
     let localServer: HTTPLocalServer
     /// Replications started by `_replicate` and `_replicator` documents.
@@ -46,7 +46,6 @@ final class App: Sendable {
     let attachments: AttachmentHandlers
     let replication: ReplicationHandlers
     let users: UserHandlers
-    let gallery: GalleryHandlers
     /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
     let designViews: ViewHandlers
     /// `_changes`.
@@ -54,7 +53,7 @@ final class App: Sendable {
     /// `_all_docs`.
     let allDocs: AllDocsHandlers
     /// The route table, read by routing, authorization, the drop scope and body limits alike.
-    let router = Router(App.routeTable)
+    let router: Router
     /// Decides from a request's route whether its user may make it.
     let authorizer: RequestAuthorizer
     /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
@@ -62,17 +61,19 @@ final class App: Sendable {
     /// `/_session`: cookie login and logout.
     let sessions: SessionHandlers
     /// `/`, `/_up`, `/_all_dbs`, `/_uuids`.
-    let server: ServerHandlers
+    package let server: ServerHandlers
     /// `/_membership` and `/_node/{node}/…`.
     let node: NodeHandlers
     /// `/_replicate`, `/_active_tasks`, `/_scheduler/…`.
     let replicationJobs: ReplicationJobHandlers
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
-    let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
+    package let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
+    /// - Parameter productRoutes: Routes a product adds to CouchDB's (the photo gallery), made from the app's
+    ///   services; they are tried first, so they may also answer a method of a CouchDB path (a browser's `GET /`).
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
-        log: Logger
+        log: Logger, productRoutes: (AppServices) -> [Route] = { _ in [] }
     ) {
         self.store = store
         self.access = access
@@ -96,14 +97,15 @@ final class App: Sendable {
             blobs: blobRegistry, security: access.security, designFunctions: designFunctions, queryServer: queryServer)
         self.documentWriter = documentWriter
         documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
+        let services = AppServices(
+            store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
+            log: log)
+        router = Router(productRoutes(services) + App.routeTable)
         attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
         replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
         users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,
             iterations: access.authenticator.iterations)
-        gallery = GalleryHandlers(
-            store: store, security: access.security, documents: documentWriter, blobs: blobRegistry,
-            state: GalleryState(dataDir: options.dataDir))
         databases = DatabaseHandlers(
             store: store, blobRegistry: blobRegistry, security: access.security, views: views,
             compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
@@ -253,7 +255,7 @@ final class App: Sendable {
 
     /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
     /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
-    func answerOnly(hosts: [String]) {
+    package func answerOnly(hosts: [String]) {
         let list = HostAllowList(options.allowedHosts + hosts)
         allowedHosts.withLock { $0 = list }
     }

@@ -4,9 +4,9 @@ import RevTree
 
 /// Everything the server needs to decide who may do what: authentication, each database's
 /// `_security` object and the CORS rules. One per server, shared by all connection threads.
-final class AccessControl: Sendable {
-    let authenticator: Authenticator
-    let security: SecurityStore
+package final class AccessControl: Sendable {
+    package let authenticator: Authenticator
+    package let security: SecurityStore
     let cors: CORSPolicy
 
     init(authenticator: Authenticator, security: SecurityStore, cors: CORSPolicy) {

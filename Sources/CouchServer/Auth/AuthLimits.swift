@@ -1,12 +1,12 @@
 /// Sizes and times of authentication (CouchDB's `[chttpd_auth]` defaults where it has one).
-enum AuthLimits {
+package enum AuthLimits {
     /// PBKDF2-SHA256 iterations for new password hashes by default: OWASP's recommendation and
     /// CouchDB 3.4's `[chttpd_auth] iterations` (about half a second per hash on a small machine;
     /// verified Basic credentials are cached, so it is paid once per login, not per request).
     /// `--pbkdf2-iterations` changes it (tests lower it to stay quick).
     static let pbkdf2Iterations = 600_000
     /// Range `--pbkdf2-iterations` accepts.
-    static let configurablePBKDF2Iterations = 1_000...10_000_000
+    package static let configurablePBKDF2Iterations = 1_000...10_000_000
     /// Session cookie lifetime, in seconds (`[chttpd_auth] timeout`, default 600).
     static let sessionSeconds = 600
     /// Verified Basic credentials are remembered this long, in seconds, so that Basic auth on

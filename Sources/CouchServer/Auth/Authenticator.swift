@@ -18,7 +18,7 @@ import Synchronization
 /// a `LoginThrottle` turn first, and a successful one re-derives a hash weaker than the server's own
 /// iterations (the transparent upgrade CouchDB 3.4 calls `upgrade_hash_on_auth`). Parallel checks of
 /// the same credentials share one PBKDF2's success (`LoginFlights`).
-final class Authenticator: Sendable {
+package final class Authenticator: Sendable {
     private let admins: Mutex<ServerAdmins>
     /// One-time identities held in memory (see `ServerIdentities`).
     let identities: ServerIdentities
@@ -29,7 +29,7 @@ final class Authenticator: Sendable {
     private let store: Store
     let throttle = LoginThrottle()
     /// `couchlite receive`'s one-time accounts (held in `identities`), with their scope, expiry and activity.
-    let temporary: TemporaryAccounts
+    package let temporary: TemporaryAccounts
     private let verified = Mutex(CredentialCache())
     /// Verifications running now (see `login`).
     let flights = LoginFlights()
@@ -42,7 +42,7 @@ final class Authenticator: Sendable {
             case usersDatabase
         }
 
-        let name: ExactName
+        package let name: ExactName
         let roles: [ExactName]
         let hash: PasswordHash
         var source = Source.serverHeld
@@ -72,7 +72,7 @@ final class Authenticator: Sendable {
     var maxIterations: Int { max(iterations, AuthLimits.pbkdf2Iterations) }
 
     /// Whether `name` is a server admin's.
-    func isServerAdmin(_ name: ExactName) -> Bool {
+    package func isServerAdmin(_ name: ExactName) -> Bool {
         admins.withLock { $0.hashes[name] != nil }
     }
 

@@ -9,9 +9,9 @@ import CouchWire
 /// default. Asked for with `true`, they go to the origins listed by name only; an origin accepted
 /// merely because the list holds `*` gets them only when the operator says `any-origin` (CouchDB's
 /// `credentials = true` with `origins = *` would let every web page on the LAN in).
-struct CORSPolicy: Sendable {
+package struct CORSPolicy: Sendable {
     /// When CORS answers carry `Access-Control-Allow-Credentials: true`.
-    enum Credentials: String, Sendable {
+    package enum Credentials: String, Sendable {
         /// Never (the default).
         case off = "false"
         /// For origins listed by name.

@@ -18,7 +18,7 @@ struct CredentialCache: Sendable {
     var count: Int { expiries.count }
 
     /// Whether `key` was verified and used within the last `lifetime`; a hit late in its life is renewed.
-    mutating func contains(_ key: String, now: ContinuousClock.Instant) -> Bool {
+    package mutating func contains(_ key: String, now: ContinuousClock.Instant) -> Bool {
         guard let expiry = expiries[key] else { return false }
         guard expiry > now else {
             expiries[key] = nil

@@ -12,18 +12,18 @@ import CouchWire
 /// server it replicates with); it only ever compares them by bytes, here. Names in `UserContext`,
 /// `SecurityObject`, `ServerAdmins`, `ServerIdentities` and the `Authenticator` are `ExactName`s, so
 /// a canonical comparison cannot creep back in through them.
-struct ExactName: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+package struct ExactName: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The name as sent; read it for output only, never compare it as a `String`.
     let text: String
 
-    init(_ text: String) { self.text = text }
-    init(stringLiteral text: String) { self.text = text }
+    package init(_ text: String) { self.text = text }
+    package init(stringLiteral text: String) { self.text = text }
 
-    var description: String { text }
+    package var description: String { text }
 
-    static func == (lhs: ExactName, rhs: ExactName) -> Bool { lhs.text.utf8Equals(rhs.text) }
+    package static func == (lhs: ExactName, rhs: ExactName) -> Bool { lhs.text.utf8Equals(rhs.text) }
 
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         for byte in text.utf8 { hasher.combine(byte) }
         hasher.combine(0xFF as UInt8)  // no UTF-8 byte is 0xFF: a terminator, so prefixes cannot collide
     }
@@ -35,14 +35,14 @@ struct ExactName: Hashable, Sendable, CustomStringConvertible, ExpressibleByStri
 
     /// Whether the name's bytes start with `prefix`'s bytes (`String.hasPrefix` compares characters,
     /// so `"_\u{301}x".hasPrefix("_")` is false while CouchDB sees a leading underscore).
-    func hasBytePrefix(_ prefix: String) -> Bool { text.hasBytePrefix(prefix) }
+    package func hasBytePrefix(_ prefix: String) -> Bool { text.hasBytePrefix(prefix) }
 }
 
 extension String {
     /// Whether this string's UTF-8 bytes start with `prefix`'s: CouchDB's `<<"_design/", _/binary>>`.
     /// `hasPrefix` compares grapheme clusters, so `"_design/\u{301}x".hasPrefix("_design/")` is false
     /// although the id is a design document to CouchDB and to the store.
-    func hasBytePrefix(_ prefix: String) -> Bool { utf8.starts(with: prefix.utf8) }
+    package func hasBytePrefix(_ prefix: String) -> Bool { utf8.starts(with: prefix.utf8) }
 
     /// The bytes after `prefix`, when the string starts with it byte for byte.
     func afterBytePrefix(_ prefix: String) -> String? {

@@ -9,7 +9,7 @@
 /// An entry is a host name or address, optionally with a port: `photos.local`, `192.168.1.20`,
 /// `[fe80::1]` or `::1`, `localhost:5984`. Without a port it matches the host on any port. Names compare
 /// ASCII case-insensitively; a trailing dot is ignored.
-struct HostAllowList: Sendable {
+package struct HostAllowList: Sendable {
     private struct Entry: Sendable {
         let host: String
         let port: String?
@@ -35,7 +35,7 @@ struct HostAllowList: Sendable {
     }
 
     /// `host[:port]` → lowercased host (IPv6 in brackets) and port; nil when malformed.
-    static func split(_ text: String) -> (host: String, port: String?)? {
+    package static func split(_ text: String) -> (host: String, port: String?)? {
         let value = text.trimmingSpaces().lowercased()
         guard !value.isEmpty, value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") }) else {
             return nil

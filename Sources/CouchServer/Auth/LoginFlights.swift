@@ -18,8 +18,8 @@ import Synchronization
 final class LoginFlights: Sendable {
     /// What a flight checks, compared byte for byte (`String ==` would compare canonical equivalents as equal).
     struct Credentials: Hashable, Sendable {
-        let name: [UInt8]
-        let password: [UInt8]
+        package let name: [UInt8]
+        package let password: [UInt8]
         let salt: [UInt8]
         let derivedKey: [UInt8]
         let iterations: Int

@@ -49,7 +49,7 @@ final class LoginThrottle: Sendable {
         Thread.sleep(forTimeInterval: wait.timeInterval)
     }
 
-    func finish(_ keys: [LoginThrottleTable.Key], succeeded: Bool) {
+    package func finish(_ keys: [LoginThrottleTable.Key], succeeded: Bool) {
         table.withLock { $0.finish(keys, succeeded: succeeded, now: ContinuousClock.now) }
     }
 
@@ -73,7 +73,7 @@ struct LoginThrottleTable: Sendable {
         /// `LoginThrottle.clientKey` of the peer.
         var client: String
         /// nil for the key counting every name from this client.
-        var name: ExactName?
+        package var name: ExactName?
     }
 
     struct Entry: Sendable {
@@ -109,7 +109,7 @@ struct LoginThrottleTable: Sendable {
 
     /// Hands out a turn on every key (the longest wait wins), or refuses the attempt without
     /// counting it when some key's turn is further away than the longest wait.
-    mutating func begin(_ keys: [Key], now: ContinuousClock.Instant) -> Decision {
+    package mutating func begin(_ keys: [Key], now: ContinuousClock.Instant) -> Decision {
         var updated: [(Key, Entry)] = []
         var wait = Duration.zero
         for key in keys {
@@ -136,7 +136,7 @@ struct LoginThrottleTable: Sendable {
 
     /// Ends an attempt: a failure is remembered on every key; a success forgets the (client, name)
     /// key (the user knows the password) but not the client's count across names.
-    mutating func finish(_ keys: [Key], succeeded: Bool, now: ContinuousClock.Instant) {
+    package mutating func finish(_ keys: [Key], succeeded: Bool, now: ContinuousClock.Instant) {
         for key in keys {
             guard var entry = entries[key] else { continue }
             entry.pending = max(entry.pending - 1, 0)

@@ -5,13 +5,13 @@ import RevTree
 /// body is read. The rules are chttpd_auth_request.erl's, then the database's `_security` (members read and write,
 /// db admins also change `_security` and design documents), then `_users`' own (couch_users_db.erl), then what
 /// `couchlite receive`'s one-time credentials may do (`DropScope`).
-struct RequestAuthorizer: Sendable {
-    let store: Store
-    let security: SecurityStore
+package struct RequestAuthorizer: Sendable {
+    package let store: Store
+    package let security: SecurityStore
 
     /// The `_local` documents couchlite itself keeps in a database (the receive position); the drop credentials may
     /// not read or write them.
-    static let reservedLocalPrefix = "_local/couchlite-"
+    package static let reservedLocalPrefix = "_local/couchlite-"
 
     /// - Throws: 401/403/404 as CouchDB would answer, 403 for the drop credentials outside their scope, 412 for
     ///   their `PUT` of their own database.
@@ -116,7 +116,7 @@ struct RequestAuthorizer: Sendable {
     }
 
     /// couch_db's `throw_security_error`: 401 when nobody is logged in, else 403.
-    static func securityError(_ user: UserContext, _ reason: String? = nil) -> CouchError {
+    package static func securityError(_ user: UserContext, _ reason: String? = nil) -> CouchError {
         if user.name == nil {
             return .unauthorized(reason ?? "You are not authorized to access this db.")
         }
@@ -130,7 +130,7 @@ struct RequestAuthorizer: Sendable {
         throw .forbidden("This document is reserved for couchlite.")
     }
 
-    static func scopeError(_ scope: String) -> CouchError {
+    package static func scopeError(_ scope: String) -> CouchError {
         .forbidden("These one-time credentials may only push to the database \(scope).")
     }
 }

@@ -5,7 +5,7 @@ import CouchWire
 ///
 /// The JSON is kept as sent (CouchDB stores and returns unknown members too); the access rules
 /// read `admins` and `members` (or the legacy `readers`) from it.
-struct SecurityObject: Sendable, Equatable {
+package struct SecurityObject: Sendable, Equatable {
     private(set) var json: JSONObject
 
     /// CouchDB 3's `[couchdb] default_security = admin_only`, which new databases get.
@@ -16,7 +16,7 @@ struct SecurityObject: Sendable, Equatable {
         ]))
 
     /// No restrictions: anyone may read and write (the `_users` database's rules live elsewhere).
-    static let open = SecurityObject(validated: JSONObject())
+    package static let open = SecurityObject(validated: JSONObject())
 
     private init(validated json: JSONObject) {
         self.json = json
@@ -54,7 +54,7 @@ struct SecurityObject: Sendable, Equatable {
     }
 
     /// Admins, anyone when `members` lists nobody, else the names and roles listed there.
-    func isMember(_ user: UserContext) -> Bool {
+    package func isMember(_ user: UserContext) -> Bool {
         if isAdmin(user) { return true }
         let names = list("members", "names")
         let roles = list("members", "roles")

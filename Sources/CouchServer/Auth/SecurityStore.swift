@@ -10,7 +10,7 @@ import Synchronization
 /// `default_security = admin_only`: nobody signs up unless an admin opens `_users`, see
 /// `Options.usersDBSecurityEditable`). Within an opened `_users`, the per-document rules of
 /// `App+Users.swift` let people sign up and read only their own document.
-final class SecurityStore: Sendable {
+package final class SecurityStore: Sendable {
     private let directory: String
     private let cache = Mutex<[String: SecurityObject]>([:])
 
@@ -19,7 +19,7 @@ final class SecurityStore: Sendable {
         try PrivateFile.createDirectory(directory)
     }
 
-    func security(of database: String) -> SecurityObject {
+    package func security(of database: String) -> SecurityObject {
         if let cached = cache.withLock({ $0[database] }) { return cached }
         var object = SecurityStore.defaultObject(for: database)
         if let data = FileManager.default.contents(atPath: path(of: database)),
@@ -37,7 +37,7 @@ final class SecurityStore: Sendable {
     }
 
     /// Forgets a database's object (it was deleted or created afresh).
-    func reset(_ database: String) {
+    package func reset(_ database: String) {
         try? FileManager.default.removeItem(atPath: path(of: database))
         cache.withLock { _ = $0.removeValue(forKey: database) }
     }

@@ -5,15 +5,15 @@ import Foundation
 /// The server admins: names with PBKDF2 hashes, kept in `<data-dir>/admins.json` (hashes only,
 /// never a password, written owner-only), like CouchDB's `[admins]` section after it hashes the
 /// plain values. Names are `ExactName`s: a look-alike of an admin's name is somebody else.
-struct ServerAdmins: Sendable {
+package struct ServerAdmins: Sendable {
     private(set) var hashes: [ExactName: PasswordHash]
     /// Where the hashes are kept.
     let path: String
 
     /// A password generated on a first start; shown once, never stored.
-    struct Generated: Sendable {
-        let name: String
-        let password: String
+    package struct Generated: Sendable {
+        package let name: String
+        package let password: String
     }
 
     static let fileName = "admins.json"

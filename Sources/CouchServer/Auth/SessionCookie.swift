@@ -6,7 +6,7 @@ import Foundation
 /// `name:HEXTIME` keyed by the server secret and the user's password salt, the layout CouchDB
 /// uses, so a password change (new salt) ends every session of that user.
 struct SessionCookie: Equatable {
-    let name: String
+    package let name: String
     /// Seconds since 1970 when the cookie was issued.
     let issued: Int
     let mac: [UInt8]

@@ -9,7 +9,7 @@ import Synchronization
 /// reserved), and a user document with the same name never inherits their access: the access comes from the
 /// account's `scope`, not from the database's `_security`. Only the password's PBKDF2 hash is kept. What
 /// their clients do is counted here too, for `receive --once`.
-final class TemporaryAccounts: Sendable {
+package final class TemporaryAccounts: Sendable {
     private let identities: ServerIdentities
     /// PBKDF2 iterations of the hashes made, the server's own (`--pbkdf2-iterations`).
     private let iterations: Int
@@ -21,7 +21,7 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// Adds an account, valid until `expires`, that may only push into `database`.
-    func add(name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant) {
+    package func add(name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant) {
         let account = Authenticator.Account(
             name: ExactName(name), roles: [], hash: PasswordHash.make(password: password, iterations: iterations),
             source: .serverHeld,
@@ -31,7 +31,7 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// Ends an account now: from the next request on, its credentials and cookies get 401.
-    func revoke(_ name: String) {
+    package func revoke(_ name: String) {
         identities.release(ExactName(name))
     }
 
@@ -41,20 +41,20 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// Whether some account (live or not) has had this name, so a new one never reuses it.
-    func contains(_ name: String) -> Bool {
+    package func contains(_ name: String) -> Bool {
         identities.isReserved(ExactName(name))
     }
 
     // MARK: Activity
 
     /// What an account's clients have been doing, for `receive --once` to tell when a push is complete.
-    struct Activity: Sendable, Equatable {
+    package struct Activity: Sendable, Equatable {
         /// Requests being answered now.
-        var inFlight: Int
+        package var inFlight: Int
         /// When the last request ended (nil: none yet).
-        var lastEnded: ContinuousClock.Instant?
+        package var lastEnded: ContinuousClock.Instant?
         /// Whether a `_local` checkpoint write has succeeded.
-        var checkpointed: Bool
+        package var checkpointed: Bool
         /// Documents written (requests to `_bulk_docs` or document `PUT`s that succeeded).
         var writes: Int
 
@@ -67,7 +67,7 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// One request of a temporary account, from routing to its answer.
-    struct Request {
+    package struct Request {
         fileprivate let key: ExactName
         fileprivate let kind: Kind
         fileprivate let accounts: TemporaryAccounts
@@ -90,7 +90,7 @@ final class TemporaryAccounts: Sendable {
 
     /// Starts tracking a request made by `user`, when `user` is a temporary account.
     /// - Parameter drop: What the request's route lets the account do (its checkpoints, its uploads).
-    func begin(_ user: UserContext, method: String, drop: DropScope) -> Request? {
+    package func begin(_ user: UserContext, method: String, drop: DropScope) -> Request? {
         guard user.scope != nil, let key = user.name else { return nil }
         var kind = Request.Kind.other
         if drop == .checkpoint && method == "PUT" {
@@ -107,7 +107,7 @@ final class TemporaryAccounts: Sendable {
     }
 
     /// The activity of an account so far.
-    func activity(of name: String) -> Activity? {
+    package func activity(of name: String) -> Activity? {
         activities.withLock { activities in
             guard let state = activities[ExactName(name)] else { return nil }
             return Activity(

@@ -2,24 +2,24 @@ import CouchWire
 
 /// Who a request speaks for, as CouchDB's `#user_ctx`: `name` is nil for an anonymous request.
 /// Names and roles are `ExactName`s: every access decision compares them by bytes.
-struct UserContext: Sendable, Equatable {
-    var name: ExactName?
+package struct UserContext: Sendable, Equatable {
+    package var name: ExactName?
     var roles: [ExactName]
     /// The handler that authenticated the request (`"cookie"` or `"default"` for Basic), as
     /// `GET /_session` reports it in `info.authenticated`; nil when anonymous.
     var handler: String?
     /// The one database this user may use, for a temporary account (`TemporaryAccounts`); nil otherwise.
-    var scope: String? = nil
+    package var scope: String? = nil
 
     static let anonymous = UserContext(name: nil, roles: [], handler: nil)
 
     /// The role every server admin carries.
     static let adminRole: ExactName = "_admin"
 
-    var isServerAdmin: Bool { roles.contains(UserContext.adminRole) }
+    package var isServerAdmin: Bool { roles.contains(UserContext.adminRole) }
 
     /// `{"name":…,"roles":[…]}`, the `userCtx` of `GET /_session`.
-    var json: JSON {
+    package var json: JSON {
         .object(
             JSONObject([
                 ("name", name.map { JSON.string($0.text) } ?? .null), ("roles", .array(roles.map { .string($0.text) })),

@@ -56,7 +56,7 @@ extension BlobRegistry {
 extension Reply {
     /// Sends a 200 JSON document whose inline attachment data streams in (chunked), or as one body when
     /// it has none.
-    func json(_ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders()) throws {
+    package func json(_ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders()) throws {
         guard !inline.isEmpty else { return try json(200, value, headers: headers) }
         var bytes = value.serialized()
         bytes.append(UInt8(ascii: "\n"))
@@ -67,7 +67,7 @@ extension Reply {
     }
 
     /// Copies `count` bytes of a blob into the response in bounded pieces.
-    func stream(_ reader: BlobReader, from start: Int, count: Int) throws {
+    package func stream(_ reader: BlobReader, from start: Int, count: Int) throws {
         var offset = start
         let end = start + count
         while offset < end {
@@ -85,7 +85,7 @@ extension Reply {
 /// which no stored text can predict); ``write(_:to:)`` sends the serialized JSON up to each placeholder, then
 /// the attachment's bytes base64-encoded as they are read (and decoded), then the rest. Memory per document
 /// is its JSON plus one read buffer, whatever the attachments weigh.
-final class InlineAttachments {
+package final class InlineAttachments {
     private let blobs: BlobRegistry
     private let database: Database
     /// 32 hex digits, fresh per response.

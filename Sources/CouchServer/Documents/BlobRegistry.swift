@@ -12,7 +12,7 @@ import Synchronization
 /// One content-addressed blob store per database, under `<data-dir>/attachments/<safe name>` (`SafeFileName`)
 /// (hex so that any legal database name, `/` included, is one safe directory name), and the gate
 /// that keeps compaction's blob sweep away from uploads being committed.
-final class BlobRegistry: Sendable {
+package final class BlobRegistry: Sendable {
     private let root: String
     private let stores = Mutex<[String: BlobStore]>([:])
     /// `<root>/.trash`: a deleted database's blob directory is moved here and removed in the background (nil when
@@ -68,7 +68,7 @@ final class BlobRegistry: Sendable {
         }
     }
 
-    func store(for name: String) throws -> BlobStore {
+    package func store(for name: String) throws -> BlobStore {
         try stores.withLock { stores in
             if let existing = stores[name] { return existing }
             let store = try BlobStore(directory: directory(for: name))
@@ -128,19 +128,20 @@ final class ReadWriteLock: @unchecked Sendable {
 
 extension BlobRegistry {
     /// The blob store of `database`.
-    func store(for database: Database) throws -> BlobStore {
+    package func store(for database: Database) throws -> BlobStore {
         try store(for: database.name)
     }
 
     /// Starts an upload (see ``BlobStore/makeWriter(sha1:expecting:)``); a hash-only writer refreshes its
     /// blob's time, so this is never concurrent with a blob sweep either.
-    func makeWriter(_ database: Database, sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter {
+    package func makeWriter(_ database: Database, sha1: Bool = false, expecting key: String? = nil) throws -> BlobWriter
+    {
         let store = try store(for: database)
         return try sweepGate.shared { try store.makeWriter(sha1: sha1, expecting: key) }
     }
 
     /// Commits an upload; never concurrent with a blob sweep (see ``BlobRegistry/sweepGate``).
-    func commit(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
+    package func commit(_ writer: BlobWriter) throws -> (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int) {
         try sweepGate.shared { try writer.commit() }
     }
 

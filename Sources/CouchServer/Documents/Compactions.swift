@@ -2,11 +2,11 @@ import Synchronization
 
 /// The databases whose `_compact` is running, so `GET /db` reports `compact_running` truly: client libraries
 /// poll it after `POST /db/_compact` and read the compacted state as soon as it turns false.
-final class Compactions: Sendable {
+package final class Compactions: Sendable {
     private let running = Mutex<[String: Int]>([:])
 
     /// Marks a compaction of `name` as started (before its thread runs, so the 202's next poll already sees it).
-    func begin(_ name: String) {
+    package func begin(_ name: String) {
         running.withLock { $0[name, default: 0] += 1 }
     }
 

@@ -2,12 +2,12 @@ import CouchWire
 import RevTree
 
 /// A document as a client sent it, split into CouchDB's special `_` members and the user's body.
-struct DocumentInput {
+package struct DocumentInput {
     var id: String?
     var rev: RevID?
     /// `_revisions` as a path, leaf first (`start-0`, `start-1`, …).
     var revisions: [RevID]?
-    var deleted = false
+    package var deleted = false
     /// The user's fields, in the order sent.
     var body = JSONObject()
     /// The `_attachments` member, still as JSON.
@@ -29,7 +29,7 @@ struct DocumentInput {
     /// - Throws: 400 for a non-object, a bad `_id`, `_rev` or `_revisions`, or an unknown `_` member.
     /// - Parameter local: a `_local` document, whose `_revisions` (the CouchDB replicator sends
     ///   `{"start":0,"ids":["N"]}`) only restates its `0-N` rev.
-    init(_ json: JSON, local: Bool = false) throws(CouchError) {
+    package init(_ json: JSON, local: Bool = false) throws(CouchError) {
         guard case .object(let object) = json else { throw .notAnObject }
         for (key, value) in object {
             guard key.hasBytePrefix("_") else {
@@ -72,7 +72,7 @@ struct DocumentInput {
         if !local, let first = revisions?.first { rev = first }
     }
 
-    static func parseRev(_ text: String) throws(CouchError) -> RevID {
+    package static func parseRev(_ text: String) throws(CouchError) -> RevID {
         do {
             return try RevID(parsing: text)
         } catch {
@@ -116,10 +116,10 @@ struct DocumentInput {
 }
 
 /// Document id rules of CouchDB (`couch_doc:validate_docid`).
-enum DocumentID {
+package enum DocumentID {
     static let maxBytes = 8 * 1024
 
-    static func validate(_ id: String) throws(CouchError) {
+    package static func validate(_ id: String) throws(CouchError) {
         guard !id.isEmpty else { throw .illegalDocID("Document id must not be empty") }
         guard id.utf8.count <= maxBytes else { throw .illegalDocID("Document id is too long") }
         if id.hasBytePrefix("_") {

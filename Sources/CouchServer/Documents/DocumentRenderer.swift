@@ -64,8 +64,8 @@ struct RenderOptions {
 /// Builds JSON documents from stored revisions.
 struct DocumentRenderer {
     let id: String
-    let info: DocumentInfo?
-    let options: RenderOptions
+    package let info: DocumentInfo?
+    package let options: RenderOptions
     /// Streams inline `data` (`attachments=true`) into the response in place of the placeholder each
     /// `data` member holds; nil when no data is inlined (stubs, `follows`).
     let inline: InlineAttachments?

@@ -5,7 +5,7 @@ import RevTree
 
 /// Attachment bytes that arrived as parts of a `multipart/related` body, already stored as blobs,
 /// by attachment name.
-struct FollowedAttachments {
+package struct FollowedAttachments {
     struct Part {
         let key: String
         let md5: [UInt8]
@@ -20,7 +20,7 @@ struct FollowedAttachments {
 /// Turning `_attachments` JSON into stored blobs and `AttachmentRef`s.
 extension DocumentWriter {
     /// CouchDB refuses attachment names starting with `_` (chttpd_db 2307) and empty ones.
-    static func validateAttachmentName(_ name: String) throws(CouchError) {
+    package static func validateAttachmentName(_ name: String) throws(CouchError) {
         guard !name.isEmpty else { throw .badRequest("Attachment name can't be empty") }
         if name.hasBytePrefix("_") {
             throw .badRequest("Attachment name '\(name)' starts with prohibited character '_'")
@@ -123,7 +123,7 @@ extension DocumentWriter {
         return raw.hexString
     }
 
-    static func base64(_ bytes: [UInt8]) -> String {
+    package static func base64(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         Base64.encode(bytes, into: &out)
         return String(decoding: out, as: UTF8.self)

@@ -122,7 +122,7 @@ extension DocumentWriter {
 extension DocumentWriter {
     /// `database.applyEdits` for the single-document write paths (PUT, POST, DELETE, COPY, attachment PUT and
     /// DELETE, multipart, the gallery's upload): validated first, the first refusal thrown.
-    func applyEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+    package func applyEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: true, user: user) }

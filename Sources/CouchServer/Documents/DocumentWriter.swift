@@ -6,14 +6,14 @@ import RevTree
 /// attachments, COPY, form uploads, `_users`, the gallery's upload): attachment bytes become blobs, design documents
 /// are their database admins' to write, every normal document passes the database's `validate_doc_update`
 /// functions, and the store applies what passed.
-struct DocumentWriter: Sendable {
+package struct DocumentWriter: Sendable {
     let blobs: BlobRegistry
-    let security: SecurityStore
+    package let security: SecurityStore
     let designFunctions: DesignFunctionCache
     let queryServer: QueryServer
 
     /// Writes one document revision and returns its rev, or throws its error.
-    func writeOne(
+    package func writeOne(
         _ database: Database, docID: String, input: DocumentInput, base: RevID?, newEdits: Bool,
         followed: FollowedAttachments?, user: UserContext
     ) throws -> RevID {

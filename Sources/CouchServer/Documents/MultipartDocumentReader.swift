@@ -28,7 +28,7 @@ extension DocumentWriter {
 /// attachment part streamed into a blob.
 private struct MultipartDocumentReader {
     let blobs: BlobRegistry
-    let database: Database
+    package let database: Database
     let docID: String
     private var partIndex = -1
     private var headers: [(String, String)] = []

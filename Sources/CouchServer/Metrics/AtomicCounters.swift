@@ -20,11 +20,11 @@ final class AtomicCounters: @unchecked Sendable {
     }
 
     /// The counter at `index` (which must be in `0..<count`).
-    subscript(index: Int) -> Int { slots[index].load(ordering: .relaxed) }
+    package subscript(index: Int) -> Int { slots[index].load(ordering: .relaxed) }
 
-    func add(_ index: Int, _ amount: Int = 1) { slots[index].add(amount, ordering: .relaxed) }
+    package func add(_ index: Int, _ amount: Int = 1) { slots[index].add(amount, ordering: .relaxed) }
 
-    func store(_ index: Int, _ value: Int) { slots[index].store(value, ordering: .relaxed) }
+    package func store(_ index: Int, _ value: Int) { slots[index].store(value, ordering: .relaxed) }
 
     /// Sets the counter to `desired` if it still holds `expected`; false if another thread changed it first.
     func compareExchange(_ index: Int, expected: Int, desired: Int) -> Bool {

@@ -84,7 +84,7 @@ struct HistogramSummary: Equatable {
     }
 
     /// CouchDB's `value` object of a histogram; an empty one is all integer zeros, as CouchDB writes it.
-    var json: JSON {
+    package var json: JSON {
         guard n > 0 else {
             let zero = JSON.int(0)
             return .object(

@@ -10,7 +10,7 @@ indirect enum MetricTree {
     case histogram(HistogramSummary, String)
     case group([(String, MetricTree)])
 
-    var json: JSON {
+    package var json: JSON {
         switch self {
         case .counter(let value, let desc): Self.leaf(.int(value), .counter, desc)
         case .gauge(let value, let desc): Self.leaf(.int(value), .gauge, desc)

@@ -22,7 +22,7 @@ final class ReplicationJobs: Sendable {
     }
 
     struct JobState {
-        var name = "running"
+        package var name = "running"
         var error: String?
         var result: JSON?
         var finished = false
@@ -53,7 +53,7 @@ final class ReplicationJobs: Sendable {
 
     /// Registers a job under its full replication id.
     /// - Returns: false when a job with that id is already running (CouchDB answers it as the same job).
-    func add(_ job: Job) -> Bool {
+    package func add(_ job: Job) -> Bool {
         let added = jobs.withLock { jobs in
             if let existing = jobs[job.replication.fullID], !existing.state.withLock({ $0.finished }) { return false }
             jobs[job.replication.fullID] = job
@@ -150,7 +150,7 @@ final class ReplicationJobs: Sendable {
 
 extension ReplicationStats {
     /// Adds another job's counters (the sequences are not summed).
-    mutating func add(_ other: ReplicationStats) {
+    package mutating func add(_ other: ReplicationStats) {
         docsRead += other.docsRead
         docsWritten += other.docsWritten
         docWriteFailures += other.docWriteFailures

@@ -14,7 +14,7 @@ import RevTree
 struct ReplicationRequest {
     var source: Endpoint
     var target: Endpoint
-    var options = ReplicationOptions()
+    package var options = ReplicationOptions()
     var cancel = false
 
     init(_ body: JSONObject, app: App) throws(CouchError) {
@@ -80,7 +80,8 @@ struct ReplicationRequest {
     }
 
     /// One endpoint: a URL string, `{"url":…,"headers":{…},"auth":{"basic":{…}}}`, or a local name.
-    static func endpoint(_ value: JSON, log: Logger, local: (String) -> Endpoint) throws(CouchError) -> Endpoint {
+    package static func endpoint(_ value: JSON, log: Logger, local: (String) -> Endpoint) throws(CouchError) -> Endpoint
+    {
         var url: String
         var headers = HTTPHeaders()
         var trust = PeerTrust()
@@ -155,7 +156,7 @@ extension App {
     }
 
     /// A database of this server as a replication endpoint, served in-process as a server admin.
-    func localEndpoint(_ name: String) -> Endpoint {
+    package func localEndpoint(_ name: String) -> Endpoint {
         localServer.replicationEndpoint(name, identity: serverUUID)
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// The database is read through the app's in-process server like any local endpoint, following its
 /// `_changes` with long-polls on a thread of its own.
 final class ReplicatorDatabase: Sendable {
-    static let name = "_replicator"
+    package static let name = "_replicator"
 
     struct DocState: Sendable {
         var rev: String

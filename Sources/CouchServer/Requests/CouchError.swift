@@ -3,7 +3,7 @@ import RevTree
 
 /// Every failure a client can see, mapped to CouchDB's status, `error` and `reason` in one place
 /// (chttpd's `error_info/1`). Anything that is not a `CouchError` becomes a logged 500.
-enum CouchError: Error, Equatable {
+package enum CouchError: Error, Equatable {
     case badRequest(String)
     case docValidation(String)
     case invalidJSON
@@ -66,7 +66,7 @@ enum CouchError: Error, Equatable {
         }
     }
 
-    var error: String {
+    package var error: String {
         switch self {
         case .badRequest, .invalidJSON, .notAnObject, .invalidRev: "bad_request"
         case .docValidation: "doc_validation"
@@ -121,14 +121,14 @@ enum CouchError: Error, Equatable {
     }
 
     /// The `{"error","reason"}` body.
-    var json: JSON {
+    package var json: JSON {
         .object(JSONObject([("error", .string(error)), ("reason", .string(reason))]))
     }
 }
 
 extension CouchError {
     /// Maps a store failure onto the wire.
-    init(_ storeError: StoreError) {
+    package init(_ storeError: StoreError) {
         switch storeError {
         case .conflict: self = .conflict
         case .notFound(let reason): self = .notFound(reason)
@@ -146,7 +146,7 @@ extension CouchError {
 
     /// Maps any other failure onto the wire without letting its text reach the client: store errors as
     /// above, a full disk as 507, anything else as a logged 500 with a generic reason.
-    init(unexpected error: any Error) {
+    package init(unexpected error: any Error) {
         if let error = error as? CouchError {
             self = error
         } else if let error = error as? StoreError {
@@ -162,7 +162,7 @@ extension CouchError {
 
     /// Maps a store failure of document `docID` onto the wire, in CouchDB's words where they name the document
     /// (`couch_doc:merge_stubs`: "Invalid attachment stub in <doc> for <attachment>").
-    init(_ storeError: StoreError, docID: String) {
+    package init(_ storeError: StoreError, docID: String) {
         if case .missingStub(let name) = storeError {
             self = .missingStub("Invalid attachment stub in \(docID) for \(name)")
         } else {
@@ -171,7 +171,7 @@ extension CouchError {
     }
 
     /// Maps an HTTP body-reading failure onto the wire.
-    init(_ httpError: HTTPError) {
+    package init(_ httpError: HTTPError) {
         switch httpError.status {
         case 413: self = .tooLarge("Request body is too large")
         case 400: self = .badRequest(httpError.reason)

@@ -6,7 +6,7 @@ import RevTree
 /// the database's size. Inline attachment data (`attachments=true`) is base64-encoded from its blob in bounded
 /// chunks straight into the buffer, never loaded whole.
 struct FeedWriter {
-    let reply: Reply
+    package let reply: Reply
     private(set) var buffer: [UInt8] = []
 
     /// Bytes gathered before they are handed to the connection (about one TCP send buffer).

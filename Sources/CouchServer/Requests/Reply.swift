@@ -2,7 +2,7 @@ import CouchWire
 
 /// The response side of one request: wraps the engine's writer with CouchDB's default headers and
 /// remembers the status and byte count for the access log.
-final class Reply {
+package final class Reply {
     let writer: HTTPResponseWriter
     private(set) var status = 0
     private(set) var bytesSent = 0
@@ -25,14 +25,14 @@ final class Reply {
     }
 
     /// Sends a complete JSON response.
-    func json(_ status: Int, _ body: JSON, headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
+    package func json(_ status: Int, _ body: JSON, headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
         var bytes = body.serialized()
         bytes.append(UInt8(ascii: "\n"))
         try self.bytes(status, bytes, headers: extra)
     }
 
     /// Sends a complete response whose body is already serialized (JSON unless headers say otherwise).
-    func bytes(_ status: Int, _ body: [UInt8], headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
+    package func bytes(_ status: Int, _ body: [UInt8], headers extra: HTTPHeaders = HTTPHeaders()) throws(HTTPError) {
         var headers = Reply.baseHeaders()
         for (name, value) in extraHeaders { headers.add(name, value) }
         for (name, value) in extra { headers.set(name, value) }
@@ -42,7 +42,9 @@ final class Reply {
     }
 
     /// Starts a streamed response (chunked on HTTP/1.1 unless `contentLength` is given).
-    func begin(_ status: Int, headers extra: HTTPHeaders = HTTPHeaders(), contentLength: Int? = nil) throws(HTTPError) {
+    package func begin(_ status: Int, headers extra: HTTPHeaders = HTTPHeaders(), contentLength: Int? = nil)
+        throws(HTTPError)
+    {
         var headers = Reply.baseHeaders()
         for (name, value) in extraHeaders { headers.add(name, value) }
         for (name, value) in extra { headers.set(name, value) }
@@ -67,13 +69,13 @@ final class Reply {
 
     func flush() throws(HTTPError) { try writer.flush() }
 
-    func finish() throws(HTTPError) { try writer.finish() }
+    package func finish() throws(HTTPError) { try writer.finish() }
 
     /// Sends a CouchDB error body. A stream that failed part-way is taken back when none of it was sent yet
     /// (a `_changes` or `_all_docs` whose database was deleted under it answers 404 like any other request);
     /// once bytes are out it is cut off, so the client sees the failure instead of a short, complete-looking
     /// response.
-    func error(_ error: CouchError, headers: HTTPHeaders = HTTPHeaders()) {
+    package func error(_ error: CouchError, headers: HTTPHeaders = HTTPHeaders()) {
         if writer.headSent {
             guard writer.retract() else { return writer.abort() }
             status = 0

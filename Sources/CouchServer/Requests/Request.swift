@@ -2,16 +2,16 @@ import CouchWire
 
 /// One request as the handlers see it: decoded path segments, decoded query parameters, the user it speaks for,
 /// and the body still unread (handlers pull it in pieces or whole, with their own size limit).
-struct Request {
-    let head: HTTPRequestHead
+package struct Request {
+    package let head: HTTPRequestHead
     let body: HTTPRequestBody
     /// Who the request speaks for, once authenticated (anonymous until then).
-    var user = UserContext.anonymous
+    package var user = UserContext.anonymous
     /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing.
     let segments: [String]
-    let query: QueryParameters
+    package let query: QueryParameters
 
-    var method: String { head.method }
+    package var method: String { head.method }
 
     init(head: HTTPRequestHead, body: HTTPRequestBody) throws(CouchError) {
         self.head = head
@@ -69,7 +69,7 @@ struct Request {
 }
 
 /// Decoded `name=value` pairs of a query string, in order.
-struct QueryParameters {
+package struct QueryParameters {
     private(set) var pairs: [(name: String, value: String)] = []
 
     init(raw: String) throws(CouchError) {
@@ -85,11 +85,11 @@ struct QueryParameters {
     }
 
     /// The last value given for `name` (CouchDB takes the last).
-    subscript(name: String) -> String? {
+    package subscript(name: String) -> String? {
         pairs.last(where: { $0.name == name })?.value
     }
 
-    func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }
+    package func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }
 
     /// A boolean parameter: `true`/`false`, else 400 like CouchDB.
     func bool(_ name: String, default defaultValue: Bool = false) throws(CouchError) -> Bool {
@@ -102,7 +102,7 @@ struct QueryParameters {
     }
 
     /// A non-negative integer parameter.
-    func int(_ name: String) throws(CouchError) -> Int? {
+    package func int(_ name: String) throws(CouchError) -> Int? {
         guard let value = self[name] else { return nil }
         guard let n = Int(value), n >= 0 else {
             throw .queryParseError("Invalid value for integer: \"\(value)\"")
@@ -111,7 +111,7 @@ struct QueryParameters {
     }
 
     /// A JSON-encoded parameter such as `startkey="a"` or `open_revs=["1-a"]`.
-    func json(_ name: String) throws(CouchError) -> JSON? {
+    package func json(_ name: String) throws(CouchError) -> JSON? {
         guard let value = self[name] else { return nil }
         do {
             return try JSON.parse(value)
@@ -135,7 +135,7 @@ extension Request {
     /// never held whole. The chunks are lent from one buffer that every read reuses (no allocation per read).
     /// - Throws: 413 `too_large` as soon as more than `limit` bytes have arrived (or are declared),
     ///   the engine's read errors as `CouchError`s, and whatever `consume` throws.
-    func streamBody(limit: Int, tooLarge: String, _ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
+    package func streamBody(limit: Int, tooLarge: String, _ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
         if let length = body.contentLength, length > limit { throw CouchError.tooLarge(tooLarge) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Limits.streamChunk, alignment: 16)
         defer { buffer.deallocate() }

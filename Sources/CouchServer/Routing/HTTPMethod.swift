@@ -2,7 +2,7 @@ import CouchWire
 
 /// The request methods couchlite routes on. A request with any other method matches no route's methods and is
 /// answered 405 with the route's `Allow`.
-enum HTTPMethod: String, Sendable, CaseIterable {
+package enum HTTPMethod: String, Sendable, CaseIterable {
     case GET, HEAD, POST, PUT, DELETE, COPY
 
     /// The method a request line names, compared by bytes (methods are case-sensitive: `get` is not `GET`).

@@ -4,32 +4,32 @@ import RevTree
 /// Everything a handler is handed for one request: the request (with the user it speaks for), the reply, what the
 /// route's pattern captured, and the database the route names, opened and leased for the whole request (a feed, an
 /// attachment stream, a write), so the bound on open databases never closes a database under its user.
-struct RequestContext {
-    let request: Request
-    let reply: Reply
-    let parameters: RouteParameters
+package struct RequestContext {
+    package let request: Request
+    package let reply: Reply
+    package let parameters: RouteParameters
     /// The database of a `{db}` route; nil for server routes and for creating and deleting a database, which must
     /// not hold it open (`Route.leasesDatabase`).
     let leased: Database?
 
-    var user: UserContext { request.user }
-    var query: QueryParameters { request.query }
+    package var user: UserContext { request.user }
+    package var query: QueryParameters { request.query }
 
     /// The leased database.
     /// - Throws: 404 when the route names none (a table row whose handler needs one on a server path).
-    func database() throws(CouchError) -> Database {
+    package func database() throws(CouchError) -> Database {
         guard let leased else { throw .notFound("missing") }
         return leased
     }
 
     /// The database name a route captured as `{db}`.
-    func databaseName() throws(CouchError) -> String {
+    package func databaseName() throws(CouchError) -> String {
         guard let name = parameters.database else { throw .notFound("missing") }
         return name
     }
 
     /// A capture of the route's pattern (`{doc}`, `{design}`, `{path…}`, …).
-    func parameter(_ key: String) throws(CouchError) -> String {
+    package func parameter(_ key: String) throws(CouchError) -> String {
         guard let value = parameters[key] else { throw .notFound("missing") }
         return value
     }

@@ -3,13 +3,13 @@ import CouchWire
 /// One row of the route table: a path pattern, the methods it answers, who may call it, how much they may send,
 /// and the handler. Routing, authorization, the drop credentials' scope and the body limit all read this one
 /// value, so a path cannot be authorized one way and routed another.
-struct Route: Sendable {
+package struct Route: Sendable {
     /// Answers a request the row has authorized; the app is the composition root that holds the services.
-    typealias Handler = @Sendable (App, RequestContext) throws -> Void
+    package typealias Handler = @Sendable (App, RequestContext) throws -> Void
 
     let pattern: PathPattern
     let methods: [HTTPMethod]
-    let access: Access
+    package let access: Access
     /// What the one-time drop credentials of `couchlite receive` may do here.
     let drop: DropScope
     let body: BodyLimit
@@ -19,7 +19,7 @@ struct Route: Sendable {
     let notAllowedReason: String?
     let handler: Handler
 
-    init(
+    package init(
         _ methods: [HTTPMethod], _ pattern: String, _ access: Access, drop: DropScope = .closed,
         body: BodyLimit = .none, onlyIn: String? = nil, notAllowedReason: String? = nil, _ handler: @escaping Handler
     ) {
@@ -48,7 +48,7 @@ struct Route: Sendable {
 }
 
 /// Who may call a route, in the terms of CouchDB's chttpd_auth_request.erl and each database's `_security`.
-enum Access: Sendable, Equatable {
+package enum Access: Sendable, Equatable {
     /// Anyone, logged in or not (the handler may still look at the user, as `_session` does).
     case anyone
     /// Server admins (401 for everyone else, logged in or not).
@@ -87,7 +87,7 @@ enum Access: Sendable, Equatable {
 /// `_revs_diff`/`_missing_revs`, `_bulk_docs`, `PUT /db/doc`, `_local` checkpoints and `_ensure_full_commit`) and
 /// the gallery's drop page. Nothing here reads documents back, so a phone holding the QR code cannot read the
 /// photos of anyone else who used the same drop.
-enum DropScope: Sendable, Equatable {
+package enum DropScope: Sendable, Equatable {
     /// Refused (403).
     case closed
     /// Allowed, whatever database (server routes such as `GET /` and `/_session`, the gallery's page).
@@ -106,7 +106,7 @@ enum DropScope: Sendable, Equatable {
 /// The most bytes a route's body may have; checked from the head, before any of it is read, and narrowed further
 /// for anonymous requests (`Limits.anonymousRequestBytes`). Handlers keep their own, tighter checks where CouchDB
 /// words the refusal itself (`document_too_large`).
-enum BodyLimit: Sendable, Equatable {
+package enum BodyLimit: Sendable, Equatable {
     /// The route reads no body.
     case none
     /// Control requests: `_local` documents, `_revs_limit`, `_session`, `_security`, `_replicate`.
@@ -118,7 +118,7 @@ enum BodyLimit: Sendable, Equatable {
     /// Attachment bytes, streamed (never held whole).
     case attachment
 
-    var bytes: Int? {
+    package var bytes: Int? {
         switch self {
         case .none: nil
         case .small: Limits.smallRequestBytes
@@ -149,7 +149,7 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
     let segments: [Segment]
     let description: String
 
-    init(_ text: String) {
+    package init(_ text: String) {
         description = text
         segments = text.split(separator: "/").map { raw in
             let part = String(raw)
@@ -201,11 +201,11 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What a route's pattern captured from the request's path.
-struct RouteParameters: Sendable, Equatable {
+package struct RouteParameters: Sendable, Equatable {
     /// The database a `{db}` route names.
-    var database: String?
+    package var database: String?
     /// The other captures by name (`doc`, `design`, `local`, `view`, `path`, …).
     var values: [String: String] = [:]
 
-    subscript(_ key: String) -> String? { values[key] }
+    package subscript(_ key: String) -> String? { values[key] }
 }

@@ -14,7 +14,6 @@ extension App {
         return [
             // MARK: Server
             Route(read, "/", .anyone, drop: .open) { app, c in
-                if GalleryHandlers.prefersHTML(c.request) { return try GalleryHandlers.welcome(c.request, c.reply) }
                 try app.server.root(c)
             },
             Route(read, "/_up", .anyone) { app, c in try app.server.up(c) },
@@ -61,22 +60,6 @@ extension App {
                 try app.node.system(c)
             },
             Route(every, "/_node/{node}/{path…}", .serverAdmin) { app, c in try app.node.missing(c) },
-
-            // MARK: Photo gallery (each handler checks the database it touches against `_security`)
-            Route(read, "/_photos", .anyone, drop: .open) { app, c in try app.gallery.asset(c) },
-            Route(read, "/_photos/{asset}", .anyone, drop: .open) { app, c in try app.gallery.asset(c) },
-            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { app, c in try app.gallery.databases(c) },
-            Route(read, "/_photos/api/db/{db}/photos", .anyone) { app, c in try app.gallery.photos(c) },
-            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { app, c in
-                try app.gallery.upload(c)
-            },
-            Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { app, c in try app.gallery.photo(c) },
-            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in try app.gallery.delete(c) },
-            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { app, c in try app.gallery.thumbnail(c) },
-            Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { app, c in
-                try app.gallery.download(c)
-            },
-            Route(every, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
 
             // MARK: Databases
             Route(read, "/{db}", .usersMember, drop: .ownDatabase, onlyIn: users) { app, c in

@@ -17,7 +17,7 @@ struct Router: Sendable {
         case unrouted(Unrouted)
 
         /// The database the path names, if any.
-        var database: String? {
+        package var database: String? {
             switch self {
             case .route(_, let parameters), .methodNotAllowed(_, _, _, let parameters): parameters.database
             case .unrouted(let unrouted): unrouted.database
@@ -29,7 +29,7 @@ struct Router: Sendable {
     /// database's paths are its members') and the error it is answered with once that rule passed.
     struct Unrouted: Sendable {
         let access: Access
-        let database: String?
+        package let database: String?
         let error: CouchError
     }
 

@@ -1,6 +1,6 @@
 /// Sizes the application enforces on request bodies and parameters (the engine's own limits live
 /// in CouchWire's `HTTPLimits`).
-enum Limits {
+package enum Limits {
     /// Largest JSON document body, in bytes (CouchDB's `max_document_size` default, 8,000,000).
     static let documentBytes = 8_000_000
     /// Largest `_bulk_docs`, `_bulk_get`, `_revs_diff` or `_all_docs` body, in bytes. PouchDB sends
@@ -31,7 +31,7 @@ enum Limits {
 extension Limits {
     /// Largest body carrying attachment bytes (multipart document or standalone attachment PUT),
     /// in bytes: several GiB of video stream through, never held in memory.
-    static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
+    package static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
     /// Largest decoded size of an attachment uploaded `Content-Encoding: gzip`, in bytes: the same as an
     /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
     /// the work a small upload can make every later reader do, not memory.

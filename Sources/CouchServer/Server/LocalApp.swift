@@ -5,8 +5,8 @@ import RevTree
 /// The app over a data dir without a listening socket: what `couchlite replicate` and `couchlite push`
 /// use to reach local databases (in-process, through `App.localServer`). Nobody can log in to it, so no
 /// admin is set up and nothing is written to `admins.json`.
-enum LocalApp {
-    static func open(dataDir: String, log: Logger) throws -> App {
+package enum LocalApp {
+    package static func open(dataDir: String, log: Logger) throws -> App {
         try DataDirectory.create(dataDir)
         let store = try Store(directory: dataDir + "/databases", alwaysOpen: App.systemDatabases)
         let uuid = try DataDirectory.serverUUID(dataDir)
@@ -25,7 +25,7 @@ enum LocalApp {
     }
 
     /// Closes what `open` opened.
-    static func close(_ app: App) {
+    package static func close(_ app: App) {
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()

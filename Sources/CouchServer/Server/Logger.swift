@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// Severity of a log line; lines below the configured level are dropped.
-enum LogLevel: String, Comparable, Sendable {
+package enum LogLevel: String, Comparable, Sendable {
     case error, warning, info, debug
 
     private var rank: Int {
@@ -15,11 +15,11 @@ enum LogLevel: String, Comparable, Sendable {
         }
     }
 
-    static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
+    package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
 }
 
 /// How a line is written: `text` for people, `json` for collectors (`--log-format`).
-enum LogFormat: String, Sendable {
+package enum LogFormat: String, Sendable {
     case text, json
 }
 
@@ -31,7 +31,7 @@ enum LogFormat: String, Sendable {
 /// `bytes`, `ms` and `port`, which are numbers (a key that would shadow one of the first four is prefixed
 /// with `meta_`). An access line is `"message":"request"` with `client`, `method`, `path`, `status`,
 /// `bytes` and `ms`.
-struct Logger: Sendable {
+package struct Logger: Sendable {
     let label: String
     let level: LogLevel
     let format: LogFormat
@@ -40,7 +40,7 @@ struct Logger: Sendable {
     /// Metadata written as JSON numbers (when they are numbers): an access line's status, bytes and time.
     private static let numeric: Set<String> = ["status", "bytes", "ms", "port"]
 
-    init(label: String, level: LogLevel, format: LogFormat = .text) {
+    package init(label: String, level: LogLevel, format: LogFormat = .text) {
         self.label = label
         self.level = level
         self.format = format
@@ -79,11 +79,15 @@ struct Logger: Sendable {
         }
     }
 
-    func error(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.error, message, metadata) }
-    func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+    package func error(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.error, message, metadata)
+    }
+    package func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
         log(.warning, message, metadata)
     }
-    func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.info, message, metadata) }
+    package func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+        log(.info, message, metadata)
+    }
     func debug(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.debug, message, metadata) }
 
     static func timestamp() -> String {

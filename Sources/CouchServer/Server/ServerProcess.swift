@@ -10,26 +10,31 @@ import Synchronization
 ///
 /// `couchlite serve` runs one until SIGINT/SIGTERM; `couchlite receive` runs one around a drop
 /// database; tests start one in-process on port 0.
-final class ServerProcess: Sendable {
-    let app: App
+package final class ServerProcess: Sendable {
+    package let app: App
     /// The plain HTTP listener; nil with `--port off`.
-    let server: HTTPServer?
+    package let server: HTTPServer?
     /// The port actually bound (the configured one, or the one the kernel picked for port 0); nil with `--port off`.
-    let port: Int?
+    package let port: Int?
     /// The HTTPS listener (same handler, limits and timeouts); nil without TLS.
     let tlsServer: HTTPServer?
     /// The HTTPS port actually bound.
-    let tlsPort: Int?
+    package let tlsPort: Int?
     /// The certificate HTTPS presents (its fingerprint is printed at start).
-    let tlsCertificate: TLSCertificate?
+    package let tlsCertificate: TLSCertificate?
     /// Set when `--tls auto` made a new certificate at this start (and why it replaced an old one, if it did).
-    let tlsGenerated: TLSIdentity.Loaded?
+    package let tlsGenerated: TLSIdentity.Loaded?
     /// A server admin created on first start because none was configured (shown once, then only hashed).
-    let generatedAdmin: ServerAdmins.Generated?
+    package let generatedAdmin: ServerAdmins.Generated?
 
     /// Opens the data dir and starts listening.
-    /// - Parameter extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
-    init(options: Options, log: Logger, extraHosts: [String] = []) throws {
+    /// - Parameters:
+    ///   - extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
+    ///   - productRoutes: the routes a product adds to CouchDB's (`App.init`).
+    package init(
+        options: Options, log: Logger, extraHosts: [String] = [],
+        productRoutes: (AppServices) -> [Route] = { _ in [] }
+    ) throws {
         // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
         // and their temporary files, security objects) is owner-only from its creation: they hold password hashes,
         // admin credentials and every user's documents.
@@ -45,7 +50,7 @@ final class ServerProcess: Sendable {
         generatedAdmin = generated
         app = App(
             store: store, blobRegistry: BlobRegistry(root: options.dataDir + "/attachments"), serverUUID: uuid,
-            options: options, access: access, log: log)
+            options: options, access: access, log: log, productRoutes: productRoutes)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.extraHosts = extraHosts
@@ -108,13 +113,13 @@ final class ServerProcess: Sendable {
     var servers: [HTTPServer] { [server, tlsServer].compactMap { $0 } }
 
     /// The `http://host:port/` base URL for the bound address; nil with `--port off`.
-    var baseURL: String? { port.map { "http://\(urlHost):\($0)/" } }
+    package var baseURL: String? { port.map { "http://\(urlHost):\($0)/" } }
 
     /// The `https://host:port/` base URL for the bound address; nil without TLS.
-    var tlsBaseURL: String? { tlsPort.map { "https://\(urlHost):\($0)/" } }
+    package var tlsBaseURL: String? { tlsPort.map { "https://\(urlHost):\($0)/" } }
 
     /// The URL clients should prefer: HTTPS when it is on.
-    var preferredBaseURL: String { tlsBaseURL ?? baseURL ?? "" }
+    package var preferredBaseURL: String { tlsBaseURL ?? baseURL ?? "" }
 
     private var urlHost: String {
         let bind = app.options.bind
@@ -122,19 +127,19 @@ final class ServerProcess: Sendable {
     }
 
     /// Stops every listener (in-flight requests get up to `timeout`).
-    func shutdown(timeout: Duration) {
+    package func shutdown(timeout: Duration) {
         for server in servers { server.shutdown(timeout: timeout) }
     }
 
     /// Blocks until every listener has stopped.
-    func waitUntilStopped() {
+    package func waitUntilStopped() {
         for server in servers { server.waitUntilStopped() }
     }
 
     /// From now on SIGINT and SIGTERM stop the server gracefully (`shutdown()`: replications checkpoint, in-flight
     /// requests finish). Called before the server says it is listening, so a supervisor's stop at once after that
     /// line is a graceful one.
-    func stopOnSignal(log: Logger) {
+    package func stopOnSignal(log: Logger) {
         StopSignals.onStop { [self] number in
             log.info("shutting down", ["signal": String(number)])
             shutdown()
@@ -142,7 +147,7 @@ final class ServerProcess: Sendable {
     }
 
     /// Blocks until the server has stopped (`stopOnSignal`), then stops what is left and closes the store.
-    func runUntilStopped() {
+    package func runUntilStopped() {
         waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
@@ -152,14 +157,14 @@ final class ServerProcess: Sendable {
 
     /// The order of a graceful stop: replications first, while the server and the local databases they
     /// checkpoint into still answer (their `_replicate` requests then end too), then the HTTP server.
-    func shutdown() {
+    package func shutdown() {
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.stopAll(within: .seconds(10))
         shutdown(timeout: .seconds(10))
     }
 
     /// Tunes the process once, before any server starts.
-    static func prepareProcess() {
+    package static func prepareProcess() {
         MallocTunables.applyByRestarting()
         // glibc gives each thread that allocates its own malloc arena (up to 8 per core) and keeps freed
         // memory in them; with a thread per connection, 2,000 long-poll feeds would leave that memory
@@ -172,12 +177,12 @@ final class ServerProcess: Sendable {
 /// The files at the top of `--data-dir`.
 enum DataDirectory {
     /// Creates the data dir (owner-only, `0700`) if missing, and narrows one that others may enter.
-    static func create(_ path: String) throws {
+    package static func create(_ path: String) throws {
         try PrivateFile.createDirectory(path)
     }
 
     /// Reads the server's persistent uuid from `<data-dir>/server.json`, creating it on first start.
-    static func serverUUID(_ dataDir: String) throws -> String {
+    package static func serverUUID(_ dataDir: String) throws -> String {
         let path = dataDir + "/server.json"
         if let data = FileManager.default.contents(atPath: path),
             let json = try? JSON.parse(Array(data)), let uuid = json["uuid"]?.stringValue

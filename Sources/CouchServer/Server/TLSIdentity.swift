@@ -10,8 +10,8 @@ import Foundation
 /// host name (and `NAME.local`), `localhost`, `127.0.0.1`, `::1`, the LAN addresses and the bound
 /// address. An address that appears later is not added (a pinning client does not need it; a new
 /// certificate would change the fingerprint peers have pinned).
-enum TLSIdentity {
-    static let certificateName = "tls-cert.pem"
+package enum TLSIdentity {
+    package static let certificateName = "tls-cert.pem"
     static let keyName = "tls-key.pem"
     /// Validity of a new certificate, in days (Apple's clients refuse server certificates over 825).
     static let validityDays = 825
@@ -19,12 +19,12 @@ enum TLSIdentity {
     static let renewalDays = 30
 
     /// The identity the server uses, and whether it was just made.
-    struct Loaded {
+    package struct Loaded {
         let certificate: TLSCertificate
         let key: TLSPrivateKey
         let generated: Bool
         /// Why the previous pair was replaced (nil when none existed or it was reused).
-        let replacedBecause: String?
+        package let replacedBecause: String?
     }
 
     /// Reads the pair in `dataDir`, or makes (and stores) a new one.

@@ -23,7 +23,7 @@ struct Reduction {
         accumulator = definition.builtin?.accumulator()
     }
 
-    mutating func add(key: JSON, docID: String, value: [UInt8]) throws {
+    package mutating func add(key: JSON, docID: String, value: [UInt8]) throws {
         if var accumulator {
             let parsed =
                 accumulator.reducer == .count || accumulator.reducer == .approxCountDistinct
@@ -70,7 +70,7 @@ struct Reduction {
         return true
     }
 
-    mutating func finish() throws -> JSON {
+    package mutating func finish() throws -> JSON {
         if let accumulator { return accumulator.result }
         try flush()
         if partials.count == 1 { return partials[0] }

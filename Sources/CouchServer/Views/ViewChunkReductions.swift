@@ -43,7 +43,7 @@ final class ViewChunkReductions: ViewChunkReducer {
                 ? Reduction(definition: definition, group: owner.group, view: view, engine: owner.engine) : nil
         }
 
-        func add(_ row: ViewRow) {
+        package func add(_ row: ViewRow) {
             guard var current = reduction else { return }
             reduction = nil
             do {

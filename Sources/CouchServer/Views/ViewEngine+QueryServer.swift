@@ -4,7 +4,7 @@ import QueryServer
 /// Views on the JavaScript query server (Duktape worker processes): all map functions of a design document run
 /// in one pass over a batch of documents; JavaScript reduces run by source.
 struct QueryServerViewEngine: ViewEngine {
-    let server: QueryServer
+    package let server: QueryServer
 
     func map(_ group: ViewGroup, _ documents: [JSON]) throws -> [[[Emit]]] {
         // Compiled once per signature: design documents with the same views share their compiled functions.

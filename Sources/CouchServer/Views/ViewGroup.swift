@@ -4,7 +4,7 @@ import RevTree
 
 /// One view of a design document: its map source and optional reduce (a built-in or JavaScript).
 struct ViewDefinition: Sendable {
-    var name: String
+    package var name: String
     var map: String
     var reduce: String?
 

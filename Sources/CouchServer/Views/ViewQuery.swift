@@ -151,7 +151,7 @@ struct ViewQuery {
     }
 
     /// `validate_args` and `check_range` for a view; returns whether the query reduces.
-    func validate(isReduceView: Bool) throws(CouchError) -> Bool {
+    package func validate(isReduceView: Bool) throws(CouchError) -> Bool {
         let level = try groupLevel()
         if !isReduceView, reduce == true { throw .queryParseError("Reduce is invalid for map-only views.") }
         let reduces = isReduceView && reduce != false
@@ -189,7 +189,7 @@ struct ViewQuery {
     }
 
     /// The rows a range query reads (no `keys`), or the rows of one key of `keys`.
-    func scan(view: Int, key: JSON? = nil) -> ViewScan {
+    package func scan(view: Int, key: JSON? = nil) -> ViewScan {
         let start = key ?? startKey
         let end = key ?? endKey
         // The start is inclusive, from `startkey_docid` on; the end stops at `endkey_docid`, and `inclusive_end=false`

@@ -3,8 +3,9 @@ import Testing
 
 @testable import CouchServer
 
-/// Walks `App.routeTable`: every row is well formed and reachable, no two rows claim the same request, every row
-/// that takes a body caps it, and a path with no row is refused to everyone, server admins included.
+/// Walks `App.routeTable` (CouchDB's rows; the gallery adds its own, `GalleryRoutes`): every row is well formed and
+/// reachable, no two rows claim the same request, every row that takes a body caps it, and a path with no row is
+/// refused to everyone, server admins included.
 @Suite struct RouteTableTests {
     let table = App.routeTable
     let router = Router(App.routeTable)
@@ -18,7 +19,6 @@ import Testing
         "/{db}/_design/{design}": "COPY names its destination in a header and copies a stored revision: no body",
         "/_node": "refused (400 Incomplete path) whatever the method",
         "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
-        "/_photos/{path…}": "no gallery endpoint there: 404 whatever the method",
         "/{db}/_temp_view": "410: temporary views are gone",
         "/{db}/_find": "501: not supported", "/{db}/_index": "501: not supported",
         "/{db}/_explain": "501: not supported", "/{db}/_design_docs": "501: not supported",

@@ -3,6 +3,7 @@ import Foundation
 import RevTree
 
 @testable import CouchServer
+@testable import PhotoDrop
 
 #if canImport(Glibc)
     import Glibc
@@ -73,7 +74,7 @@ final class InProcessServer {
         let app = App(
             store: store, blobRegistry: BlobRegistry(root: directory + "/attachments"),
             serverUUID: try DataDirectory.serverUUID(directory), options: options, access: access,
-            log: Logger(label: "test", level: .error))
+            log: Logger(label: "test", level: .error), productRoutes: GalleryRoutes.make)
         self.app = app
         local = HTTPLocalServer { head, body, writer in app.handle(head, body, writer, trusted: nil) }
     }

@@ -3,10 +3,10 @@ import Foundation
 import RevTree
 
 /// Database-level endpoints: create, info, delete, `_security`, and the small maintenance calls replicators make.
-struct DatabaseHandlers: Sendable {
-    let store: Store
-    let blobRegistry: BlobRegistry
-    let security: SecurityStore
+package struct DatabaseHandlers: Sendable {
+    package let store: Store
+    package let blobRegistry: BlobRegistry
+    package let security: SecurityStore
     /// Dropped with their database.
     let views: ViewIndexes
     let compactions: Compactions
@@ -15,12 +15,12 @@ struct DatabaseHandlers: Sendable {
     let usersDBSecurityEditable: Bool
 
     /// `GET /db`.
-    func info(_ c: RequestContext) throws {
+    package func info(_ c: RequestContext) throws {
         try c.reply.json(200, try DatabaseInfo.json(of: store.existing(c.databaseName()), compactions: compactions))
     }
 
     /// `PUT /db`. A created database starts from the default `_security`.
-    func create(_ c: RequestContext) throws {
+    package func create(_ c: RequestContext) throws {
         let name = try c.databaseName()
         try DatabaseHandlers.validateShardParameters(c.query)
         try DatabaseHandlers.validateDatabaseName(name)
@@ -63,7 +63,7 @@ struct DatabaseHandlers: Sendable {
     }
 
     /// CouchDB's rule: `^[a-z][a-z0-9_$()+/-]*$`, plus the system databases.
-    static func validateDatabaseName(_ name: String) throws(CouchError) {
+    package static func validateDatabaseName(_ name: String) throws(CouchError) {
         if App.systemDatabases.contains(name) { return }
         let bytes = Array(name.utf8)
         guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),

@@ -4,7 +4,7 @@ import RevTree
 extension DatabaseInfo {
     /// `GET /db`'s body, also the `info` of the request object design functions get.
     /// - Parameter compactions: Whether `_compact` is still running on the database (`compact_running`).
-    static func json(of database: Database, compactions: Compactions) throws -> JSON {
+    package static func json(of database: Database, compactions: Compactions) throws -> JSON {
         let info = try database.info()
         return [
             "instance_start_time": "0",
@@ -28,5 +28,5 @@ extension DatabaseInfo {
 
 /// Update sequences on the wire, in CouchDB 3's `N-<opaque>` shape (`UpdateSeq`).
 enum Seq {
-    static func json(_ seq: Int) -> JSON { .string(UpdateSeq.format(seq)) }
+    package static func json(_ seq: Int) -> JSON { .string(UpdateSeq.format(seq)) }
 }

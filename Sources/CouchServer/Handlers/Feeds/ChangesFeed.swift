@@ -6,8 +6,8 @@ import RevTree
 /// Streams one `_changes` response: rows are read a page at a time and each is rendered and sent before the next
 /// page is read, so memory stays flat whatever the feed's length.
 struct ChangesFeed {
-    let database: Database
-    let query: ChangesQuery
+    package let database: Database
+    package let query: ChangesQuery
     private var out: FeedWriter
     private var lastSeq: Int
     private var emitted = 0
@@ -40,9 +40,9 @@ struct ChangesFeed {
         self.lastSeq = query.since
     }
 
-    var reply: Reply { out.reply }
+    package var reply: Reply { out.reply }
 
-    mutating func run() throws {
+    package mutating func run() throws {
         try scan()
         try begin()
         // A heartbeat keeps a live feed open indefinitely; otherwise it ends at the timeout.

@@ -11,7 +11,7 @@ struct ChangesHandlers: Sendable {
     /// Runs the filter functions of `filter=ddoc/name`.
     let queryServer: QueryServer
     /// The `_security` objects a filter's `req.secObj` shows.
-    let security: SecurityStore
+    package let security: SecurityStore
     /// Streams the inline attachments of `include_docs&attachments=true`.
     let blobs: BlobRegistry
     /// Whether a compaction runs, for a filter's `req.info` (the database's info as `GET /db` answers it).

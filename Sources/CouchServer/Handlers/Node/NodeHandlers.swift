@@ -11,9 +11,9 @@ struct NodeHandlers: Sendable {
     private static let nodeAliases: Set<String> = ["_local", "nonode@nohost", App.nodeName]
 
     /// Open databases and the page cache's sharing.
-    let store: Store
+    package let store: Store
     /// The server's id, in the welcome a node named outright answers.
-    let serverUUID: String
+    package let serverUUID: String
     /// Request counters and times.
     let metrics: ServerMetrics
     /// Bytes and connections of the network server.
@@ -30,7 +30,7 @@ struct NodeHandlers: Sendable {
 
     /// `GET /_node/{node}`: CouchDB names the node for `_local`; a node named outright answers its own `/` (the
     /// request is handed to that node's local HTTP layer).
-    func root(_ c: RequestContext) throws {
+    package func root(_ c: RequestContext) throws {
         guard try Self.requireNode(c) == "_local" else {
             return try c.reply.json(200, ServerHandlers.welcome(serverUUID: serverUUID))
         }

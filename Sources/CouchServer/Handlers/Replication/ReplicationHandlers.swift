@@ -286,7 +286,7 @@ private enum BulkGetAsk {
         }
     }
 
-    var query: RevisionQuery? {
+    package var query: RevisionQuery? {
         if case .lookUp(let query, _, _) = self { return query }
         return nil
     }

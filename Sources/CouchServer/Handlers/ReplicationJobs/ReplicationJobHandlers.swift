@@ -12,11 +12,11 @@ struct ReplicationJobHandlers: Sendable {
     /// The `_replicator` documents' states (`_scheduler/docs`).
     let replicatorDatabase: ReplicatorDatabaseSlot
     /// Leases the local databases a replication reads or writes.
-    let store: Store
+    package let store: Store
     /// Serves this server's databases to the replicator in-process.
     let localServer: HTTPLocalServer
     /// The replicator's identity (in its replication ids).
-    let serverUUID: String
+    package let serverUUID: String
     let log: Logger
 
     /// `POST /_replicate`.

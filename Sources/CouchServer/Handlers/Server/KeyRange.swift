@@ -39,7 +39,7 @@ struct KeyRange {
     }
 
     /// Whether `key` falls inside the range, in the direction of iteration.
-    func contains(_ key: String) -> Bool {
+    package func contains(_ key: String) -> Bool {
         let k = Array(key.utf8)
         if descending {
             if let start = startKey, k.lexicographicallyPrecedes(Array(start.utf8)) == false, k != Array(start.utf8) {

@@ -3,15 +3,15 @@ import CouchWire
 import RevTree
 
 /// Server-level endpoints: `/`, `/_up`, `/_all_dbs`, `/_uuids` (`/_session` is with the users and sessions).
-struct ServerHandlers: Sendable {
+package struct ServerHandlers: Sendable {
     /// Lists the databases (`_all_dbs`).
-    let store: Store
+    package let store: Store
     /// The server's id, in the welcome.
-    let serverUUID: String
+    package let serverUUID: String
 
     /// `GET /`: the welcome a CouchDB client reads the version from (a browser is shown the gallery's page instead,
     /// in the route table).
-    func root(_ c: RequestContext) throws {
+    package func root(_ c: RequestContext) throws {
         try c.reply.json(200, Self.welcome(serverUUID: serverUUID))
     }
 

@@ -6,7 +6,7 @@ import Foundation
 /// (protocol.md §1a row 0), so a 200 always sets `AuthSession`.
 struct SessionHandlers: Sendable {
     /// Checks the password (through its login throttle) and signs the cookie.
-    let authenticator: Authenticator
+    package let authenticator: Authenticator
     /// The `Host` a `next`/`fail` redirect names when the request's own is missing or unusable: the address
     /// listened on, with the port of plain HTTP and of TLS.
     let fallbackHost: String

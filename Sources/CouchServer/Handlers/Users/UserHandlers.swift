@@ -7,14 +7,14 @@ import RevTree
 /// CouchDB's `_design/_auth` validate function and `couch_users_db:before_doc_update`.
 struct UserHandlers: Sendable {
     let documents: DocumentWriter
-    let security: SecurityStore
+    package let security: SecurityStore
     /// Names the server holds itself (the one-time `receive` users), which no document may take.
     let identities: ServerIdentities
     /// PBKDF2 iterations of the hashes this server makes, and the most a hash supplied by a non-admin may ask for.
     let iterations: Int
 
     /// `POST /_users`: a new user document, its `_id` from the body.
-    func create(_ c: RequestContext) throws {
+    package func create(_ c: RequestContext) throws {
         let request = c.request
         let reply = c.reply
         let database = try c.database()

@@ -3,7 +3,7 @@ import RevTree
 
 extension ViewHandlers {
     /// `GET /db/_design/d/_info`: the design document's index in CouchDB's shape (`couch_mrview:get_info`).
-    func info(_ c: RequestContext) throws {
+    package func info(_ c: RequestContext) throws {
         let database = try c.database()
         let design = try c.parameter("design")
         let group = try ViewGroup.load(database, design: design)

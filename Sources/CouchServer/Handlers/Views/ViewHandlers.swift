@@ -15,7 +15,7 @@ struct ViewHandlers: Sendable {
     /// rows are read a page at a time and sent as they are rendered, so a query over a million rows holds one
     /// page. Map output is CouchDB's `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}`; reduce
     /// output `{"rows":[{"key","value"}]}`, grouped by `group`/`group_level`.
-    func query(_ c: RequestContext) throws {
+    package func query(_ c: RequestContext) throws {
         let database = try c.database()
         let group = try ViewGroup.load(database, design: c.parameter("design"))
         guard let (number, definition) = group.view(named: try c.parameter("view")) else {

@@ -28,7 +28,7 @@ struct ViewOutput {
         try writer.append(bytes)
     }
 
-    mutating func finish() throws {
+    package mutating func finish() throws {
         if let head {
             self.head = nil
             try start(head)

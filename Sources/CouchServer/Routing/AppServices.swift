@@ -1,0 +1,12 @@
+import RevTree
+
+/// The services of an app that a product's handlers may use (the photo gallery's): what `App` hands the routes a
+/// product adds to its table.
+package struct AppServices: Sendable {
+    package let store: Store
+    package let security: SecurityStore
+    package let documents: DocumentWriter
+    package let blobs: BlobRegistry
+    package let options: Options
+    package let log: Logger
+}

@@ -1,0 +1,296 @@
+import CouchCrypto
+import CouchServer
+import CouchWire
+import Foundation
+import RevTree
+import Thumbnails
+
+/// The photo gallery under `/_photos/`: its page and assets (GalleryAssets.swift), and a small JSON
+/// API over the user's databases (listing newest first, thumbnails, downloads, upload, delete).
+/// Everything else the page needs is CouchDB's own API (`/_session`, attachments with Range,
+/// `_changes` longpoll). Who may read or write what is the databases' `_security`, as for the API.
+struct GalleryHandlers: Sendable {
+    let store: Store
+    let security: SecurityStore
+    let documents: DocumentWriter
+    let blobs: BlobRegistry
+    let state: GalleryState
+
+    /// `GET /_photos/{asset}` (and `/_photos` for its page).
+    func asset(_ c: RequestContext) throws {
+        try galleryAsset(c.parameters["asset"] ?? "index.html", c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/dbs`.
+    func databases(_ c: RequestContext) throws { try galleryDatabases(c.request, c.reply) }
+
+    /// `GET /_photos/api/db/{db}/photos`.
+    func photos(_ c: RequestContext) throws { try galleryPhotos(galleryDatabase(c), c.request, c.reply) }
+
+    /// `POST /_photos/api/db/{db}/upload`.
+    func upload(_ c: RequestContext) throws { try galleryUpload(galleryDatabase(c), c.request, c.reply) }
+
+    /// `GET /_photos/api/db/{db}/photo/{doc}`.
+    func photo(_ c: RequestContext) throws {
+        try galleryPhoto(galleryDatabase(c), c.parameter("doc"), c.request, c.reply)
+    }
+
+    /// `DELETE /_photos/api/db/{db}/doc/{id}`.
+    func delete(_ c: RequestContext) throws {
+        try galleryDelete(galleryDatabase(c), c.parameter("id"), c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/db/{db}/thumb/{id}/{att…}`.
+    func thumbnail(_ c: RequestContext) throws {
+        try galleryThumbnail(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/db/{db}/download/{id}/{att…}`.
+    func download(_ c: RequestContext) throws {
+        try galleryDownload(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    }
+}
+
+extension GalleryHandlers {
+    /// `GET /` from a browser (`Accept: text/html`): a page linking to the gallery. JSON clients get
+    /// the welcome object unchanged.
+    static func prefersHTML(_ request: Request) -> Bool {
+        guard request.method == "GET" || request.method == "HEAD", let accept = request.head.headers["Accept"] else {
+            return false
+        }
+        return accept.lowercased().split(separator: ",").contains {
+            $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces) == "text/html"
+        }
+    }
+
+    static func welcome(_ request: Request, _ reply: Reply) throws {
+        var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
+        headers.set("Vary", "Accept")
+        try reply.bytes(200, GalleryAssets.welcome, headers: headers)
+    }
+
+    private func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
+        guard let asset = GalleryAssets.files[name] else { throw CouchError.notFound("missing") }
+        try reply.bytes(200, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
+    }
+
+    /// The database a gallery route names, which its user may read; system databases are not photo albums.
+    private func galleryDatabase(_ c: RequestContext) throws -> Database {
+        let name = try c.databaseName()
+        guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
+        let database: Database
+        do {
+            database = try store.open(name)
+        } catch {
+            throw CouchError(error)
+        }
+        let user = c.user
+        // A temporary account reaches only its upload here (its route's `DropScope`), never by `_security`.
+        if let scope = user.scope {
+            guard Array(scope.utf8) == Array(name.utf8) else { throw RequestAuthorizer.scopeError(scope) }
+            return database
+        }
+        guard security.security(of: name).isMember(user) else { throw RequestAuthorizer.securityError(user) }
+        return database
+    }
+
+    /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them). A temporary
+    /// account reads none, and gets the one it may drop photos into as `drop`.
+    private func galleryDatabases(_ request: Request, _ reply: Reply) throws {
+        let user = request.user
+        if let scope = user.scope {
+            return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
+        }
+        let names = store.databaseNames().filter { name in
+            !name.hasBytePrefix("_") && security.security(of: name).isMember(user)
+        }
+        try reply.json(
+            200,
+            ["user": user.json, "databases": .array(names.sorted().map(JSON.string))])
+    }
+
+    /// `GET …/photos?before=SEQ&limit=N`: live documents newest first (by update sequence), a page at a
+    /// time; `next` is the `before` of the next page, `update_seq` where a `_changes` feed picks up.
+    private func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
+        let before = try request.query.int("before") ?? Int.max
+        let limit = min(max(try request.query.int("limit") ?? 60, 1), 500)
+        let updateSeq = database.updateSeq
+        var ids: [(id: String, seq: Int)] = []
+        var more = false
+        try database.changes(since: 0, limit: nil, descending: true) { row in
+            if row.seq >= before || row.deleted || row.id.hasBytePrefix("_design/") { return true }
+            if ids.count == limit {
+                more = true
+                return false
+            }
+            ids.append((row.id, row.seq))
+            return true
+        }
+        var rows: [JSON] = []
+        for (id, seq) in ids {
+            if let item = try galleryItem(database, id, seq: seq) { rows.append(item) }
+        }
+        try reply.json(
+            200,
+            [
+                "rows": .array(rows), "next": more ? .int(ids.last?.seq ?? 0) : .null,
+                "update_seq": .int(updateSeq),
+            ])
+    }
+
+    /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
+    private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        guard let info = try database.document(docID), !info.deleted,
+            let item = try galleryItem(database, docID, seq: info.seq)
+        else { throw CouchError.notFound("missing") }
+        try reply.json(200, item)
+    }
+
+    private func galleryItem(_ database: Database, _ id: String, seq: Int) throws -> JSON? {
+        guard let revision = try database.revision(id, rev: nil), !revision.deleted else { return nil }
+        let fields = (try? JSON.parse(revision.body ?? Array("{}".utf8))) ?? .object(JSONObject())
+        let attachments: [JSON] = revision.attachments.map { att in
+            [
+                "name": .string(att.name), "content_type": .string(att.contentType), "length": .int(att.length),
+                "digest": .string(att.digest),
+            ]
+        }
+        return [
+            "id": .string(id), "rev": .string(revision.rev.description), "seq": .int(seq), "fields": fields,
+            "attachments": .array(attachments),
+        ]
+    }
+
+    private func galleryAttachment(_ database: Database, _ docID: String, _ name: String) throws -> AttachmentInfo {
+        guard let revision = try database.revision(docID, rev: nil), !revision.deleted,
+            let att = revision.attachments.first(where: { $0.name == name })
+        else { throw CouchError.notFound("missing") }
+        return att
+    }
+
+    /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the server (cached by digest and size), or a
+    /// placeholder image for a file that is not a photo it can read.
+    private func galleryThumbnail(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
+        let att = try galleryAttachment(database, docID, name)
+        let size = GalleryState.thumbnailSize(try request.query.int("size"))
+        let etag = "\"\(att.blobKey)-\(size)\""
+        var headers = HTTPHeaders()
+        headers.set("ETag", etag)
+        headers.set("Cache-Control", "private, max-age=86400")
+        headers.set("X-Content-Type-Options", "nosniff")
+        if request.head.headers["If-None-Match"] == etag { return try reply.bytes(304, [], headers: headers) }
+        let readable =
+            att.encoding == nil && ["image/jpeg", "image/png", "image/jpg"].contains(att.contentType.lowercased())
+        let store = try blobs.store(for: database)
+        let outcome =
+            readable
+            ? try state.thumbnails.thumbnail(key: att.blobKey, size: size) {
+                // A missing blob is an error, not a corrupt image: it must not be remembered as one.
+                guard store.exists(att.blobKey) else { throw CouchError.notFound("missing") }
+                return store.directory + "/" + att.blobKey.prefix(2) + "/" + att.blobKey
+            } : .placeholder
+        switch outcome {
+        case .file(let path):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CouchError.unknownError("thumbnail vanished")
+            }
+            headers.set("Content-Type", "image/jpeg")
+            try reply.bytes(200, [UInt8](data), headers: headers)
+        case .placeholder:
+            headers.set("Content-Type", "image/svg+xml")
+            try reply.bytes(200, GalleryAssets.placeholder, headers: headers)
+        }
+    }
+
+    /// `GET …/download/DOC/ATT`: the attachment as a download under its own name, whatever it is.
+    private func galleryDownload(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
+        let att = try galleryAttachment(database, docID, name)
+        let reader = try blobs.store(for: database).openReader(att.blobKey)
+        defer { reader.close() }
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", att.contentType)
+        headers.set("Content-Disposition", ContentDisposition.attachment(name))
+        headers.set("Content-Security-Policy", "sandbox")
+        headers.set("X-Content-Type-Options", "nosniff")
+        if let encoding = att.encoding { headers.set("Content-Encoding", encoding) }
+        try reply.begin(200, headers: headers, contentLength: reader.length)
+        try reply.stream(reader, from: 0, count: reader.length)
+        try reply.finish()
+    }
+
+    /// `POST …/upload?name=N&type=T&modified=MS` with the file's bytes as the body: streamed into the
+    /// blob store while hashed (no size limit but the disk), then one document per file with the
+    /// id `couchlite push` gives it. A file already there (same bytes) is not stored again: 200 with
+    /// `"existing": true`; a new one is 201.
+    private func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
+        try GalleryGuard.requireSameOrigin(request.head)
+        guard let name = request.query["name"], !name.isEmpty else {
+            throw CouchError.badRequest("upload needs a name parameter")
+        }
+        try DocumentWriter.validateAttachmentName(name)
+        let contentType =
+            request.query["type"].flatMap { $0.isEmpty ? nil : $0 } ?? request.head.headers["Content-Type"]
+            ?? "application/octet-stream"
+        let modified =
+            try request.query.int("modified").map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date()
+        let sha256 = Digest(.sha256)
+        let upload = try blobs.makeWriter(database)
+        do {
+            try request.streamBody(limit: Int.max, tooLarge: "") { chunk in
+                sha256.update(chunk)
+                try upload.write(chunk)
+            }
+        } catch {
+            upload.abort()
+            throw error
+        }
+        let stored = try blobs.commit(upload)
+        let id = PhotoDocument.id(sha256: sha256.finalize())
+        let existing = try database.document(id)
+        if let existing, !existing.deleted {
+            return try reply.json(
+                200, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true])
+        }
+        let base = existing?.winner
+        let att = AttachmentInfo(
+            name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
+            length: stored.length,
+            revpos: (base?.pos ?? 0) + 1, encoding: nil, encodedLength: nil, blobKey: stored.key)
+        let write = RevisionWrite(
+            // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
+            docID: id, path: [], deleted: false,
+            body: JSON.object(PhotoDocument.fields(name: name, taken: modified, size: stored.length)).serialized(),
+            attachments: [.stored(att)])
+        guard let outcome = try documents.applyEdits(database, [write], user: request.user).first else {
+            throw CouchError.unknownError("store returned no result")
+        }
+        switch outcome.result {
+        case .success(let rev):
+            try reply.json(201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
+        case .failure(let error):
+            // The same file uploaded at the same moment by someone else: stored once, theirs won.
+            if let info = try database.document(id), !info.deleted {
+                return try reply.json(
+                    200, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true])
+            }
+            throw CouchError(error)
+        }
+    }
+
+    /// `DELETE …/doc/DOC?rev=R`: deletes that revision (409 when it is not the current one).
+    private func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+        try GalleryGuard.requireSameOrigin(request.head)
+        guard let revText = request.query["rev"] else { throw CouchError.conflict }
+        try DocumentID.validate(docID)
+        var input = try DocumentInput(.object(JSONObject()))
+        input.deleted = true
+        let rev = try documents.writeOne(
+            database, docID: docID, input: input, base: try DocumentInput.parseRev(revText), newEdits: true,
+            followed: nil, user: request.user)
+        try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+    }
+}

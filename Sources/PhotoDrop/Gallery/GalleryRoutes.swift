@@ -1,0 +1,33 @@
+import CouchServer
+
+/// The gallery's rows of the route table: its page and assets, and its JSON API over the user's databases. Each
+/// handler checks the database it touches against `_security` (`GalleryHandlers`); the drop credentials reach the
+/// page and their own upload only.
+package enum GalleryRoutes {
+    /// The rows, tried before CouchDB's: a browser's `GET /` gets a page linking to the gallery, JSON clients get
+    /// CouchDB's welcome.
+    package static func make(_ services: AppServices) -> [Route] {
+        let gallery = GalleryHandlers(
+            store: services.store, security: services.security, documents: services.documents,
+            blobs: services.blobs, state: GalleryState(dataDir: services.options.dataDir))
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read, "/", .anyone, drop: .open) { app, c in
+                guard GalleryHandlers.prefersHTML(c.request) else { return try app.server.root(c) }
+                try GalleryHandlers.welcome(c.request, c.reply)
+            },
+            Route(read, "/_photos", .anyone, drop: .open) { _, c in try gallery.asset(c) },
+            Route(read, "/_photos/{asset}", .anyone, drop: .open) { _, c in try gallery.asset(c) },
+            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { _, c in try gallery.databases(c) },
+            Route(read, "/_photos/api/db/{db}/photos", .anyone) { _, c in try gallery.photos(c) },
+            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { _, c in
+                try gallery.upload(c)
+            },
+            Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { _, c in try gallery.photo(c) },
+            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { _, c in try gallery.delete(c) },
+            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { _, c in try gallery.thumbnail(c) },
+            Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { _, c in try gallery.download(c) },
+            Route(HTTPMethod.allCases, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
+        ]
+    }
+}

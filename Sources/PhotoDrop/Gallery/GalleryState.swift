@@ -1,0 +1,20 @@
+import CouchServer
+import Thumbnails
+
+/// What the gallery keeps for the server's life: the thumbnail cache under `<data-dir>/thumbnails`.
+final class GalleryState: Sendable {
+    let thumbnails: ThumbnailCache
+
+    init(dataDir: String) {
+        thumbnails = ThumbnailCache(directory: dataDir + "/thumbnails")
+    }
+
+    /// Thumbnail sizes served (longer side, pixels); a request is rounded up to one of them, so the
+    /// cache holds a few files per photo whatever clients ask for.
+    static let sizes = [160, 320, 640, 1280]
+
+    static func thumbnailSize(_ asked: Int?) -> Int {
+        guard let asked else { return 320 }
+        return sizes.first { $0 >= asked } ?? sizes[sizes.count - 1]
+    }
+}

@@ -1,0 +1,38 @@
+import CouchCrypto
+import CouchServer
+import CouchWire
+import Foundation
+
+/// The documents photos are stored as, the same shape `couchlite push` gives them (its outbox in
+/// Push/Outbox.swift): id `photo-` and the first 32 hex digits of the file's SHA-256, so the same
+/// bytes uploaded from a browser or pushed from a folder are one document; fields `type`,
+/// `name`, `taken` (ISO 8601, the file's modification time) and `size`; the file as the one
+/// attachment, under its own name.
+enum PhotoDocument {
+    static func id(sha256: [UInt8]) -> String {
+        "photo-" + String(sha256.hexString.prefix(32))
+    }
+
+    static func fields(name: String, taken: Date, size: Int) -> JSONObject {
+        JSONObject([
+            ("type", "photo"), ("name", .string(name)), ("taken", .string(ISO8601DateFormatter().string(from: taken))),
+            ("size", .int(size)),
+        ])
+    }
+}
+
+/// `Content-Disposition: attachment` for any file name (RFC 6266 with RFC 5987's `filename*`): an
+/// ASCII `filename` fallback for old clients and the exact name, UTF-8 percent-encoded.
+enum ContentDisposition {
+    static func attachment(_ name: String) -> String {
+        var fallback = ""
+        for scalar in name.unicodeScalars {
+            let printable = scalar.value >= 0x20 && scalar.value < 0x7F
+            fallback.unicodeScalars.append(printable && scalar != "\"" && scalar != "\\" ? scalar : "_")
+        }
+        return "attachment; filename=\"\(fallback)\"; filename*=UTF-8''" + encode(name)
+    }
+
+    /// RFC 5987 `value-chars`: `attr-char`s as they are, every other byte as `%XX`.
+    static func encode(_ text: String) -> String { PercentEncoding.encode(text, alsoKeeping: "!#$&+^`|") }
+}

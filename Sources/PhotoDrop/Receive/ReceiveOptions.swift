@@ -1,0 +1,64 @@
+import CouchServer
+import Foundation
+
+/// The command line of `couchlite receive`: its own flags, plus every server option of `serve` (data dir,
+/// admin, log level, …) from the same table and the same `COUCHLITE_*` environment variables.
+package struct ReceiveOptions: Sendable {
+    package var server = Options()
+    /// nil: the best LAN address (`LANAddresses`), else loopback.
+    package var bind: String?
+    package var out = "./PhotoDrop"
+    package var database = "photodrop"
+    package var ttl = Duration.seconds(15 * 60)
+    package var once = false
+    package var qrPNG: String?
+    /// Whether the QR code's URL carries the certificate fingerprint (`#sha256=…`) for the sender to pin.
+    package var qrPin = false
+    package var json = false
+
+    /// The settings before any option is read.
+    package static var defaults: ReceiveOptions {
+        var options = ReceiveOptions()
+        // Less chatter than `serve`: one line per request would bury the progress line.
+        options.server.logLevel = .warning
+        return options
+    }
+
+    /// What is checked once every option is read.
+    package static func check(_ options: inout ReceiveOptions) throws(OptionsError) {
+        try options.server.validate()
+        if options.qrPin && !options.server.tls.isOn {
+            throw OptionsError("--qr-pin puts the certificate's fingerprint in the QR code: it needs --tls")
+        }
+    }
+
+    /// `90`, `90s`, `15m`, `2h`, `1h30m`, `1d` → seconds; nil for anything else.
+    package static func parseDuration(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 32 else { return nil }
+        if let plain = Int(text) { return plain }
+        var total = 0
+        var number = ""
+        for character in text {
+            if character.isASCII, character.isNumber {
+                number.append(character)
+                continue
+            }
+            let unit: Int
+            switch character {
+            case "s": unit = 1
+            case "m": unit = 60
+            case "h": unit = 3600
+            case "d": unit = 86400
+            default: return nil
+            }
+            guard let value = Int(number) else { return nil }
+            let (product, overflow) = value.multipliedReportingOverflow(by: unit)
+            guard !overflow else { return nil }
+            let (sum, overflowSum) = total.addingReportingOverflow(product)
+            guard !overflowSum else { return nil }
+            total = sum
+            number = ""
+        }
+        return number.isEmpty ? total : nil
+    }
+}

@@ -1,0 +1,242 @@
+import CouchCrypto
+import CouchServer
+import CouchWire
+import Dispatch
+import Foundation
+import RevTree
+import Synchronization
+
+/// One run of `couchlite receive`: the ordinary server around a drop database, one-time credentials for it,
+/// their URL as text and QR code, and the photos exported to a folder until the session ends.
+package final class ReceiveSession: Sendable {
+    /// Why a session ended.
+    enum End: String, Sendable {
+        case expired = "the credentials expired"
+        case completed = "the push is complete"
+        case interrupted = "interrupted"
+    }
+
+    /// The one-time credentials and where they work.
+    struct Credentials: Sendable {
+        let user: String
+        let password: String
+        let url: String
+        /// What the QR code carries: `url`, plus `#sha256=<fingerprint>` with `--qr-pin`.
+        let qrURL: String
+        /// The HTTPS certificate's fingerprint, for the sender to compare (nil without TLS).
+        let fingerprint: TLSFingerprint?
+        /// The gallery's drop page, where a browser signs in with `user` and `password` to send photos.
+        let browser: String
+        let expires: Date
+    }
+
+    let options: ReceiveOptions
+    let log: Logger
+    private let interrupted = Mutex(false)
+
+    package init(options: ReceiveOptions) {
+        self.options = options
+        self.log = Logger(label: "couchlite", level: options.server.logLevel, format: options.server.logFormat)
+    }
+
+    /// Runs the session to its end. - Returns: the exit status.
+    package func run() -> Int32 {
+        var serverOptions = options.server
+        let candidates = LANAddresses.candidates()
+        serverOptions.bind = options.bind ?? candidates.first?.address ?? "127.0.0.1"
+        // Without --bind, every LAN address is served on the one port; the URL names the likeliest.
+        let extraHosts = options.bind == nil ? candidates.dropFirst().map(\.address) : []
+        ServerProcess.prepareProcess()
+        StopSignals.onStop { [self] _ in interrupted.withLock { $0 = true } }
+        let process: ServerProcess
+        let database: Database
+        let exporter: PhotoExporter
+        let progress = ReceiveProgress(handle: options.json ? .standardError : .standardOutput)
+        do {
+            process = try ServerProcess(
+                options: serverOptions, log: log, extraHosts: extraHosts, productRoutes: GalleryRoutes.make)
+            let app = process.app
+            app.answerOnly(
+                hosts: ([serverOptions.bind] + extraHosts).flatMap { bind in
+                    [process.port, process.tlsPort].compactMap { $0 }.flatMap {
+                        ReceiveSession.hostNames(bind: bind, port: $0)
+                    }
+                })
+            database = try ReceiveSession.openOrCreate(options.database, app)
+            let folder = try PhotoFolder(path: options.out)
+            let out = options.out
+            app.onDiskFull.withLock { $0 = { progress.diskFull(in: "the data dir") } }
+            exporter = PhotoExporter(
+                database: database, blobs: try app.blobRegistry.store(for: database.name), folder: folder, log: log,
+                onDiskFull: { full in full ? progress.diskFull(in: out) : progress.spaceAvailable() }
+            ) { totals, file, bytes in
+                progress.saved(totals, file: file, bytes: bytes)
+            }
+            try exporter.start()
+        } catch {
+            log.error("could not start", ["error": String(describing: error)])
+            return 1
+        }
+        if let generated = process.generatedAdmin {
+            // As `serve` does: shown once, only the hash is kept.
+            report(
+                "couchlite: no server admin was configured, so one was created (shown only once):\n"
+                    + "  name: \(generated.name)   password: \(generated.password)\n")
+        }
+        let credentials = makeCredentials(process)
+        do {
+            try announce(credentials, process: process, others: extraHosts)
+        } catch {
+            log.error("could not write the QR code", ["error": String(describing: error)])
+            process.shutdown(timeout: .seconds(1))
+            exporter.drainAndStop()
+            process.app.store.close()
+            return 1
+        }
+        let end = waitForEnd(credentials, process.app, database, exporter)
+        process.app.access.authenticator.temporary.revoke(credentials.user)
+        progress.finish()
+        report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
+        if end != .interrupted { Thread.sleep(forTimeInterval: Double(ReceiveLimits.closingGraceSeconds)) }
+        process.shutdown(timeout: .seconds(10))
+        process.waitUntilStopped()
+        exporter.drainAndStop()
+        progress.finish()
+        printSummary(exporter.totals)
+        process.app.store.close()
+        return 0
+    }
+
+    // MARK: Steps
+
+    /// The `Host` values a client of this address sends: the address and port as printed (and, on loopback,
+    /// the names loopback goes by). Binding every address (`0.0.0.0`, `::`) leaves any host allowed.
+    static func hostNames(bind: String, port: Int) -> [String] {
+        if bind == "0.0.0.0" || bind == "::" || bind == "[::]" { return [] }
+        var names = [(bind.contains(":") ? "[\(bind)]" : bind) + ":\(port)"]
+        if bind == "127.0.0.1" || bind == "::1" || bind == "localhost" {
+            names += ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"]
+        }
+        return names
+    }
+
+    static func openOrCreate(_ name: String, _ app: App) throws -> Database {
+        if let existing = try? app.store.open(name) { return existing }
+        let database = try app.store.create(name)
+        app.access.security.reset(name)
+        return database
+    }
+
+    private func makeCredentials(_ process: ServerProcess) -> Credentials {
+        let accounts = process.app.access.authenticator.temporary
+        var user: String
+        repeat {
+            user = "drop-" + Secrets.randomBytes(ReceiveLimits.nameBytes).hexString
+        } while process.app.access.authenticator.isServerAdmin(ExactName(user)) || accounts.contains(user)
+        let password = Secrets.randomBytes(ReceiveLimits.passwordBytes).hexString
+        let seconds = options.ttl.timeInterval
+        accounts.add(
+            name: user, password: Array(password.utf8), database: options.database, expires: .now + options.ttl)
+        let bind = process.app.options.bind
+        let host = bind.contains(":") ? "[\(bind)]" : bind
+        let scheme = process.tlsPort == nil ? "http" : "https"
+        let port = process.tlsPort ?? process.port ?? 0
+        let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.segment(options.database))"
+        let fingerprint = process.tlsCertificate?.fingerprint
+        let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
+        return Credentials(
+            user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
+            browser: "\(scheme)://\(host):\(port)/_photos/",
+            expires: Date().addingTimeInterval(seconds))
+    }
+
+    /// Prints the URL (one JSON line with `--json`, else text and the QR code) and writes `--qr-png`.
+    private func announce(_ credentials: Credentials, process: ServerProcess, others: [String]) throws {
+        guard let code = QRCode.encode(credentials.qrURL) else {
+            throw ExportError.unreadable("URL too long for a QR code")
+        }
+        if let path = options.qrPNG {
+            try Data(code.png()).write(to: URL(fileURLWithPath: path), options: .atomic)
+        }
+        let out = URL(fileURLWithPath: options.out).standardizedFileURL.path
+        let expires = ISO8601DateFormatter().string(from: credentials.expires)
+        if options.json {
+            let line: JSON = .object(
+                JSONObject(
+                    [
+                        ("url", .string(credentials.url)), ("user", .string(credentials.user)),
+                        ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
+                        ("browser", .string(credentials.browser)),
+                    ]
+                        + (credentials.fingerprint.map {
+                            [("fingerprint_sha256", .string($0.colonHex)), ("qr_url", .string(credentials.qrURL))]
+                        } ?? [])))
+            ReceiveSession.printOut(String(decoding: line.serialized(), as: UTF8.self) + "\n")
+            return
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let colors =
+            isatty(STDOUT_FILENO) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
+        var text = "couchlite receive: send photos to\n\n  \(credentials.url)\n\n"
+        if let fingerprint = credentials.fingerprint {
+            // Beside the code, for the sender to compare with what its client shows before trusting it.
+            text += "  certificate SHA-256 fingerprint (compare it on the sender):\n  \(fingerprint.colonHex)\n\n"
+        }
+        text += code.terminalText(colors: colors)
+        text += "\nScan the code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
+        text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
+        text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
+        text += "the password \(credentials.password).\n"
+        text += "The credentials work only for the database \(options.database) and expire at \(expires)"
+        text += options.once ? " or when the first push is complete.\n" : ".\n"
+        if !others.isEmpty {
+            let port = process.tlsPort ?? process.port ?? 0
+            let hosts = others.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(port)" }
+            text += "The same credentials also work at \(hosts.joined(separator: ", ")) (choose one with --bind).\n"
+        }
+        text += "Press Ctrl-C to stop.\n\n"
+        ReceiveSession.printOut(text)
+    }
+
+    private func waitForEnd(_ credentials: Credentials, _ app: App, _ database: Database, _ exporter: PhotoExporter)
+        -> End
+    {
+        let deadline = ContinuousClock.now + options.ttl
+        let quiet = Duration.seconds(ReceiveLimits.onceQuietSeconds)
+        while true {
+            Thread.sleep(forTimeInterval: Double(ReceiveLimits.pollMilliseconds) / 1000)
+            if interrupted.withLock({ $0 }) { return .interrupted }
+            let now = ContinuousClock.now
+            if now >= deadline { return .expired }
+            guard options.once, let activity = app.access.authenticator.temporary.activity(of: credentials.user),
+                activity.checkpointed, activity.inFlight == 0, let last = activity.lastEnded, now - last >= quiet,
+                exporter.exportedSeq >= database.updateSeq
+            else { continue }
+            return .completed
+        }
+    }
+
+    private func printSummary(_ totals: PhotoExporter.Totals) {
+        var text = "Saved \(totals.photos) photo\(totals.photos == 1 ? "" : "s") "
+        text +=
+            "(\(ReceiveProgress.size(totals.bytes))) in \(URL(fileURLWithPath: options.out).standardizedFileURL.path)"
+        if totals.duplicates > 0 { text += "; \(totals.duplicates) already there" }
+        if totals.failures > 0 { text += "; \(totals.failures) could not be saved (see the log)" }
+        text += ".\n"
+        report(text)
+    }
+
+    /// Human-readable lines: on stdout, or on stderr with `--json` (stdout is then the one JSON line).
+    private func report(_ text: String) {
+        if options.json {
+            FileHandle.standardError.write(Data(text.utf8))
+        } else {
+            ReceiveSession.printOut(text)
+        }
+    }
+
+    /// What `receive` prints for the person or the script that started it (stdout; progress goes to stderr).
+    private static func printOut(_ text: String) {
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+}

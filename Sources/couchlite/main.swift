@@ -1,0 +1,39 @@
+import CouchServer
+import Foundation
+import PhotoDrop
+import QueryServer
+
+// couchlite: a thin command line over the CouchServer library. A bare `couchlite [options]` is
+// `couchlite serve [options]`, as the server was run before it had subcommands.
+
+let usage = """
+    usage: couchlite [serve] [options]               run the CouchDB-compatible server
+           couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
+           couchlite push DIR URL [options]          send a folder of photos and videos to a peer
+           couchlite replicate SOURCE TARGET [...]   replicate once or continuously
+           couchlite SUBCOMMAND --help               the options of each
+
+    A CouchDB-compatible replication server.
+    """
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let environment = ProcessInfo.processInfo.environment
+// SIGINT and SIGTERM go to one thread that waits for them, so they are blocked before any other thread starts
+// (StopSignals). A query-server worker is stopped by its server, never by a signal of its own.
+if arguments.first != "query-server" { StopSignals.start() }
+let status: Int32
+switch arguments.first {
+case "serve": status = serve(Array(arguments.dropFirst()), environment)
+case "replicate": status = replicate(Array(arguments.dropFirst()), environment)
+case "push": status = push(Array(arguments.dropFirst()), environment)
+case "receive": status = receive(Array(arguments.dropFirst()), environment)
+case "help": status = help()
+// Hidden: the JavaScript worker the server starts for design functions (QueryServer).
+case "query-server": status = QueryWorker.run(Array(arguments.dropFirst()))
+case let word? where !word.hasPrefix("-"):
+    // Not an option, so not `serve`'s: a mistyped command ("recieve") should not start a server.
+    FileHandle.standardError.write(Data("couchlite: unknown command '\(word)'\n\n\(usage)\n".utf8))
+    status = 64
+default: status = serve(arguments, environment)
+}
+exit(status)
