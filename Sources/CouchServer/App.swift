@@ -4,13 +4,17 @@ import QueryServer
 import RevTree
 import Synchronization
 
-/// The CouchDB application: routes each request to its handler and turns every failure into a
-/// CouchDB-style error. Shared by all connection threads; everything it holds is thread-safe.
+/// The CouchDB application, as its composition root: it builds the services and the handler groups, and `handle`
+/// runs each request through the Host check, CORS, authentication, the route table (`Router`, `RequestAuthorizer`)
+/// and the row's handler, turning every failure into a CouchDB-style error. Shared by all connection threads;
+/// everything it holds is thread-safe.
 package final class App: Sendable {
     static let couchDBVersion = "3.4.3"
     static let version = "0.1.0"
     /// The node name `_membership`, `_active_tasks` and `_scheduler` give (a single-node CouchDB's shape).
     static let nodeName = "couchlite@127.0.0.1"
+
+    // MARK: Services
 
     package let store: Store
     package let blobRegistry: BlobRegistry
@@ -40,34 +44,42 @@ package final class App: Sendable {
     let designFunctions: DesignFunctionCache
     /// The write path of every route that stores documents.
     let documentWriter: DocumentWriter
+    /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
+    package let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
 
-    // The handler groups the route table's rows call.
-    let documents: DocumentHandlers
-    let attachments: AttachmentHandlers
-    let replication: ReplicationHandlers
-    let users: UserHandlers
-    /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
-    let designViews: ViewHandlers
-    /// `_changes`.
-    let changes: ChangesHandlers
-    /// `_all_docs`.
-    let allDocs: AllDocsHandlers
+    // MARK: Routing
+
     /// The route table, read by routing, authorization, the drop scope and body limits alike.
     let router: Router
     /// Decides from a request's route whether its user may make it.
     let authorizer: RequestAuthorizer
-    /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
-    let databases: DatabaseHandlers
-    /// `/_session`: cookie login and logout.
-    let sessions: SessionHandlers
+
+    // MARK: Handler groups (what the route table's rows call)
+
     /// `/`, `/_up`, `/_all_dbs`, `/_uuids`.
     package let server: ServerHandlers
     /// `/_membership` and `/_node/{node}/…`.
     let node: NodeHandlers
+    /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
+    let databases: DatabaseHandlers
+    /// Documents, `_local` documents, COPY and form uploads.
+    let documents: DocumentHandlers
+    /// `/db/doc/attachment`.
+    let attachments: AttachmentHandlers
+    /// The replication protocol: `_bulk_docs`, `_revs_diff`, `_missing_revs`, `_bulk_get`.
+    let replication: ReplicationHandlers
     /// `/_replicate`, `/_active_tasks`, `/_scheduler/…`.
     let replicationJobs: ReplicationJobHandlers
-    /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
-    package let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
+    /// `_changes`.
+    let changes: ChangesHandlers
+    /// `_all_docs`.
+    let allDocs: AllDocsHandlers
+    /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
+    let designViews: ViewHandlers
+    /// `/_session`: cookie login and logout.
+    let sessions: SessionHandlers
+    /// `_users` documents.
+    let users: UserHandlers
 
     /// - Parameter productRoutes: Routes a product adds to CouchDB's (the photo gallery), made from the app's
     ///   services; they are tried first, so they may also answer a method of a CouchDB path (a browser's `GET /`).
@@ -82,7 +94,6 @@ package final class App: Sendable {
         self.options = options
         self.log = log
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
-        authorizer = RequestAuthorizer(store: store, security: access.security)
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
         limits.addressSpaceBytes = max(limits.addressSpaceBytes, limits.heapBytes * 2 + 1024 * 1024 * 1024)
@@ -96,38 +107,41 @@ package final class App: Sendable {
         let documentWriter = DocumentWriter(
             blobs: blobRegistry, security: access.security, designFunctions: designFunctions, queryServer: queryServer)
         self.documentWriter = documentWriter
-        documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
+        // The local server's handler reaches the app through a box filled below: `self` is not
+        // usable until every stored property is set.
+        let box = AppBox()
+        localServer = HTTPLocalServer { head, body, writer in
+            box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
+        }
+
         let services = AppServices(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
             log: log)
         router = Router(productRoutes(services) + App.routeTable)
-        attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
-        replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
-        users = UserHandlers(
-            documents: documentWriter, security: access.security, identities: access.authenticator.identities,
-            iterations: access.authenticator.iterations)
-        databases = DatabaseHandlers(
-            store: store, blobRegistry: blobRegistry, security: access.security, views: views,
-            compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
-        sessions = SessionHandlers(authenticator: access.authenticator, options: options)
-        // The local server's handler reaches the app through a box filled below: `self` is not
-        // usable until every stored property is set.
-        let box = AppBox()
-        designViews = ViewHandlers(views: views)
-        changes = ChangesHandlers(
-            metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
-            compactions: compactions)
-        allDocs = AllDocsHandlers(blobs: blobRegistry)
-        localServer = HTTPLocalServer { head, body, writer in
-            box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
-        }
+        authorizer = RequestAuthorizer(store: store, security: access.security)
+
         server = ServerHandlers(store: store, serverUUID: serverUUID)
         node = NodeHandlers(
             store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
             replicatorDatabase: replicatorDatabase)
+        databases = DatabaseHandlers(
+            store: store, blobRegistry: blobRegistry, security: access.security, views: views,
+            compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
+        documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
+        attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
+        replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
         replicationJobs = ReplicationJobHandlers(
             replications: replications, replicatorDatabase: replicatorDatabase, store: store, localServer: localServer,
             serverUUID: serverUUID, log: log)
+        changes = ChangesHandlers(
+            metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
+            compactions: compactions)
+        allDocs = AllDocsHandlers(blobs: blobRegistry)
+        designViews = ViewHandlers(views: views)
+        sessions = SessionHandlers(authenticator: access.authenticator, options: options)
+        users = UserHandlers(
+            documents: documentWriter, security: access.security, identities: access.authenticator.identities,
+            iterations: access.authenticator.iterations)
         box.app = self
     }
 
