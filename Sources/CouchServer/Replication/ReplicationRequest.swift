@@ -17,10 +17,6 @@ struct ReplicationRequest {
     package var options = ReplicationOptions()
     var cancel = false
 
-    init(_ body: JSONObject, app: App) throws(CouchError) {
-        try self.init(body, identity: app.serverUUID, log: app.log, local: app.localEndpoint)
-    }
-
     /// - Parameters:
     ///   - identity: The replicator's identity (the server's uuid).
     ///   - log: Told of endpoints whose certificates are not checked.

@@ -129,7 +129,7 @@ final class ReplicatorDatabase: Sendable {
         }
         let request: ReplicationRequest
         do {
-            request = try ReplicationRequest(doc, app: app)
+            request = try ReplicationRequest(doc, identity: app.serverUUID, log: app.log, local: app.localEndpoint)
         } catch {
             record(id, rev: rev, failed: error.reason)
             return
