@@ -54,13 +54,21 @@ struct ReplicationJobHandlers: Sendable {
         guard replications.add(job) else {
             throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
         }
-        defer { replications.remove(job) }
         let leases = store.leaseLocalDatabases(of: replication)
-        defer { for lease in leases { lease.release() } }
+        let outcome: Result<JSON, ReplicationError>
         do {
-            let result = try replication.run()
+            outcome = .success(try replication.run())
+        } catch {
+            outcome = .failure(error)
+        }
+        // The job is over before its answer leaves: a client that replicates the same again at once is not told it
+        // is still running.
+        for lease in leases { lease.release() }
+        replications.remove(job)
+        switch outcome {
+        case .success(let result):
             try c.reply.json(200, result)
-        } catch let error as ReplicationError {
+        case .failure(let error):
             if error != .cancelled { replications.noteCrash() }
             let (status, name) = Self.replicationErrorStatus(error)
             var reason = error.description
