@@ -166,37 +166,44 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The captures of `path` if it matches, else nil.
+    /// The captures of `path` if it matches, else nil. A path of the wrong length is refused before any segment is
+    /// looked at, and captures are kept only once the whole path matched.
     func match(_ path: [String]) -> RouteParameters? {
-        var parameters = RouteParameters()
-        var index = 0
-        for segment in segments {
+        guard path.count >= minimumCount && path.count <= maximumCount else { return nil }
+        var database: String?
+        var captures: [(String, String)] = []
+        for (index, segment) in segments.enumerated() {
             switch segment {
-            case .rest(let key, let optional):
-                guard index < path.count || optional else { return nil }
-                parameters.values[key] = path[index...].joined(separator: "/")
-                return parameters
-            default:
-                guard index < path.count else { return nil }
+            case .literal(let literal):
+                guard path[index].utf8Equals(literal) else { return nil }
+            case .database:
                 let value = path[index]
-                switch segment {
-                case .literal(let literal):
-                    guard value.utf8Equals(literal) else { return nil }
-                case .database:
-                    guard !value.hasBytePrefix("_") || App.systemDatabases.contains(value) else { return nil }
-                    parameters.database = value
-                case .document:
-                    guard !value.hasBytePrefix("_") else { return nil }
-                    parameters.values["doc"] = value
-                case .name(let key):
-                    parameters.values[key] = value
-                case .rest:
-                    return nil
-                }
-                index += 1
+                guard !value.hasBytePrefix("_") || App.systemDatabases.contains(value) else { return nil }
+                database = value
+            case .document:
+                guard !path[index].hasBytePrefix("_") else { return nil }
+                captures.append(("doc", path[index]))
+            case .name(let key):
+                captures.append((key, path[index]))
+            case .rest(let key, _):
+                captures.append((key, path[index...].joined(separator: "/")))
             }
         }
-        return index == path.count ? parameters : nil
+        var parameters = RouteParameters(database: database)
+        for (key, value) in captures { parameters.values[key] = value }
+        return parameters
+    }
+
+    /// The fewest segments a path of this pattern has.
+    private var minimumCount: Int {
+        guard case .rest(_, let optional)? = segments.last else { return segments.count }
+        return optional ? segments.count - 1 : segments.count
+    }
+
+    /// The most segments a path of this pattern has.
+    private var maximumCount: Int {
+        guard case .rest? = segments.last else { return segments.count }
+        return Int.max
     }
 }
 

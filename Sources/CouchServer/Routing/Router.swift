@@ -33,31 +33,47 @@ struct Router: Sendable {
         let error: CouchError
     }
 
+    /// The table's paths: the rows of one pattern, in the order the pattern first appears. Grouped once, so a request
+    /// matches each pattern once and collects nothing.
+    private let paths: [(pattern: PathPattern, rows: [Route])]
+
     init(_ routes: [Route]) {
         self.routes = routes
+        var paths: [(pattern: PathPattern, rows: [Route])] = []
+        for route in routes {
+            if let index = paths.firstIndex(where: { $0.pattern == route.pattern }) {
+                paths[index].rows.append(route)
+            } else {
+                paths.append((route.pattern, [route]))
+            }
+        }
+        self.paths = paths
     }
 
     func resolve(method: String, segments raw: [String]) -> Resolution {
         let segments = Router.normalize(raw)
-        var found: (index: Int, parameters: RouteParameters)?
-        for (index, route) in routes.enumerated() {
-            if let parameters = route.pattern.match(segments), route.applies(to: parameters.database) {
-                found = (index, parameters)
-                break
+        let verb = HTTPMethod(method)
+        for path in paths {
+            guard let parameters = path.pattern.match(segments) else { continue }
+            let database = parameters.database
+            guard path.rows.contains(where: { $0.applies(to: database) }) else { continue }
+            if let verb, let route = path.rows.first(where: { $0.methods.contains(verb) && $0.applies(to: database) }) {
+                return .route(route, parameters)
             }
+            return Router.methodNotAllowed(path.rows.filter { $0.applies(to: database) }, parameters)
         }
-        guard let (first, parameters) = found else { return .unrouted(Router.unrouted(segments)) }
-        let pattern = routes[first].pattern
-        let path = routes[first...].filter { $0.pattern == pattern && $0.applies(to: parameters.database) }
-        if let verb = HTTPMethod(method), let route = path.first(where: { $0.methods.contains(verb) }) {
-            return .route(route, parameters)
-        }
+        return .unrouted(Router.unrouted(segments))
+    }
+
+    /// A routed path whose rows do not list the method: `Allow` in the table's order, CouchDB's reason, and the least
+    /// demanding access rule of the rows.
+    private static func methodNotAllowed(_ rows: [Route], _ parameters: RouteParameters) -> Resolution {
         var allowed: [HTTPMethod] = []
-        for route in path { for verb in route.methods where !allowed.contains(verb) { allowed.append(verb) } }
+        for route in rows { for verb in route.methods where !allowed.contains(verb) { allowed.append(verb) } }
         let reason =
-            path.lazy.compactMap(\.notAllowedReason).first
+            rows.lazy.compactMap(\.notAllowedReason).first
             ?? allowed.sorted { $0.listOrder < $1.listOrder }.map(\.rawValue).joined(separator: ",")
-        let access = path.map(\.access).min { $0.demand < $1.demand } ?? .serverAdmin
+        let access = rows.map(\.access).min { $0.demand < $1.demand } ?? .serverAdmin
         return .methodNotAllowed(allowed: allowed, reason: reason, access: access, parameters)
     }
 
