@@ -1,6 +1,7 @@
 import CouchWire
 import Foundation
 import Replicator
+import RevTree
 import Synchronization
 
 /// The `_replicator` database: each document there is a replication job, started when the document
@@ -31,6 +32,7 @@ final class ReplicatorDatabase: Sendable {
     private let endpoint: Endpoint
     private let docs = Mutex<[String: DocState]>([:])
     private let stopped = Mutex<Bool>(false)
+    private let wakeup = Wakeup()
 
     init(app: App) {
         box = AppBox()
@@ -48,15 +50,23 @@ final class ReplicatorDatabase: Sendable {
     func stop() {
         stopped.withLock { $0 = true }
         endpoint.client.cancel()
+        wakeup.wake()
     }
 
     var states: [(String, DocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
 
     private var isStopped: Bool { stopped.withLock { $0 } }
 
+    /// Follows the database's `_changes`. When the database is deleted, its jobs stop (as CouchDB's
+    /// `clean_up_replications` does) and the feed is asked again with a growing pause until a new
+    /// `_replicator` appears, which is then read from its start: a missing database must not be asked again
+    /// at once, forever.
     private func follow() {
         var since: JSON = 0
         var created = false
+        var backoff = Backoff()
+        // Deletions of `_replicator` the follower has seen: another one means it reads a new database.
+        var deletions = box.app?.store.deletions(of: Self.name) ?? 0
         while !isStopped {
             do {
                 if !created {
@@ -64,11 +74,25 @@ final class ReplicatorDatabase: Sendable {
                     response.discard()
                     created = true
                 }
+                let now = box.app?.store.deletions(of: Self.name) ?? deletions
+                if now != deletions {
+                    deletions = now
+                    since = 0
+                    databaseDeleted()
+                }
                 let sinceText = since.stringValue ?? since.serializedString
                 let feed = since == 0 ? "normal" : "longpoll"
                 let path =
                     "/_changes?feed=\(feed)&include_docs=true&timeout=30000&since=\(PathEncoding.query(sinceText))"
-                let reply = try endpoint.client.send(endpoint.request("GET", path, timeout: .seconds(60))).json()
+                let response = try endpoint.client.send(endpoint.request("GET", path, timeout: .seconds(60)))
+                guard response.status == 200 else {
+                    // 404: deleted (and not created again yet); anything else: try again later too.
+                    response.discard()
+                    wakeup.sleep(for: backoff.next())
+                    continue
+                }
+                let reply = try response.json()
+                guard deletions == box.app?.store.deletions(of: Self.name) ?? deletions else { continue }
                 for row in reply["results"]?.arrayValue ?? [] {
                     guard let id = row["id"]?.stringValue, !id.hasPrefix("_design/") else { continue }
                     if row["deleted"]?.boolValue == true {
@@ -78,11 +102,21 @@ final class ReplicatorDatabase: Sendable {
                     }
                 }
                 if let last = reply["last_seq"], !last.isNull { since = last }
+                backoff.reset()
             } catch {
                 if isStopped { return }
-                Thread.sleep(forTimeInterval: 1)
+                wakeup.sleep(for: backoff.next())
             }
         }
+    }
+
+    /// The database was deleted: its documents' jobs stop and their states go.
+    private func databaseDeleted() {
+        let jobs = docs.withLock { docs in
+            defer { docs.removeAll() }
+            return docs.values.compactMap(\.job)
+        }
+        for job in jobs { job.replication.cancel() }
     }
 
     private func removed(_ id: String) {

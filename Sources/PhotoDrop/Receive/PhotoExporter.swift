@@ -95,9 +95,17 @@ final class PhotoExporter: Sendable {
 
     private func run(_ state: ExportState, from initial: Int) {
         var seq = initial
+        var backoff = Backoff(initial: .seconds(1), cap: .seconds(30))
         while true {
             let (stopping, stopAt) = shared.withLock { ($0.stopping, $0.stopAt) }
             if stopping, seq >= (stopAt ?? 0) { return }
+            if database.isShutDown {
+                // Deleted (`DELETE /db`): nothing more comes from it; asking it again would only fail again.
+                log.warning(
+                    "the drop database was deleted: photos sent from now on are not saved until receive restarts",
+                    ["db": database.name])
+                return
+            }
             if database.updateSeq <= seq {
                 if stopping { return }
                 _ = database.waitForChange(after: seq, timeout: .milliseconds(250))
@@ -111,9 +119,10 @@ final class PhotoExporter: Sendable {
                 }
             } catch {
                 log.warning("could not read changes", ["error": String(describing: error)])
-                Thread.sleep(forTimeInterval: 1)
+                Thread.sleep(forTimeInterval: backoff.next().timeInterval)
                 continue
             }
+            backoff.reset()
             for row in rows {
                 exportWithRetries(row, state)
                 seq = row.seq

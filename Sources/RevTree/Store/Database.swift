@@ -77,6 +77,9 @@ public final class Database: Sendable {
     /// `_revs_limit`: how many revisions each branch keeps.
     public var revsLimit: Int { published.withLock { $0.revsLimit } }
 
+    /// Deleted, or its store closed: it never changes again, and every later use is `.dbNotFound`.
+    public var isShutDown: Bool { usage.withLock { $0.shutDown } }
+
     /// Whether its engine is open now (a closed one reopens at the next use).
     public var isOpen: Bool { usage.withLock { $0.engine != nil } }
 

@@ -279,7 +279,7 @@ struct ChangesFeed {
     // MARK: Waiting
 
     /// Waits for a commit past `lastSeq`, sending heartbeats and watching for the client leaving.
-    /// - Returns: false when the feed should end (timeout or client gone).
+    /// - Returns: false when the feed should end (timeout, client gone, database deleted).
     private func waitForChanges(until deadline: ContinuousClock.Instant?) throws -> Bool {
         var nextBeat = query.heartbeat.map { ContinuousClock.now + $0 }
         while true {
@@ -290,7 +290,8 @@ struct ChangesFeed {
             if let nextBeat { slice = min(slice, max(nextBeat - now, .zero)) }
             let seq = database.waitForChange(after: lastSeq, timeout: slice)
             if seq > lastSeq { return true }
-            if reply.writer.isPeerClosed() { return false }
+            // Deleted: nothing will come; the feed ends now rather than at its timeout.
+            if database.isShutDown || reply.writer.isPeerClosed() { return false }
             if let beat = query.heartbeat, let due = nextBeat, ContinuousClock.now >= due {
                 try reply.write(query.feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
                 try reply.flush()
