@@ -95,6 +95,67 @@ static inline duk_int_t couchlite_duk_dispatch(duk_context *ctx, const char *byt
     return duk_pcall(ctx, 1);
 }
 
+/// Design environments. Each is a Duktape thread made with `duk_push_thread_new_globalenv` (its own global object
+/// and its own built-ins), kept alive in the heap stash under `slot`; the environment's script leaves its handler at
+/// index 0 of the thread's value stack.
+static duk_ret_t couchlite_duk__new_env(duk_context *ctx, void *udata) {
+    duk_uarridx_t slot = *(duk_uarridx_t *)udata;
+    duk_push_heap_stash(ctx);
+    duk_push_thread_new_globalenv(ctx);
+    duk_put_prop_index(ctx, -2, slot);
+    duk_pop(ctx);
+    return 0;
+}
+
+/// Makes the environment `slot` and evaluates `source` in it; returns its context (NULL when the heap is full).
+/// `*rc` is 0 when the script ran: its result (the handler) is then at index 0 of the environment's stack;
+/// otherwise the error is on top of it and the caller drops the slot.
+static inline duk_context *couchlite_duk_env_create(duk_context *ctx, duk_uarridx_t slot, const char *source,
+                                                    duk_size_t length, duk_int_t *rc) {
+    *rc = duk_safe_call(ctx, couchlite_duk__new_env, &slot, 0, 1);
+    duk_pop(ctx);
+    if (*rc != 0) return NULL;
+    duk_push_heap_stash(ctx);
+    duk_get_prop_index(ctx, -1, slot);
+    duk_context *env = duk_get_context(ctx, -1);
+    duk_pop_2(ctx);
+    if (!env) return NULL;
+    *rc = couchlite_duk_peval(env, source, length, "couchlite-design-environment");
+    return env;
+}
+
+/// Forgets the environment `slot` (its thread, global object and everything its functions kept) and collects it.
+static inline void couchlite_duk_env_drop(duk_context *ctx, duk_uarridx_t slot) {
+    duk_push_heap_stash(ctx);
+    duk_del_prop_index(ctx, -1, slot);
+    duk_pop(ctx);
+    duk_gc(ctx, 0);
+}
+
+struct couchlite_duk_env_args {
+    const char *text;
+    duk_size_t length;
+    const char *extra;
+    duk_size_t extra_length;
+};
+
+static duk_ret_t couchlite_duk__env_call(duk_context *env, void *udata) {
+    struct couchlite_duk_env_args *args = (struct couchlite_duk_env_args *)udata;
+    duk_dup(env, 0);
+    duk_push_lstring(env, args->text, args->length);
+    duk_push_lstring(env, args->extra, args->extra_length);
+    duk_call(env, 2);
+    return 1;
+}
+
+/// Calls the environment's handler with the request text and `extra` (small JSON text), protected; leaves the
+/// result (or the error) on top of the environment's stack.
+static inline duk_int_t couchlite_duk_env_call(duk_context *env, const char *text, duk_size_t length,
+                                               const char *extra, duk_size_t extra_length) {
+    struct couchlite_duk_env_args args = {text, length, extra, extra_length};
+    return duk_safe_call(env, couchlite_duk__env_call, &args, 0, 1);
+}
+
 /// The value on top of the stack as UTF-8 (coerced with ToString, which cannot throw for a string),
 /// its length in `*length`; valid until the value is popped.
 static inline const char *couchlite_duk_safe_string(duk_context *ctx, duk_size_t *length) {

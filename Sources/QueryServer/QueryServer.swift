@@ -134,7 +134,7 @@ public final class QueryServer: Sendable {
     private func filterBatch(_ ddoc: DesignDocument, name: String, serializedDocs: [[UInt8]], request: JSON)
         throws(QueryServerError) -> [Bool]
     {
-        let response = try callSerialized([ddoc]) { bodies in
+        let response = try callSerialized("filter", [ddoc]) { bodies in
             var message = JSONObject()
             message["op"] = "filter"
             message["key"] = .string(ddoc.key)
@@ -194,7 +194,7 @@ public final class QueryServer: Sendable {
     private func mapBatch(_ ddoc: DesignDocument, views: [String], docs: [JSON]) throws(QueryServerError)
         -> [[MapOutcome]]
     {
-        let response = try call([ddoc]) { bodies in
+        let response = try call("map", [ddoc]) { bodies in
             var message = JSONObject()
             message["op"] = "map"
             message["key"] = .string(ddoc.key)
@@ -232,23 +232,27 @@ public final class QueryServer: Sendable {
         return outcomes
     }
 
-    /// Runs JavaScript reduce functions (their sources) over map rows: `fun(keys, values, false)` where each
-    /// key is `[key, docid]`. Returns one value per source.
-    public func reduce(sources: [String], keys: [JSON], values: [JSON]) throws(QueryServerError) -> [JSON] {
-        try reduceCall(sources: sources, keys: keys, values: values, rereduce: false)
+    /// Runs JavaScript reduce functions (their sources, from `ddoc`'s views, run in `ddoc`'s environment) over
+    /// map rows: `fun(keys, values, false)` where each key is `[key, docid]`. Returns one value per source.
+    public func reduce(_ ddoc: DesignDocument, sources: [String], keys: [JSON], values: [JSON])
+        throws(QueryServerError) -> [JSON]
+    {
+        try reduceCall(ddoc, sources: sources, keys: keys, values: values, rereduce: false)
     }
 
     /// Runs JavaScript reduce functions in rereduce mode: `fun(null, values, true)`.
-    public func rereduce(sources: [String], values: [JSON]) throws(QueryServerError) -> [JSON] {
-        try reduceCall(sources: sources, keys: nil, values: values, rereduce: true)
+    public func rereduce(_ ddoc: DesignDocument, sources: [String], values: [JSON]) throws(QueryServerError) -> [JSON] {
+        try reduceCall(ddoc, sources: sources, keys: nil, values: values, rereduce: true)
     }
 
-    private func reduceCall(sources: [String], keys: [JSON]?, values: [JSON], rereduce: Bool)
+    private func reduceCall(_ ddoc: DesignDocument, sources: [String], keys: [JSON]?, values: [JSON], rereduce: Bool)
         throws(QueryServerError) -> [JSON]
     {
-        let response = try call([]) { _ in
+        let response = try call("reduce", [ddoc]) { bodies in
             var message = JSONObject()
             message["op"] = "reduce"
+            message["key"] = .string(ddoc.key)
+            if bodies.contains(ddoc.key) { message["ddoc"] = .object(ddoc.body) }
             message["sources"] = .array(sources.map { .string($0) })
             message["keys"] = keys.map { .array($0) } ?? .null
             message["values"] = .array(values)
@@ -268,7 +272,7 @@ public final class QueryServer: Sendable {
         throws(QueryServerError) -> [ValidationOutcome]
     {
         guard !ddocs.isEmpty, !items.isEmpty else { return items.map { _ in .allowed } }
-        let response = try call(ddocs) { bodies in
+        let response = try call("validate", ddocs) { bodies in
             var message = JSONObject()
             message["op"] = "validate"
             message["ddocs"] = .array(
@@ -304,21 +308,26 @@ public final class QueryServer: Sendable {
 
     /// Sends one request built by `build` (given the keys of the design documents whose bodies must go with
     /// it) and returns its `ok` value. A worker that says it does not know a design document (it evicted it)
-    /// is sent the bodies again.
-    private func call(_ ddocs: [DesignDocument], _ build: (Set<String>) -> JSONObject) throws(QueryServerError)
-        -> JSON
+    /// is sent the bodies again. The request starts with a header line naming `op` and the design documents
+    /// it runs: the worker runs each in that design document's own environment (see `DuktapeRuntime`).
+    private func call(_ op: String, _ ddocs: [DesignDocument], _ build: (Set<String>) -> JSONObject)
+        throws(QueryServerError) -> JSON
     {
-        try callSerialized(ddocs) { bodies in JSON.object(build(bodies)).serialized() }
+        try callSerialized(op, ddocs) { bodies in JSON.object(build(bodies)).serialized() }
     }
 
-    private func callSerialized(_ ddocs: [DesignDocument], _ build: (Set<String>) -> [UInt8]) throws(QueryServerError)
-        -> JSON
+    private func callSerialized(_ op: String, _ ddocs: [DesignDocument], _ build: (Set<String>) -> [UInt8])
+        throws(QueryServerError) -> JSON
     {
+        var headerObject = JSONObject()
+        headerObject["op"] = .string(op)
+        headerObject["keys"] = .array(ddocs.map { .string($0.key) })
+        let header = JSON.object(headerObject).serialized() + [0x0A]
         let response: JSONObject = try pool.withWorker { (worker, deadline) throws(QueryServerError) -> JSONObject in
             if worker.knownDesignDocuments.count > 64 { worker.knownDesignDocuments.removeAll() }
             var bodies = Set(ddocs.map(\.key)).subtracting(worker.knownDesignDocuments)
             for _ in 0..<2 {
-                let request = build(bodies)
+                let request = header + build(bodies)
                 let bytes = try worker.call(request, deadline: deadline, timeout: pool.configuration.timeout)
                 guard case .object(let response)? = try? JSON.parse(bytes) else {
                     worker.kill()

@@ -94,8 +94,13 @@ struct QueryServerTests {
         let count = "function(keys, values) { return keys ? keys.length : -1 }"
         let keys: [JSON] = [.array(["a", "id1"]), .array(["b", "id2"])]
         #expect(
-            try server.reduce(sources: [sum, count], keys: keys, values: [.int(2), .int(3)]) == [.int(5), .int(2)])
-        #expect(try server.rereduce(sources: [sum, count], values: [.int(5), .int(5)]) == [.int(1010), .int(-1)])
+            try server.reduce(try ddoc("{}"), sources: [sum, count], keys: keys, values: [.int(2), .int(3)]) == [
+                .int(5), .int(2),
+            ])
+        #expect(
+            try server.rereduce(try ddoc("{}"), sources: [sum, count], values: [.int(5), .int(5)]) == [
+                .int(1010), .int(-1),
+            ])
     }
 
     @Test func validateOutcomes() throws {

@@ -7,13 +7,9 @@ struct QueryServerViewEngine: ViewEngine {
     package let server: QueryServer
 
     func map(_ group: ViewGroup, _ documents: [JSON]) throws -> [[[Emit]]] {
-        // Compiled once per signature: design documents with the same views share their compiled functions.
-        let ddoc = DesignDocument(
-            database: "", id: group.designID, rev: "views-" + group.signature,
-            body: group.document.objectValue ?? JSONObject())
         let outcomes: [[MapOutcome]]
         do {
-            outcomes = try server.map(ddoc, views: group.views.map(\.name), docs: documents)
+            outcomes = try server.map(designDocument(group), views: group.views.map(\.name), docs: documents)
         } catch {
             throw CouchError(error)
         }
@@ -30,7 +26,8 @@ struct QueryServerViewEngine: ViewEngine {
     func reduce(_ group: ViewGroup, view: Int, keys: [JSON], values: [JSON]) throws -> JSON {
         guard let source = group.views[view].reduce else { return .null }
         do {
-            return try server.reduce(sources: [source], keys: keys, values: values).first ?? .null
+            return try server.reduce(designDocument(group), sources: [source], keys: keys, values: values).first
+                ?? .null
         } catch {
             throw CouchError(error)
         }
@@ -39,9 +36,17 @@ struct QueryServerViewEngine: ViewEngine {
     func rereduce(_ group: ViewGroup, view: Int, values: [JSON]) throws -> JSON {
         guard let source = group.views[view].reduce else { return .null }
         do {
-            return try server.rereduce(sources: [source], values: values).first ?? .null
+            return try server.rereduce(designDocument(group), sources: [source], values: values).first ?? .null
         } catch {
             throw CouchError(error)
         }
+    }
+
+    /// The design document whose environment runs the group's functions: one per database, design document and
+    /// views signature, so no two databases (nor two design documents) share a JavaScript global.
+    private func designDocument(_ group: ViewGroup) -> DesignDocument {
+        DesignDocument(
+            database: group.database, id: group.designID, rev: "views-" + group.signature,
+            body: group.document.objectValue ?? JSONObject())
     }
 }

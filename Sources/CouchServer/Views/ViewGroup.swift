@@ -28,6 +28,8 @@ struct ViewGroup: Sendable {
     /// The whole design document, for the engine (`require` reads modules from it).
     var document: JSON
     var signature: String
+    /// The database the design document belongs to (its functions run in an environment of their own).
+    var database = ""
 
     /// Reads the views of a design document body; nil members are treated as CouchDB treats them (no views).
     init(designID: String, document: JSON) throws(CouchError) {
@@ -82,6 +84,8 @@ extension ViewGroup {
         guard let info = try database.document(id), !info.deleted, let revision = try database.revision(id, rev: nil),
             let body = revision.body, let document = try? JSON.parse(body)
         else { throw CouchError.notFound("missing") }
-        return try ViewGroup(designID: id, document: document)
+        var group = try ViewGroup(designID: id, document: document)
+        group.database = database.name
+        return group
     }
 }

@@ -1,14 +1,17 @@
-/// The JavaScript half of a query-server worker, evaluated once when the worker starts. It evaluates to the
-/// dispatcher, which the Swift half keeps in Duktape's heap stash (out of reach of user code, which could
-/// otherwise replace a global) and calls with each request's JSON text; it returns the response's JSON text.
+/// The JavaScript half of a query-server worker's design environment. A worker gives every design document
+/// (database, id and revision) its own Duktape global environment (`duk_push_thread_new_globalenv`: fresh
+/// built-ins, a fresh global object) and evaluates this script there before any of the document's code. The
+/// script captures what it relies on, freezes every built-in reachable from the global object (constructors,
+/// prototypes, `JSON`, `Math`…), removes `Duktape` (finalizers, threads) and evaluates to the environment's
+/// handler, which the Swift half keeps on the environment's value stack and calls with each request's JSON text.
+/// Requests and answers cross as text only: no object of one environment is ever handed to another, so nothing
+/// a design function changes or keeps is seen by another design document's functions.
 ///
 /// What design functions see is what CouchDB's query server gives them: the globals `emit`, `log`,
 /// `toJSON`, `isArray`, `sum` and `require` (CommonJS modules stored in the design document, `views/lib`
 /// only for map functions); a filter is called as `fun.apply(ddoc, [doc, req])`, a validation as
 /// `fun.apply(ddoc, [newDoc, oldDoc, userCtx, secObj])`, a map as `fun(doc)`, a reduce as
-/// `fun(keys, values, rereduce)`. The helpers are reinstalled before every request, so a function that
-/// reassigns `emit` cannot change what another design document's functions call. Built-ins the runtime itself
-/// relies on are captured before any user code runs.
+/// `fun(keys, values, rereduce)`. The helpers are reinstalled before every request.
 enum QueryRuntimeScript {
     static let source = #"""
         (function () {
@@ -16,10 +19,42 @@ enum QueryRuntimeScript {
           var global = (0, eval)("this");
           var parse = JSON.parse, stringify = JSON.stringify, arrayIsArray = Array.isArray;
           var objectKeys = Object.keys, hasOwn = Object.prototype.hasOwnProperty, ErrorType = Error;
+          var functionApply = Function.prototype.apply, functionCall = Function.prototype.call;
           var globalEval = eval;
-          var MAX_DDOCS = 64, MAX_REDUCERS = 256;
-          var ddocs = {}, ddocOrder = [], reducers = {}, reducerCount = 0;
-          var logs = [], emitted = null, current = null;
+          var MAX_REDUCERS = 256;
+          var found = null, reducers = {}, reducerCount = 0;
+          var logs = [], emitted = null;
+
+          // Every built-in reachable from the global object, frozen before any design function runs: a design
+          // function cannot replace `Function.prototype.apply`, `Array.prototype.push`, `JSON.stringify`…
+          // not even in its own environment. `Duktape` (finalizers, threads, internals) is not theirs.
+          (function () {
+            var getNames = Object.getOwnPropertyNames, getDescriptor = Object.getOwnPropertyDescriptor;
+            var getPrototype = Object.getPrototypeOf, freeze = Object.freeze, isFrozen = Object.isFrozen;
+            function walk(value) {
+              if (value === null || (typeof value !== "object" && typeof value !== "function")) { return; }
+              if (value === global || isFrozen(value)) { return; }
+              freeze(value);
+              walk(getPrototype(value));
+              var names = getNames(value);
+              for (var j = 0; j < names.length; j++) {
+                var descriptor = getDescriptor(value, names[j]);
+                if (descriptor === undefined) { continue; }
+                if (hasOwn.call(descriptor, "value")) { walk(descriptor.value); }
+                walk(descriptor.get);
+                walk(descriptor.set);
+              }
+            }
+            try { delete global.Duktape; } catch (e) { global.Duktape = undefined; }
+            var names = getNames(global);
+            for (var i = 0; i < names.length; i++) {
+              var descriptor = getDescriptor(global, names[i]);
+              if (descriptor !== undefined && hasOwn.call(descriptor, "value")) { walk(descriptor.value); }
+            }
+            walk(getPrototype(global));
+            walk(function () {});
+            walk((function () { return arguments; })());
+          })();
 
           function fail(error, reason) { return { error: error, reason: reason }; }
 
@@ -96,7 +131,7 @@ enum QueryRuntimeScript {
                 delete cache[id];
                 throw fail("compilation_error", String(e) + " (module " + id + ")");
               }
-              body.call(module.exports, module, module.exports, makeRequire(root, cache, path.slice(0, -1)));
+              functionCall.call(body, module.exports, module, module.exports, makeRequire(root, cache, path.slice(0, -1)));
               return module.exports;
             };
           }
@@ -115,23 +150,18 @@ enum QueryRuntimeScript {
             global.registerType = unsupported("registerType");
           }
 
-          function noRequire() { throw fail("invalid_require_path", "require() needs a design document"); }
-
-          // A design document compiled once per (database, id, rev) key; functions are compiled on first use.
-          function entry(message) {
-            var key = message.key, found = hasOwn.call(ddocs, key) ? ddocs[key] : null;
+          // This environment's one design document, compiled on the first request that carries it; its
+          // functions are compiled on first use.
+          function entry(carrier) {
             if (found === null) {
-              if (message.ddoc === undefined) { return null; }
-              var ddoc = message.ddoc, views = ddoc.views;
+              if (carrier.ddoc === undefined) { return null; }
+              var ddoc = carrier.ddoc, views = ddoc.views;
               var viewLib = views !== null && typeof views === "object" ? views.lib : undefined;
               found = {
                 ddoc: ddoc, filters: {}, views: {}, validate: null,
                 require: makeRequire(ddoc, {}, []),
                 mapRequire: makeRequire({ views: { lib: viewLib } }, {}, [])
               };
-              ddocs[key] = found;
-              ddocOrder[ddocOrder.length] = key;
-              if (ddocOrder.length > MAX_DDOCS) { delete ddocs[ddocOrder.shift()]; }
             }
             return found;
           }
@@ -152,32 +182,34 @@ enum QueryRuntimeScript {
 
           var ops = {
             filter: function (message) {
-              var found = entry(message);
-              if (found === null) { return { unknown_ddoc: message.key }; }
-              var fn = hasOwn.call(found.filters, message.name) ? found.filters[message.name] : null;
+              var ddoc = entry(message);
+              if (ddoc === null) { return { unknown_ddoc: message.key }; }
+              var fn = hasOwn.call(ddoc.filters, message.name) ? ddoc.filters[message.name] : null;
               if (fn === null) {
-                fn = compile(member(member(found.ddoc, "filters"), message.name));
-                found.filters[message.name] = fn;
+                fn = compile(member(member(ddoc.ddoc, "filters"), message.name));
+                ddoc.filters[message.name] = fn;
               }
-              installGlobals(found.require);
+              installGlobals(ddoc.require);
               var docs = message.docs, req = message.req, results = [];
-              for (var i = 0; i < docs.length; i++) { results[i] = fn.apply(found.ddoc, [docs[i], req]) ? true : false; }
+              for (var i = 0; i < docs.length; i++) {
+                results[i] = functionCall.call(fn, ddoc.ddoc, docs[i], req) ? true : false;
+              }
               return { ok: results };
             },
 
             map: function (message) {
-              var found = entry(message);
-              if (found === null) { return { unknown_ddoc: message.key }; }
+              var ddoc = entry(message);
+              if (ddoc === null) { return { unknown_ddoc: message.key }; }
               var names = message.views, fns = [], i, j;
               for (j = 0; j < names.length; j++) {
-                var fn = hasOwn.call(found.views, names[j]) ? found.views[names[j]] : null;
+                var fn = hasOwn.call(ddoc.views, names[j]) ? ddoc.views[names[j]] : null;
                 if (fn === null) {
-                  fn = compile(member(member(member(found.ddoc, "views"), names[j]), "map"));
-                  found.views[names[j]] = fn;
+                  fn = compile(member(member(member(ddoc.ddoc, "views"), names[j]), "map"));
+                  ddoc.views[names[j]] = fn;
                 }
                 fns[j] = fn;
               }
-              installGlobals(found.mapRequire);
+              installGlobals(ddoc.mapRequire);
               var docs = message.docs, results = [];
               for (i = 0; i < docs.length; i++) {
                 var perView = [];
@@ -197,8 +229,10 @@ enum QueryRuntimeScript {
             },
 
             reduce: function (message) {
+              var ddoc = entry(message);
+              if (ddoc === null) { return { unknown_ddoc: message.key }; }
               var sources = message.sources, results = [];
-              installGlobals(noRequire);
+              installGlobals(ddoc.mapRequire);
               for (var j = 0; j < sources.length; j++) {
                 var fn = hasOwn.call(reducers, sources[j]) ? reducers[sources[j]] : null;
                 if (fn === null) {
@@ -213,22 +247,20 @@ enum QueryRuntimeScript {
               return { ok: results };
             },
 
-            validate: function (message) {
-              var entries = [], i, j;
-              for (j = 0; j < message.ddocs.length; j++) {
-                var found = entry(message.ddocs[j]);
-                if (found === null) { return { unknown_ddoc: message.ddocs[j].key }; }
-                if (found.validate === null) { found.validate = compile(member(found.ddoc, "validate_doc_update")); }
-                entries[j] = found;
-              }
+            // `index`: which of `message.ddocs` is this environment's; `decided[i]`: item i was refused by an
+            // earlier design document (it is not shown to this one, as CouchDB stops at the first refusal).
+            validate: function (message, index, decided) {
+              var carrier = message.ddocs[index], ddoc = entry(carrier);
+              if (ddoc === null) { return { unknown_ddoc: carrier.key }; }
+              if (ddoc.validate === null) { ddoc.validate = compile(member(ddoc.ddoc, "validate_doc_update")); }
               var items = message.items, results = [];
-              for (i = 0; i < items.length; i++) {
+              installGlobals(ddoc.require);
+              for (var i = 0; i < items.length; i++) {
                 var outcome = null;
-                for (j = 0; j < entries.length && outcome === null; j++) {
-                  installGlobals(entries[j].require);
+                if (decided[i] !== true) {
                   try {
-                    entries[j].validate.apply(entries[j].ddoc,
-                      [items[i].new, items[i].old, message.userCtx, message.secObj]);
+                    functionCall.call(ddoc.validate, ddoc.ddoc, items[i]["new"], items[i].old, message.userCtx,
+                      message.secObj);
                   } catch (e) {
                     outcome = validationOutcome(e);
                   }
@@ -251,14 +283,16 @@ enum QueryRuntimeScript {
             return fail("unknown_error", e === undefined ? null : e);
           }
 
-          return function (text) {
+          return function (text, extra) {
             var response;
             logs = [];
             emitted = null;
             try {
-              var message = parse(text);
+              var message = parse(text), options = parse(extra);
               var op = hasOwn.call(ops, message.op) ? ops[message.op] : null;
-              response = op === null ? fail("unknown_command", "unknown command " + stringify(message.op)) : op(message);
+              response = op === null
+                ? fail("unknown_command", "unknown command " + stringify(message.op))
+                : op(message, options.index, options.decided);
             } catch (e) {
               response = thrown(e);
             }
