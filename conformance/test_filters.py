@@ -239,3 +239,31 @@ def test_filter_with_style_all_docs_sees_each_leaf(couch, db):
     # main_only: the winner (1-bbbb, the higher rev id) is red, so the document does not pass.
     body = couch.get(f"/{db}/_changes", params={"filter": "app/blue"}).json()
     assert body["results"] == []
+
+
+SCRUBBED_FILTER = (
+    "function(doc, req) { if (doc._id != 'probe') return false;"
+    " for (var name in req.headers) { var lower = name.toLowerCase();"
+    "   if (lower == 'authorization' || lower == 'cookie' || lower == 'x-auth-couchdb-token') return false; }"
+    " for (var cookie in req.cookie) return false;"
+    " return req.headers['X-Probe'] == 'yes'; }")
+
+
+def test_a_filter_never_sees_the_readers_credentials_or_session_cookie(couch, db):
+    """A design function is its database admin's code: the `req` it gets carries no `Authorization`, no `Cookie`
+    and no parsed cookie (CouchDB's `scrub_json_request`), so a filter cannot steal the session of whoever reads a
+    filtered feed. Asked with a cookie session and with Basic credentials."""
+    r = couch.put(f"/{db}/_design/spy", json={"filters": {"scrubbed": SCRUBBED_FILTER}})
+    assert r.status_code == 201, r.text
+    assert couch.put(f"/{db}/probe", json={"n": 1}).status_code == 201
+    login = requests.post(couch.url("/_session"), data={"name": couch.user, "password": couch.password},
+                          timeout=REQUEST_TIMEOUT_S)
+    assert login.status_code == 200 and "AuthSession" in login.cookies, login.text
+    by_cookie = requests.get(couch.url(f"/{db}/_changes"), params={"filter": "spy/scrubbed"},
+                             cookies={"AuthSession": login.cookies["AuthSession"], "other": "x"},
+                             headers={"X-Probe": "yes", "Accept": "application/json"}, timeout=REQUEST_TIMEOUT_S)
+    assert by_cookie.status_code == 200, by_cookie.text
+    assert ids(by_cookie.json()) == ["probe"], by_cookie.text
+    by_basic = couch.get(f"/{db}/_changes", params={"filter": "spy/scrubbed"}, headers={"X-Probe": "yes"})
+    assert by_basic.status_code == 200, by_basic.text
+    assert ids(by_basic.json()) == ["probe"], by_basic.text
