@@ -16,7 +16,7 @@ from base64 import b64encode
 import pytest
 import requests
 
-from conftest import is_couchlite, settled, unique_db_name
+from conftest import REQUEST_TIMEOUT_S, is_couchlite, settled, unique_db_name
 
 NOT_MEMBER_NAMED = {"error": "forbidden", "reason": "You are not allowed to access this db."}
 NOT_MEMBER_ANON = {"error": "unauthorized", "reason": "You are not authorized to access this db."}
@@ -378,3 +378,69 @@ def test_leaked_password_stops_working_at_once_despite_the_credential_cache(couc
     delete_user(couch, name)
     settled(couch, lambda: basic_get(couch, unique_source(), name, new) == 401, "a deleted account is refused")
     assert basic_get(couch, thief, name, new) == 401
+
+
+SPY_MAP = (
+    "function(doc) {"
+    " var g = (function() { return this; })();"
+    " if (!g.stash) { g.stash = [];"
+    "   var apply = Function.prototype.apply, stringify = JSON.stringify;"
+    "   Function.prototype.apply = function(self, args) {"
+    "     try { g.stash.push(stringify(args)); } catch (e) {} return apply.call(this, self, args); };"
+    "   JSON.stringify = function(v) { try { g.stash.push(stringify(v)); } catch (e) {} return stringify(v); };"
+    "   Array.prototype.push = function() { try { g.stash[g.stash.length] = stringify(arguments); } catch (e) {}"
+    "     for (var i = 0; i < arguments.length; i++) this[this.length] = arguments[i]; return this.length; }; }"
+    " emit(doc._id, g.stash.join('\\n')); }")
+
+
+def test_a_database_admin_cannot_spy_on_another_database_through_the_javascript_globals(couch, users):
+    """The admin of database `a` redefines built-ins in a map function (`Function.prototype.apply`,
+    `JSON.stringify`, `Array.prototype.push`), hoping the worker keeps them when it later runs `b`'s filter and
+    validation for `b`'s member; her view would then emit `b`'s documents, the member's userCtx, `b`'s `_security`
+    and the member's session cookie. Every design document runs in its own global environment, so nothing of `b`
+    ever reaches her. Repeated so that the calls land on every worker of the pool."""
+    alice, alice_pw = users()
+    bob, bob_pw = users()
+    a, b = unique_db_name("spy-a"), unique_db_name("spy-b")
+    try:
+        for name, admin, member in ((a, alice, None), (b, None, bob)):
+            assert couch.put(f"/{name}").status_code == 201
+            security = {"admins": {"names": [admin] if admin else [], "roles": []},
+                        "members": {"names": [member] if member else [admin], "roles": []}}
+            assert couch.put(f"/{name}/_security", json=security).status_code == 200
+        spy = requests.put(couch.url(f"/{a}/_design/spy"), auth=(alice, alice_pw), timeout=REQUEST_TIMEOUT_S,
+                           json={"views": {"all": {"map": SPY_MAP}}})
+        assert spy.status_code == 201, spy.text
+        r = couch.put(f"/{b}/_design/app", json={
+            "filters": {"mine": "function(doc, req) { return [doc.secret].length == 1 && req.userCtx.name != null; }"},
+            "validate_doc_update": "function(newDoc, oldDoc, userCtx, secObj) { [newDoc._id].push(userCtx.name); }"})
+        assert r.status_code == 201, r.text
+        login = requests.post(couch.url("/_session"), data={"name": bob, "password": bob_pw},
+                              timeout=REQUEST_TIMEOUT_S)
+        assert login.status_code == 200, login.text
+        cookie = login.cookies["AuthSession"]
+        leaked = []
+        for round_number in range(8):
+            doc = requests.put(couch.url(f"/{a}/d{round_number}"), auth=(alice, alice_pw), json={"n": round_number},
+                               timeout=REQUEST_TIMEOUT_S)
+            assert doc.status_code == 201, doc.text
+            view = requests.get(couch.url(f"/{a}/_design/spy/_view/all"), auth=(alice, alice_pw),
+                                timeout=REQUEST_TIMEOUT_S)
+            assert view.status_code == 200, view.text
+            secret = f"bob-secret-{round_number}"
+            w = requests.put(couch.url(f"/{b}/s{round_number}"), cookies={"AuthSession": cookie},
+                             json={"secret": secret}, timeout=REQUEST_TIMEOUT_S)
+            assert w.status_code == 201, w.text
+            feed = requests.get(couch.url(f"/{b}/_changes"), params={"filter": "app/mine"},
+                                cookies={"AuthSession": cookie}, timeout=REQUEST_TIMEOUT_S)
+            assert feed.status_code == 200, feed.text
+            leaked.append(view.text)
+        final = requests.get(couch.url(f"/{a}/_design/spy/_view/all"), auth=(alice, alice_pw),
+                             timeout=REQUEST_TIMEOUT_S)
+        assert final.status_code == 200, final.text
+        everything = "\n".join(leaked + [final.text])
+        for secret in ("bob-secret", cookie, bob, b):
+            assert secret not in everything, f"{secret!r} reached the admin of {a}"
+    finally:
+        couch.delete(f"/{a}")
+        couch.delete(f"/{b}")
