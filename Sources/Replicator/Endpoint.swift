@@ -112,7 +112,7 @@ public struct Endpoint: Sendable {
     /// A request for `path` under the database (`""`, `"/_changes?…"`), with the endpoint's headers.
     public func request(
         _ method: String, _ path: String, json: JSON? = nil, accept: String = "application/json",
-        timeout: Duration = .seconds(60)
+        timeout: Duration = ClientRequest.peerTimeout
     ) -> ClientRequest {
         var headers = HTTPHeaders()
         headers.add("Accept", accept)

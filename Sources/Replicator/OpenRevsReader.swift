@@ -120,7 +120,7 @@ final class OpenRevsReader {
 
     private func parse(_ bytes: [UInt8]) throws(ReplicationError) -> JSON {
         do {
-            return try JSON.parse(bytes)
+            return try JSON.parse(bytes, memoryBudget: JSON.memoryBudget(forInput: bytes.count))
         } catch {
             throw .protocolError("open_revs part is not JSON")
         }

@@ -36,14 +36,15 @@ extension Replication {
         if !item.ancestors.isEmpty {
             path += "&atts_since=" + PathEncoding.query(JSON.array(item.ancestors.map(JSON.string)).serializedString)
         }
-        let response = try call(source, source.request("GET", path, accept: "multipart/mixed", timeout: .seconds(120)))
+        let response = try call(
+            source, source.request("GET", path, accept: "multipart/mixed", timeout: ClientRequest.peerTimeout * 2))
         if response.status == 404 {
             // Deleted from the source meanwhile (or purged): nothing to copy.
             response.discard()
             return
         }
         guard response.status == 200 else {
-            _ = try expect(response, source, [200])
+            _ = try expect(response, source, [200], "open_revs")
             return
         }
         let reader = try OpenRevsReader(response)
@@ -95,7 +96,7 @@ extension Replication {
         for (name, value) in target.extraHeaders { headers.set(name, value) }
         let request = ClientRequest(
             method: "PUT", target: target.basePath + "/" + PathEncoding.docID(id) + "?new_edits=false",
-            headers: headers, body: .stream(body), timeout: .seconds(120))
+            headers: headers, body: .stream(body), timeout: ClientRequest.peerTimeout * 2)
         let response = try call(target, request)
         try judgeWrite(response, id: id)
     }

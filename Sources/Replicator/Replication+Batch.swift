@@ -19,12 +19,18 @@ extension Replication {
             revsByID[row.id, default: []].append(contentsOf: row.revs)
         }
         let query = JSON.object(JSONObject(order.map { ($0, .array((revsByID[$0] ?? []).map(JSON.string))) }))
-        let diff = try expect(try call(target, target.request("POST", "/_revs_diff", json: query)), target, [200])
+        let diff = try expect(
+            try call(target, target.request("POST", "/_revs_diff", json: query)), target, [200], "_revs_diff",
+            limit: ReplyLimit.revsDiff)
         var missing: [Missing] = []
         for id in order {
-            guard let entry = diff[id], let revs = entry["missing"]?.arrayValue?.compactMap(\.stringValue),
-                !revs.isEmpty
-            else { continue }
+            // An id left out is one the target has; one listed must say which revisions it lacks.
+            guard let entry = diff[id] else { continue }
+            guard case .object = entry, let listed = entry["missing"]?.arrayValue else {
+                throw Self.wrongShape(target, "_revs_diff for \(id)", entry, "an object with a missing array")
+            }
+            let revs = listed.compactMap(\.stringValue)
+            guard !revs.isEmpty else { continue }
             let ancestors = entry["possible_ancestors"]?.arrayValue?.compactMap(\.stringValue) ?? []
             missing.append(Missing(id: id, revs: revs, ancestors: ancestors))
         }
@@ -155,12 +161,15 @@ extension Replication {
             bulkGetEnabled = false
             return nil
         }
-        let reply = try expect(response, source, [200])
+        let reply = try expect(response, source, [200], "_bulk_get", limit: ReplyLimit.documents)
+        guard let results = reply["results"]?.arrayValue else {
+            throw Self.wrongShape(source, "_bulk_get", reply["results"] ?? .null, "an object with a results array")
+        }
         var byID: [String: Missing] = [:]
         for item in missing { byID[item.id] = item }
         var out: [(Missing, [JSON])] = []
         var fetched = 0
-        for result in reply["results"]?.arrayValue ?? [] {
+        for result in results {
             guard let id = result["id"]?.stringValue, let item = byID[id] else { continue }
             let ok = (result["docs"]?.arrayValue ?? []).compactMap { $0["ok"] }
             fetched += ok.count
@@ -188,7 +197,9 @@ extension Replication {
             try bulkDocs(Array(docs[half...]))
             return
         }
-        let reply = try expect(response, target, [201, 417])
+        let reply = try expect(
+            response, target, [201, 417], "_bulk_docs", limit: ReplyLimit.revsDiff,
+            shape: response.status == 201 ? .array : .any)
         let failures = (reply.arrayValue ?? []).filter { $0["error"] != nil }.count
         recordWrites(written: docs.count - failures, failed: failures)
     }
@@ -229,7 +240,7 @@ extension Replication {
             response.discard()
             recordWrites(written: 0, failed: 1)
         default:
-            _ = try expect(response, target, [])
+            _ = try expect(response, target, [], "PUT /\(id)")
         }
     }
 }

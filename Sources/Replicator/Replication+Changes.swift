@@ -39,10 +39,14 @@ extension Replication {
             }
         }
         let request = source.request(
-            body == nil ? "GET" : "POST", "/_changes?" + query, json: body, timeout: .seconds(70))
-        let reply = try expect(try call(source, request), source, [200])
+            body == nil ? "GET" : "POST", "/_changes?" + query, json: body,
+            timeout: ClientRequest.peerTimeout + .seconds(10))
+        let reply = try expect(try call(source, request), source, [200], "_changes", limit: ReplyLimit.changes)
+        guard let results = reply["results"]?.arrayValue else {
+            throw Self.wrongShape(source, "_changes", reply["results"] ?? .null, "an object with a results array")
+        }
         var batch = ChangeBatch(rows: [], lastSeq: reply["last_seq"], pending: reply["pending"]?.intValue)
-        for row in reply["results"]?.arrayValue ?? [] {
+        for row in results {
             guard let id = row["id"]?.stringValue, !id.hasPrefix("_local/") else { continue }
             let revs = (row["changes"]?.arrayValue ?? []).compactMap { $0["rev"]?.stringValue }
             batch.rows.append(ChangeRow(id: id, seq: row["seq"] ?? .null, revs: revs))

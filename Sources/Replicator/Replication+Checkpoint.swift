@@ -19,7 +19,7 @@ extension Replication {
             response.discard()
             return (nil, nil)
         }
-        let log = try expect(response, endpoint, [200])
+        let log = try expect(response, endpoint, [200], "the checkpoint \(checkpointPath)")
         return (log, log["_rev"]?.stringValue)
     }
 
@@ -64,7 +64,7 @@ extension Replication {
         if commit.status == 404 || commit.status == 405 || commit.status == 400 {
             commit.discard()
         } else {
-            _ = try expect(commit, target, [200, 201])
+            _ = try expect(commit, target, [200, 201], "_ensure_full_commit")
         }
         update { $0.checkpointedSeq = seq }
         var fields: [(String, JSON)] = [
@@ -99,7 +99,9 @@ extension Replication {
             if response.status == 409 {
                 response.discard()
                 let again = try call(endpoint, endpoint.request("GET", checkpointPath))
-                currentRev = again.status == 200 ? (try again.json())["_rev"]?.stringValue : nil
+                currentRev =
+                    again.status == 200
+                    ? try expect(again, endpoint, [200], "the checkpoint \(checkpointPath)")["_rev"]?.stringValue : nil
                 if again.status != 200 { again.discard() }
                 continue
             }
@@ -107,7 +109,7 @@ extension Replication {
                 response.discard()
                 return currentRev
             }
-            return try expect(response, endpoint, [200, 201])["rev"]?.stringValue
+            return try expect(response, endpoint, [200, 201], "the checkpoint write")["rev"]?.stringValue
         }
         throw .httpStatus(409, "\(endpoint.display): checkpoint update conflict")
     }

@@ -32,7 +32,7 @@ extension Replication {
             throw .filterNotFound(
                 "Couldn't open document `_design/\(ddoc)` from source database `\(source.display)`: not_found")
         }
-        let doc = try expect(response, source, [200])
+        let doc = try expect(response, source, [200], "_design/\(ddoc)", limit: ReplyLimit.documents)
         guard let code = doc["filters"]?[name]?.stringValue else {
             throw .filterNotFound(
                 "Couldn't parse filter code from document \(ddoc) on `\(source.display)`: missing json key: \(name)")

@@ -193,7 +193,7 @@ public final class Replication: @unchecked Sendable {
             response.discard()
             throw .databaseNotFound(endpoint.redacted)
         }
-        return try expect(response, endpoint, [200])
+        return try expect(response, endpoint, [200], "GET of the database")
     }
 
     private func prepareTarget() throws(ReplicationError) {
@@ -203,7 +203,7 @@ public final class Replication: @unchecked Sendable {
             return
         }
         guard response.status == 404 else {
-            _ = try expect(response, target, [200])
+            _ = try expect(response, target, [200], "GET of the database")
             return
         }
         response.discard()
@@ -213,7 +213,7 @@ public final class Replication: @unchecked Sendable {
         if created.status == 412 {
             created.discard()
         } else {
-            _ = try expect(created, target, [201, 202])
+            _ = try expect(created, target, [201, 202], "PUT of the database")
         }
         _ = try databaseInfo(target, role: "target")
     }
@@ -271,11 +271,21 @@ public final class Replication: @unchecked Sendable {
         }
     }
 
-    /// Reads a JSON answer whose status must be one of `accepted`, mapping the others to errors.
-    func expect(_ response: ClientResponse, _ endpoint: Endpoint, _ accepted: Set<Int>) throws(ReplicationError)
-        -> JSON
-    {
-        if accepted.contains(response.status) { return try response.json() }
+    /// Reads a JSON answer whose status must be one of `accepted`, mapping the others to errors. The answer
+    /// may have at most `limit` bytes (`ReplyLimit`), and must be an object unless `shape` says otherwise:
+    /// a peer answering `[]`, a string or a flood is an error naming it, never read as "nothing to do".
+    func expect(
+        _ response: ClientResponse, _ endpoint: Endpoint, _ accepted: Set<Int>, _ what: String,
+        limit: Int = ReplyLimit.small, shape: ReplyShape = .object
+    ) throws(ReplicationError) -> JSON {
+        if accepted.contains(response.status) {
+            let reply = try response.json(limit: limit)
+            switch (shape, reply) {
+            case (.object, .object), (.array, .array), (.any, _): return reply
+            case (.object, _): throw Self.wrongShape(endpoint, what, reply, "an object")
+            case (.array, _): throw Self.wrongShape(endpoint, what, reply, "an array")
+            }
+        }
         let body = (try? response.json(limit: 1 << 20)) ?? .null
         let reason = body["reason"]?.stringValue ?? body["error"]?.stringValue ?? ""
         switch response.status {
@@ -293,6 +303,46 @@ public final class Replication: @unchecked Sendable {
                 throw .insufficientStorage(endpoint.display)
             }
             throw .httpStatus(response.status, "\(endpoint.display): \(reason)")
+        }
+    }
+}
+
+/// The most bytes a peer's JSON reply may have, by what was asked (a reply over it is an error, read no
+/// further). Each is parsed within `JSON.memoryBudget(forInput:)` of its size, as the server parses bodies.
+enum ReplyLimit {
+    /// Database information, checkpoints (`_local`, which the server caps at 1 MiB too), `_ensure_full_commit`,
+    /// the answer to a write, error bodies.
+    static let small = 1 << 20
+    /// `_revs_diff` and `_bulk_docs` answers: a few ids and revisions per document of a batch.
+    static let revsDiff = 16 << 20
+    /// A batch of `_changes` rows (`style=all_docs`: every leaf revision of each document).
+    static let changes = 32 << 20
+    /// Documents: `_bulk_get`, a design document, `open_revs` parts.
+    static let documents = 64 << 20
+}
+
+/// What a JSON reply must be.
+enum ReplyShape {
+    case object
+    case array
+    case any
+}
+
+extension Replication {
+    /// `the server at http://host:port/db/ answered _revs_diff with an array, not an object`.
+    static func wrongShape(_ endpoint: Endpoint, _ what: String, _ value: JSON, _ expected: String) -> ReplicationError
+    {
+        .protocolError("the server at \(endpoint.redacted) answered \(what) with \(kind(value)), not \(expected)")
+    }
+
+    package static func kind(_ value: JSON) -> String {
+        switch value {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
         }
     }
 }

@@ -8,8 +8,11 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
     case timeout(String)
     /// The host name did not resolve or the network is unreachable.
     case unreachable(String)
-    /// The peer answered something that is not HTTP/1.x.
+    /// The peer answered something that is not HTTP/1.x, or a reply too big or of the wrong shape.
     case protocolError(String)
+    /// The peer sent its reply too slowly (bytes trickling in): the peer and what was too slow. Not retried:
+    /// a peer that drips a byte now and then would otherwise hold the replication for ever.
+    case tooSlow(String, String)
     /// 401 on a whole endpoint: the credentials are wrong (or missing).
     case unauthorized(String)
     /// 403 on a whole endpoint.
@@ -38,6 +41,7 @@ public enum ReplicationError: Error, Equatable, Sendable, CustomStringConvertibl
         case .connectionRefused(let peer): "connection refused by \(peer) (is the server running?)"
         case .connectionReset(let peer): "connection reset by \(peer)"
         case .timeout(let peer): "timed out waiting for \(peer)"
+        case .tooSlow(let peer, let detail): "\(peer) is too slow: \(detail)"
         case .unreachable(let peer): "cannot reach \(peer)"
         case .protocolError(let detail): "protocol error: \(detail)"
         case .unauthorized(let endpoint): "unauthorized: wrong user name or password for \(endpoint)"

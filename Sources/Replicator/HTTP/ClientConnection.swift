@@ -23,27 +23,33 @@ final class ClientConnection: @unchecked Sendable {
 
     var hasBufferedBytes: Bool { start < buffer.count }
 
-    /// Reads up to the end of a response head (the empty line) and parses it.
-    func readHead(timeout: Duration) throws(ReplicationError) -> ResponseHead {
+    /// Reads up to the end of a response head (the empty line) and parses it, within `deadline`.
+    func readHead(timeout: Duration, deadline: ReplyDeadline) throws(ReplicationError) -> ResponseHead {
+        // How far past `start` the search for the empty line has looked (a trickled head is scanned once).
+        var scanned = 0
         while true {
-            if let end = headEnd() {
+            if let end = headEnd(from: start + scanned) {
                 let head = buffer[start..<end]
                 start = end + 4
+                scanned = 0
                 let parsed = try ResponseHead.parse(head)
                 if parsed.status >= 100 && parsed.status < 200 && parsed.status != 101 { continue }
                 return parsed
             }
+            scanned = max(0, buffer.count - start - 3)
             guard buffer.count - start < 256 * 1024 else { throw .protocolError("response head too large") }
-            let count = try socket.receive(into: scratch, timeout: timeout)
+            let count = try deadline.receive(received: 0, timeout: timeout) { (wait) throws(ReplicationError) in
+                try socket.receive(into: scratch, timeout: wait)
+            }
             if count == 0 { throw .connectionReset(socket.peer) }
             compact()
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
         }
     }
 
-    private func headEnd() -> Int? {
+    private func headEnd(from: Int) -> Int? {
         guard buffer.count - start >= 4 else { return nil }
-        var index = start
+        var index = max(from, start)
         while index + 3 < buffer.count {
             if buffer[index] == 0x0D && buffer[index + 1] == 0x0A && buffer[index + 2] == 0x0D
                 && buffer[index + 3] == 0x0A
@@ -129,5 +135,51 @@ final class ClientConnection: @unchecked Sendable {
         guard !closed else { return }
         closed = true
         socket.close()
+    }
+}
+
+/// The bound on a whole response: its head must arrive within `2 × timeout` of the request being sent, and
+/// its body may take that plus one second per `ClientRequest.minimumBytesPerSecond` bytes read. Each wait is
+/// the shorter of the progress timeout and what is left; past the bound a read fails with `.tooSlow`.
+struct ReplyDeadline: Sendable {
+    let start: ContinuousClock.Instant
+    let base: Duration
+    /// The request, for the message (`POST /db/_revs_diff`).
+    let what: String
+    let peer: String
+
+    init(timeout: Duration, what: String, peer: String) {
+        start = .now
+        base = timeout * 2
+        self.what = what
+        self.peer = peer
+    }
+
+    func allowance(received: Int) -> Duration {
+        base + .seconds(received / ClientRequest.minimumBytesPerSecond)
+    }
+
+    /// Runs one read with a wait bounded by both the progress timeout and this deadline.
+    func receive(
+        received: Int, timeout: Duration, _ read: (Duration) throws(ReplicationError) -> Int
+    ) throws(ReplicationError) -> Int {
+        let left = start + allowance(received: received) - .now
+        guard left > .zero else { throw expired(received) }
+        do {
+            return try read(min(timeout, left))
+        } catch {
+            // A wait cut short by the deadline that times out is the deadline's.
+            if case .timeout = error, left <= timeout { throw expired(received) }
+            throw error
+        }
+    }
+
+    func expired(_ received: Int) -> ReplicationError {
+        let seconds = allowance(received: received).components.seconds
+        return .tooSlow(
+            peer,
+            "its reply to \(what) was not complete after \(seconds) s (\(received) body bytes had arrived); "
+                + "a peer must answer within twice the \(base.components.seconds / 2) s progress timeout, "
+                + "then send at least \(ClientRequest.minimumBytesPerSecond / 1024) KiB/s")
     }
 }

@@ -1,4 +1,5 @@
 import CouchWire
+import Foundation
 
 /// One request of the replicator's HTTP client.
 public struct ClientRequest: Sendable {
@@ -16,12 +17,26 @@ public struct ClientRequest: Sendable {
     public var target: String
     public var headers: HTTPHeaders
     public var body: Body
-    /// The longest wait for any one read or write of this request (a long-poll waits longer).
+    /// The progress deadline: the longest wait for any one read or write of this request (a long-poll waits
+    /// longer). The response as a whole is bounded too: its head must arrive within twice this after the
+    /// request was sent, and its body may take twice this plus one second per `minimumBytesPerSecond` read
+    /// (a peer dripping a byte now and then fails with `.tooSlow` instead of holding the client for ever).
     public var timeout: Duration
+
+    /// The progress deadline of a request to a peer: 60 s, or `COUCHLITE_PEER_TIMEOUT` seconds (an internal
+    /// setting, so that tests of slow peers run in seconds).
+    public static let peerTimeout: Duration = {
+        let text = ProcessInfo.processInfo.environment["COUCHLITE_PEER_TIMEOUT"] ?? ""
+        guard let seconds = Double(text), seconds > 0, seconds <= 3600 else { return .seconds(60) }
+        return .milliseconds(Int64(seconds * 1000))
+    }()
+
+    /// The slowest average rate a response body may arrive at once its first `2 × timeout` have passed.
+    public static let minimumBytesPerSecond = 4096
 
     public init(
         method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: Body = .none,
-        timeout: Duration = .seconds(60)
+        timeout: Duration = ClientRequest.peerTimeout
     ) {
         self.method = method
         self.target = target

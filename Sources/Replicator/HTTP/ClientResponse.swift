@@ -12,6 +12,10 @@ public final class ClientResponse: @unchecked Sendable {
     private let connection: ClientConnection
     private let client: HTTPClient
     private let timeout: Duration
+    /// The bound on the whole response (see `ClientRequest.timeout`).
+    private let deadline: ReplyDeadline
+    /// Body bytes read so far.
+    private var received = 0
     private var framing: Framing
     private var chunked = HTTPChunkedDecoder()
     private var finished = false
@@ -23,7 +27,11 @@ public final class ClientResponse: @unchecked Sendable {
         case untilClose
     }
 
-    init(head: ResponseHead, method: String, connection: ClientConnection, client: HTTPClient, timeout: Duration) {
+    init(
+        head: ResponseHead, method: String, connection: ClientConnection, client: HTTPClient, timeout: Duration,
+        deadline: ReplyDeadline
+    ) {
+        self.deadline = deadline
         status = head.status
         headers = head.headers
         self.connection = connection
@@ -65,24 +73,42 @@ public final class ClientResponse: @unchecked Sendable {
     }
 
     /// Reads the next body bytes; 0 at the end of the body.
+    /// - Throws: `.tooSlow` once the response's deadline has passed, `.timeout` when no byte came for `timeout`.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(ReplicationError) -> Int {
+        let count = try readFraming(into: buffer)
+        received += count
+        return count
+    }
+
+    private func readFraming(into buffer: UnsafeMutableRawBufferPointer) throws(ReplicationError) -> Int {
         guard !finished, buffer.count > 0 else { return 0 }
+        let connection = connection
         switch framing {
         case .length(let remaining):
-            let count = try connection.read(
-                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(remaining, buffer.count)]),
-                timeout: timeout)
+            let count = try deadline.receive(received: received, timeout: timeout) { (wait) throws(ReplicationError) in
+                try connection.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(remaining, buffer.count)]),
+                    timeout: wait)
+            }
             guard count > 0 else { throw .connectionReset(connection.socket.peer) }
             framing = .length(remaining - count)
             if remaining - count == 0 { complete() }
             return count
         case .untilClose:
-            let count = try connection.read(into: buffer, timeout: timeout)
+            let count = try deadline.receive(received: received, timeout: timeout) { (wait) throws(ReplicationError) in
+                try connection.read(into: buffer, timeout: wait)
+            }
             if count == 0 { complete() }
             return count
         case .chunked:
             while true {
-                let count = try connection.readChunked(&chunked, into: buffer, timeout: timeout)
+                // Framing without data (empty chunks, extensions) costs time, and the deadline bounds it.
+                var decoder = chunked
+                let count = try deadline.receive(received: received, timeout: timeout) {
+                    (wait) throws(ReplicationError) in
+                    try connection.readChunked(&decoder, into: buffer, timeout: wait)
+                }
+                chunked = decoder
                 if count > 0 { return count }
                 if chunked.isFinished {
                     complete()
@@ -93,7 +119,7 @@ public final class ClientResponse: @unchecked Sendable {
     }
 
     /// The whole body.
-    /// - Throws: `.protocolError` past `limit` bytes.
+    /// - Throws: `.protocolError` past `limit` bytes (naming the peer and the request).
     public func readAll(limit: Int = 64 << 20) throws(ReplicationError) -> [UInt8] {
         var out: [UInt8] = []
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -102,18 +128,30 @@ public final class ClientResponse: @unchecked Sendable {
             let count = try read(into: chunk)
             if count == 0 { return out }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<count]))
-            if out.count > limit { throw .protocolError("response body larger than \(limit) bytes") }
+            if out.count > limit {
+                throw .protocolError(
+                    "the reply of \(deadline.peer) to \(deadline.what) is larger than \(Self.size(limit)), "
+                        + "more than such a reply may be")
+            }
         }
     }
 
-    /// The body as JSON.
+    /// The body as JSON, read up to `limit` bytes and parsed within the memory budget the server gives a
+    /// request body of its size (`JSON.memoryBudget(forInput:)`), so a reply of tiny containers cannot grow
+    /// into many times its size.
     public func json(limit: Int = 64 << 20) throws(ReplicationError) -> JSON {
         let bytes = try readAll(limit: limit)
         do {
-            return try JSON.parse(bytes)
+            return try JSON.parse(bytes, memoryBudget: JSON.memoryBudget(forInput: bytes.count))
         } catch {
-            throw .protocolError("response to a request is not JSON (HTTP \(status))")
+            throw .protocolError(
+                "the reply of \(deadline.peer) to \(deadline.what) (HTTP \(status)) is not JSON we accept: \(error)")
         }
+    }
+
+    /// `1 MiB`, `16 MiB`, or bytes.
+    static func size(_ bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes) bytes"
     }
 
     /// Reads and drops what is left of a small body, so the connection can be reused.

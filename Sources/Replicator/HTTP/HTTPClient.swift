@@ -137,9 +137,13 @@ public final class HTTPClient: Sendable {
                 throw .protocolError("request body: \(error)")
             }
         }
-        let responseHead = try connection.readHead(timeout: request.timeout)
+        let path = request.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? request.target
+        let deadline = ReplyDeadline(
+            timeout: request.timeout, what: "\(request.method) \(path)", peer: connection.socket.peer)
+        let responseHead = try connection.readHead(timeout: request.timeout, deadline: deadline)
         return ClientResponse(
-            head: responseHead, method: request.method, connection: connection, client: self, timeout: request.timeout)
+            head: responseHead, method: request.method, connection: connection, client: self, timeout: request.timeout,
+            deadline: deadline)
     }
 
     /// A connection from the pool, or a new one.

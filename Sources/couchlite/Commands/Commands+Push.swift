@@ -140,6 +140,14 @@ extension Commands {
                 display.message("couchlite push: the peer refused \(stats.docWriteFailures) photos")
                 return 1
             }
+            // Only the peer's word counts: it must list none of the photos as missing any more.
+            let unconfirmed = try missingOnPeer(contents, target, confirming: true)
+            guard unconfirmed.isEmpty else {
+                display.message(
+                    "couchlite push: the server at \(target.redacted) does not confirm \(unconfirmed.count) of the "
+                        + "\(contents.count) photos; run the same command again to send them")
+                return 1
+            }
             display.message("push: all \(contents.count) photos are on \(target.display)")
             return 0
         case .failure(.cancelled)?:
@@ -154,18 +162,29 @@ extension Commands {
         }
     }
 
-    /// The outbox documents the peer lacks (`_revs_diff`); all of them when the database is not there yet.
-    private static func missingOnPeer(_ contents: [(id: String, rev: String, size: Int)], _ target: Endpoint) throws
-        -> Set<String>
-    {
+    /// The most bytes a `_revs_diff` reply may have (the replicator's own limit for it).
+    static let missingReplyLimit = 16 << 20
+
+    /// The outbox documents the peer lacks (`_revs_diff`); all of them when the database is not there yet
+    /// (unless `confirming` a push, when that is an error). The reply is bounded like the replicator's
+    /// (`missingReplyLimit` bytes, parsed within the server's budget) and must be an object.
+    private static func missingOnPeer(
+        _ contents: [(id: String, rev: String, size: Int)], _ target: Endpoint, confirming: Bool = false
+    ) throws -> Set<String> {
         guard !contents.isEmpty else { return [] }
         let query = JSON.object(JSONObject(contents.map { ($0.id, .array([.string($0.rev)])) }))
         let response = try target.client.send(target.request("POST", "/_revs_diff", json: query))
         switch response.status {
         case 200:
-            guard case .object(let reply) = try response.json(limit: 1 << 30) else { return Set(contents.map(\.id)) }
-            return Set(reply.keys)
-        case 404:
+            let reply = try response.json(limit: missingReplyLimit)
+            guard case .object(let entries) = reply else {
+                throw ReplicationError.protocolError(
+                    "the server at \(target.redacted) answered _revs_diff with \(Replication.kind(reply)), not an object"
+                )
+            }
+            let asked = Set(contents.map(\.id))
+            return Set(entries.keys).intersection(asked)
+        case 404 where !confirming:
             response.discard()
             return Set(contents.map(\.id))
         case 401: throw ReplicationError.unauthorized(target.display)

@@ -130,7 +130,7 @@ extension Commands {
     static func exitStatus(_ error: ReplicationError) -> Int32 {
         switch error {
         case .unauthorized, .forbidden: 77  // EX_NOPERM
-        case .connectionRefused, .connectionReset, .timeout, .unreachable: 69  // EX_UNAVAILABLE
+        case .connectionRefused, .connectionReset, .timeout, .tooSlow, .unreachable: 69  // EX_UNAVAILABLE
         case .insufficientStorage: 74  // EX_IOERR
         case .databaseNotFound: 66  // EX_NOINPUT
         case .certificateRejected, .tlsFailed: 76  // EX_PROTOCOL
