@@ -274,7 +274,7 @@ extension ReplicationError {
     /// Worth starting the job again later: the network or the peer may come back.
     var isRetryable: Bool {
         switch self {
-        case .connectionRefused, .connectionReset, .timeout, .unreachable, .insufficientStorage: true
+        case .connectionRefused, .connectionReset, .timeout, .tooSlow, .unreachable, .insufficientStorage: true
         case .httpStatus(let status, _): status >= 500
         default: false
         }
