@@ -219,6 +219,8 @@ package final class App: Sendable {
         case .route(let route, let parameters):
             try authorizer.authorize(route.access, drop: route.drop, parameters, request.user)
             try limitBody(request, route, parameters)
+            let charged = try chargeDrop(request, route)
+            defer { if let charged { request.user.drop?.refund(charged - request.body.received) } }
             begin(route)
             guard route.leasesDatabase, let name = parameters.database else {
                 let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: nil)
@@ -243,6 +245,20 @@ package final class App: Sendable {
             guard cap.byUser else { throw CouchError(error) }
             throw .tooLarge("The request body is larger than this user may send (\(cap.bytes) bytes)")
         }
+    }
+
+    /// `receive --max-size`: an upload of the drop credentials is charged its body before it is read, 507 when it
+    /// does not fit (`DropLedger.reserve`).
+    /// - Returns: The bytes charged, nil when nothing was.
+    private func chargeDrop(_ request: Request, _ route: Route) throws(CouchError) -> Int? {
+        guard let drop = request.user.drop, request.body.hasBody,
+            route.drop == .upload || (route.drop == .ownDatabase && route.body == .attachment)
+        else { return nil }
+        guard let charged = drop.reserve(declared: request.body.contentLength) else {
+            throw .insufficientStorage
+        }
+        if request.body.contentLength == nil { try? request.body.limit(to: charged) }
+        return charged
     }
 
     /// What the client is told about a failure. Details that name files or SQLite internals are logged,

@@ -102,3 +102,29 @@ def test_qr_pin_without_tls_exits_64():
 def test_receive_help_lists_the_tls_flags(flag):
     out = subprocess.run([os.environ["COUCHLITE_BIN"], "receive", "--help"], capture_output=True, timeout=30)
     assert flag in out.stdout
+
+
+def test_drop_credentials_are_refused_on_plain_http_when_tls_is_on(receivers):
+    """Issue 29, item 7: with --tls the plain port stays open (for the admin), but the one-time credentials are
+    refused there, whether sent as Basic credentials or as a session cookie; over HTTPS they work."""
+    import socket
+    import requests
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    receiver = receivers(*TLS, "--port", str(port), "--bind", "127.0.0.1")
+    receiver.start()
+    plain = f"http://127.0.0.1:{port}"
+    r = requests.get(f"{plain}/{receiver.db}", auth=receiver.auth)
+    assert r.status_code == 403 and r.json()["error"] == "forbidden", r.text
+    r = requests.post(f"{plain}/{receiver.db}/_bulk_docs", auth=receiver.auth, json={"docs": [{"_id": "x"}]})
+    assert r.status_code == 403, r.text
+    login = requests.Session()
+    login.post(f"{plain}/_session", data={"name": receiver.auth[0], "password": receiver.auth[1]})
+    assert login.get(f"{plain}/{receiver.db}").status_code == 403
+    # The admin still uses the plain port; the drop credentials work over HTTPS.
+    assert requests.get(f"{plain}/{receiver.db}", auth=("admin", "pass")).status_code == 200
+    r = requests.get(f"{receiver.base}/{receiver.db}", auth=receiver.auth,
+                     verify=os.path.join(receiver.data_dir, "tls-cert.pem"))
+    assert r.status_code == 200, r.text
+    assert requests.get(f"{plain}/{receiver.db}/x", auth=("admin", "pass")).status_code == 404

@@ -48,6 +48,8 @@ package final class Authenticator: Sendable {
         var source = Source.serverHeld
         /// The only database a temporary account may use (see `TemporaryAccounts`); nil for everyone else.
         var scope: String? = nil
+        /// What a temporary account has written, so that its drop stays create-only.
+        var drop: DropLedger? = nil
     }
 
     /// What authentication decided for one request.
@@ -274,7 +276,8 @@ package final class Authenticator: Sendable {
                 let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
                 if timeLeft > 0 {
                     let user = UserContext(
-                        name: account.name, roles: account.roles, handler: "cookie", scope: account.scope)
+                        name: account.name, roles: account.roles, handler: "cookie", scope: account.scope,
+                        drop: account.drop)
                     let refresh =
                         timeLeft < AuthLimits.sessionSeconds / 2
                         ? SessionCookie.value(
@@ -301,7 +304,9 @@ package final class Authenticator: Sendable {
         else {
             throw .unauthorized("Name or password is incorrect.")
         }
-        let user = UserContext(name: account.name, roles: account.roles, handler: "default", scope: account.scope)
+        let user = UserContext(
+            name: account.name, roles: account.roles, handler: "default", scope: account.scope,
+            drop: account.drop)
         return Outcome(user: user)
     }
 

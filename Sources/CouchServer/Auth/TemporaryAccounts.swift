@@ -20,14 +20,22 @@ package final class TemporaryAccounts: Sendable {
         self.iterations = iterations
     }
 
-    /// Adds an account, valid until `expires`, that may only push into `database`.
-    package func add(name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant) {
+    /// Adds an account, valid until `expires`, that may only push into `database`; with `httpsOnly`, its
+    /// credentials are refused on plain HTTP; it may store at most `maxBytes`.
+    /// - Returns: What the account writes (`DropLedger`), for the session's summary.
+    @discardableResult
+    package func add(
+        name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant, httpsOnly: Bool = false,
+        maxBytes: Int = .max
+    ) -> DropLedger {
+        let ledger = DropLedger(httpsOnly: httpsOnly, maxBytes: maxBytes)
         let account = Authenticator.Account(
             name: ExactName(name), roles: [], hash: PasswordHash.make(password: password, iterations: iterations),
             source: .serverHeld,
-            scope: database)
+            scope: database, drop: ledger)
         activities.withLock { $0[ExactName(name)] = Activity.State() }
         identities.hold(account, until: expires)
+        return ledger
     }
 
     /// Ends an account now: from the next request on, its credentials and cookies get 401.

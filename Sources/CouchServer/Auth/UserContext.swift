@@ -10,6 +10,8 @@ package struct UserContext: Sendable, Equatable {
     var handler: String?
     /// The one database this user may use, for a temporary account (`TemporaryAccounts`); nil otherwise.
     package var scope: String? = nil
+    /// What a temporary account has written (`DropLedger`); nil for everyone else.
+    package var drop: DropLedger? = nil
 
     static let anonymous = UserContext(name: nil, roles: [], handler: nil)
 

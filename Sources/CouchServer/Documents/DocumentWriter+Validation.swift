@@ -126,6 +126,7 @@ extension DocumentWriter {
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: true, user: user) }
+        if let drop = user.drop { return try drop.apply(database, writes, newEdits: true, abortOnInvalid: false) }
         return try database.applyEdits(writes)
     }
 
@@ -134,6 +135,7 @@ extension DocumentWriter {
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: false, user: user) }
+        if let drop = user.drop { return try drop.apply(database, writes, newEdits: false, abortOnInvalid: false) }
         return try database.applyReplicated(writes)
     }
 }

@@ -55,6 +55,8 @@ package struct DocumentWriter: Sendable {
     /// Stores a local document's fields and returns its new `0-N` rev.
     func putLocal(_ database: Database, _ docID: String, input: DocumentInput, user: UserContext) throws -> String {
         try RequestAuthorizer.requireUnreservedLocal(docID, user.scope)
+        // The drop credentials may read back only the `_local` documents they wrote (their checkpoints).
+        try user.drop?.wroteLocal(docID)
         if input.deleted {
             _ = try database.deleteLocal(docID)
             return "0-0"

@@ -15,6 +15,10 @@ extension App {
             return nil
         }
         let outcome = try access.authenticator.authenticate(request.head.headers, client: request.head.remoteAddress)
+        // `receive` with TLS on: its one-time credentials work only over HTTPS, never on the plain port.
+        if let drop = outcome.user.drop, drop.httpsOnly, !request.head.isSecure {
+            throw CouchError.forbidden("These one-time credentials work only over HTTPS.")
+        }
         if let cookie = outcome.refreshedCookie {
             reply.extraHeaders.add(
                 "Set-Cookie", SessionCookie.header(cookie, now: Authenticator.now, secure: request.head.isSecure))

@@ -21,7 +21,8 @@ public final class HTTPRequestBody {
     private var continuePending: Bool
     /// Most body bytes any read may deliver in total (see ``limit(to:)``); `received` counts them.
     public private(set) var byteLimit = Int.max
-    private var received = 0
+    /// Body bytes delivered so far.
+    public private(set) var received = 0
 
     init(connection: HTTPConnection, framing: HTTPBodyFraming, expectsContinue: Bool) {
         self.connection = connection

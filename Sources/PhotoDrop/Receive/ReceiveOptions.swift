@@ -15,6 +15,9 @@ package struct ReceiveOptions: Sendable {
     /// Whether the QR code's URL carries the certificate fingerprint (`#sha256=…`) for the sender to pin.
     package var qrPin = false
     package var json = false
+    /// The most bytes the session's drop credentials may store (`--max-size`); nil: `defaultMaxSize` of the data
+    /// dir's disk.
+    package var maxSize: Int?
 
     /// The settings before any option is read.
     package static var defaults: ReceiveOptions {
@@ -30,6 +33,40 @@ package struct ReceiveOptions: Sendable {
         if options.qrPin && !options.server.tls.isOn {
             throw OptionsError("--qr-pin puts the certificate's fingerprint in the QR code: it needs --tls")
         }
+    }
+
+    /// `1000`, `500k`, `800M`, `2G`, `1T` (decimal units, as the summary prints sizes) → bytes; nil for anything
+    /// else.
+    package static func parseSize(_ text: String) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 32 else { return nil }
+        var digits = Substring(text)
+        var unit = 1
+        if let last = digits.last, !last.isNumber {
+            switch last {
+            case "k", "K": unit = 1_000
+            case "m", "M": unit = 1_000_000
+            case "g", "G": unit = 1_000_000_000
+            case "t", "T": unit = 1_000_000_000_000
+            default: return nil
+            }
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(digits) else {
+            return nil
+        }
+        let (bytes, overflow) = value.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : bytes
+    }
+
+    /// `--max-size`'s default: what leaves 10 % of the disk holding `path` free, and at most half of what is free
+    /// now (a drop never takes the whole disk); 0 when the disk is already past 90 %.
+    package static func defaultMaxSize(of path: String) -> Int {
+        guard let attributes = try? FileManager.default.attributesOfFileSystem(forPath: path),
+            let total = (attributes[.systemSize] as? NSNumber)?.int64Value,
+            let free = (attributes[.systemFreeSize] as? NSNumber)?.int64Value
+        else { return 0 }
+        let room = max(0, min(free - total / 10, free / 2))
+        return Int(clamping: room)
     }
 
     /// `90`, `90s`, `15m`, `2h`, `1h30m`, `1d` → seconds; nil for anything else.

@@ -28,6 +28,8 @@ package final class ReceiveSession: Sendable {
         /// The gallery's drop page, where a browser signs in with `user` and `password` to send photos.
         let browser: String
         let expires: Date
+        /// What the credentials have written (bytes stored and refused for `--max-size`).
+        let ledger: DropLedger
     }
 
     let options: ReceiveOptions
@@ -102,7 +104,7 @@ package final class ReceiveSession: Sendable {
         process.waitUntilStopped()
         exporter.drainAndStop()
         progress.finish()
-        printSummary(exporter.totals)
+        printSummary(exporter.totals, refused: credentials.ledger.bytes.refused)
         process.app.store.close()
         return 0
     }
@@ -135,8 +137,10 @@ package final class ReceiveSession: Sendable {
         } while process.app.access.authenticator.isServerAdmin(ExactName(user)) || accounts.contains(user)
         let password = Secrets.randomBytes(ReceiveLimits.passwordBytes).hexString
         let seconds = options.ttl.timeInterval
-        accounts.add(
-            name: user, password: Array(password.utf8), database: options.database, expires: .now + options.ttl)
+        let ledger = accounts.add(
+            name: user, password: Array(password.utf8), database: options.database, expires: .now + options.ttl,
+            httpsOnly: process.tlsPort != nil,
+            maxBytes: options.maxSize ?? ReceiveOptions.defaultMaxSize(of: process.app.options.dataDir))
         let bind = process.app.options.bind
         let host = bind.contains(":") ? "[\(bind)]" : bind
         let scheme = process.tlsPort == nil ? "http" : "https"
@@ -147,7 +151,7 @@ package final class ReceiveSession: Sendable {
         return Credentials(
             user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
             browser: "\(scheme)://\(host):\(port)/_photos/",
-            expires: Date().addingTimeInterval(seconds))
+            expires: Date().addingTimeInterval(seconds), ledger: ledger)
     }
 
     /// Prints the URL (one JSON line with `--json`, else text and the QR code) and writes `--qr-png`.
@@ -216,12 +220,13 @@ package final class ReceiveSession: Sendable {
         }
     }
 
-    private func printSummary(_ totals: PhotoExporter.Totals) {
+    private func printSummary(_ totals: PhotoExporter.Totals, refused: Int) {
         var text = "Saved \(totals.photos) photo\(totals.photos == 1 ? "" : "s") "
         text +=
             "(\(ReceiveProgress.size(totals.bytes))) in \(URL(fileURLWithPath: options.out).standardizedFileURL.path)"
         if totals.duplicates > 0 { text += "; \(totals.duplicates) already there" }
         if totals.failures > 0 { text += "; \(totals.failures) could not be saved (see the log)" }
+        if refused > 0 { text += "; \(ReceiveProgress.size(refused)) refused (past --max-size)" }
         text += ".\n"
         report(text)
     }

@@ -36,6 +36,16 @@ extension ReceiveOptions {
             }
             o.ttl = .seconds(seconds)
         },
+        Spec(
+            flag: "--max-size", environment: "COUCHLITE_RECEIVE_MAX_SIZE", valueName: "SIZE",
+            help:
+                "most the senders may store (500M, 2G), default: leave 10 % of the disk free, at most half the free space"
+        ) { o, v throws(OptionsError) in
+            guard let bytes = ReceiveOptions.parseSize(v) else {
+                throw OptionsError("--max-size must be a size like 500M or 2G, got '\(v)'")
+            }
+            o.maxSize = bytes
+        },
         .toggle(
             "--once", environment: "COUCHLITE_RECEIVE_ONCE",
             help: "end when the first push is complete (its checkpoint written, then quiet)"

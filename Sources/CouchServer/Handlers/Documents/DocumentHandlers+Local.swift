@@ -9,6 +9,8 @@ extension DocumentHandlers {
         let docID = try c.docID()
         try DocumentID.validate(docID)
         try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
+        // The drop credentials read only their own checkpoints: any other `_local` document is absent to them.
+        if let drop = c.user.drop, !drop.wroteLocal(contains: docID) { throw CouchError.notFound("missing") }
         guard let local = try c.database().localDocument(docID) else { throw CouchError.notFound("missing") }
         var doc = JSONObject()
         doc["_id"] = .string(docID)

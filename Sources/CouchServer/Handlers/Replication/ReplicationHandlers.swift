@@ -111,10 +111,15 @@ extension ReplicationHandlers {
         }
         let outcomes: [WriteResult]
         do {
-            outcomes =
-                newEdits
-                ? try database.applyEdits(writes, abortOnInvalid: true)
-                : try database.applyReplicated(writes, abortOnInvalid: true)
+            if let drop = request.user.drop {
+                // A drop is create-only: other senders' documents are answered as if absent (`DropLedger`).
+                outcomes = try drop.apply(database, writes, newEdits: newEdits, abortOnInvalid: true)
+            } else {
+                outcomes =
+                    newEdits
+                    ? try database.applyEdits(writes, abortOnInvalid: true)
+                    : try database.applyReplicated(writes, abortOnInvalid: true)
+            }
         } catch let abort as BatchAborted {
             throw CouchError(abort.error, docID: abort.docID)
         }
@@ -170,7 +175,14 @@ extension ReplicationHandlers {
             }
             query.append((id, revs))
         }
-        let diff = try database.revsDiff(query)
+        // The drop credentials learn nothing of documents they did not write: no `possible_ancestors`, and other
+        // ids answered from what they sent (`DropLedger.revsDiff`).
+        let diff =
+            try request.user.drop.map { drop in
+                try drop.revsDiff(database, query).map {
+                    (id: $0.id, missing: $0.missing, possibleAncestors: [RevID]())
+                }
+            } ?? database.revsDiff(query)
         var out = JSONObject()
         for entry in diff where !entry.missing.isEmpty {
             if missingRevsStyle {
