@@ -5,13 +5,30 @@ import CouchWire
 /// Properties: a failed parse reports an offset inside the input; a parsed value `x` satisfies
 /// `parse(serialize(x)) == x` and serializing is then a fixed point. The input is also read as a small program that
 /// builds an arbitrary value (any strings, including control characters and non-ASCII, any valid numbers, deep
-/// nesting, repeated keys), for which `parse(serialize(x)) == x` must hold too.
+/// nesting, repeated keys), for which `parse(serialize(x)) == x` must hold too. Under a request body's memory budget
+/// (or a tiny total one) a parse gives the same value or error, or stops with `.tooLarge` inside the input.
 func fuzzOne(_ bytes: [UInt8]) {
+    let unbounded: Result<JSON, JSONError>
     do {
         let value = try JSON.parse(bytes)
         roundTrip(value)
+        unbounded = .success(value)
     } catch {
         require(error.offset >= 0 && error.offset <= bytes.count, "offset \(error.offset) of \(bytes.count)")
+        unbounded = .failure(error)
+    }
+    for budget in [JSONMemoryBudget.requestBody, .total(Int(bytes.first ?? 0) * 16)] {
+        let budgeted = Result { () throws(JSONError) -> JSON in try JSON.parse(bytes, memoryBudget: budget) }
+        switch (budgeted, unbounded) {
+        case (.failure(let error), _) where error.kind == .tooLarge:
+            require(error.offset >= 0 && error.offset <= bytes.count, "tooLarge offset \(error.offset)")
+        case (.success(let value), .success(let expected)):
+            require(value == expected, "a budgeted parse gave another value")
+        case (.failure(let error), .failure(let expected)):
+            require(error == expected, "a budgeted parse failed otherwise: \(error), not \(expected)")
+        default:
+            require(false, "a budgeted parse disagrees with the unbounded one")
+        }
     }
     var builder = ValueBuilder(bytes: bytes)
     roundTrip(builder.value(depth: 0))

@@ -118,7 +118,9 @@ private struct MultipartDocumentReader {
         }
         let parsed: JSON
         do {
-            parsed = try JSON.parse(bytes)
+            parsed = try JSON.parse(bytes, memoryBudget: .requestBody)
+        } catch let error where error.kind == .tooLarge {
+            throw CouchError.tooLarge("The JSON body has too many small values to hold in memory")
         } catch {
             throw CouchError.invalidJSON
         }

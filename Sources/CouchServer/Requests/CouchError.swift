@@ -38,6 +38,8 @@ package enum CouchError: Error, Equatable {
     case internalError(String)
     /// The disk is full (ENOSPC, SQLite's "database or disk is full"): 507, as CouchDB answers it.
     case insufficientStorage
+    /// 503 `service_unavailable`: the server is busy (its budget for request bodies is taken); retry later.
+    case serviceUnavailable(String)
     /// 500 `invalid_value`: a built-in reduce given values it cannot reduce (`_stats` of a string).
     case invalidValue(String)
     /// A design function's failure as CouchDB reports it: the error a function threw (`unknown_error`, an
@@ -62,6 +64,7 @@ package enum CouchError: Error, Equatable {
         case .unknownError, .internalError, .invalidValue: 500
         case .notImplemented: 501
         case .insufficientStorage: 507
+        case .serviceUnavailable: 503
         case .designFunction(let status, _, _): status
         }
     }
@@ -89,6 +92,7 @@ package enum CouchError: Error, Equatable {
         case .notImplemented: "not_implemented"
         case .unknownError, .internalError: "unknown_error"
         case .insufficientStorage: "insufficient_storage"
+        case .serviceUnavailable: "service_unavailable"
         case .gone: "gone"
         case .invalidValue: "invalid_value"
         case .designFunction(_, let error, _): error
@@ -101,7 +105,7 @@ package enum CouchError: Error, Equatable {
             .forbidden(let reason), .notFound(let reason), .missingStub(let reason), .preconditionFailed(let reason),
             .tooLarge(let reason), .documentTooLarge(let reason), .badContentType(let reason),
             .notImplemented(let reason), .gone(let reason), .queryParseError(let reason), .unknownError(let reason),
-            .invalidValue(let reason):
+            .invalidValue(let reason), .serviceUnavailable(let reason):
             reason
         case .invalidJSON: "invalid UTF-8 JSON"
         case .contentMD5Mismatch: "Possible message corruption."

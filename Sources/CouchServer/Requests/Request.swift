@@ -10,12 +10,15 @@ package struct Request {
     /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing.
     let segments: [String]
     package let query: QueryParameters
+    /// What this request holds of the server's budget for JSON bodies, given back when the request ends.
+    let bodyMemory: BodyReservation
 
     package var method: String { head.method }
 
-    init(head: HTTPRequestHead, body: HTTPRequestBody) throws(CouchError) {
+    init(head: HTTPRequestHead, body: HTTPRequestBody, bodyBudget: BodyBudget = .shared) throws(CouchError) {
         self.head = head
         self.body = body
+        self.bodyMemory = BodyReservation(bodyBudget)
         var segments: [String] = []
         for raw in head.path.split(separator: "/", omittingEmptySubsequences: true) {
             guard let decoded = PercentEncoding.decode(raw) else {
@@ -34,21 +37,41 @@ package struct Request {
         return media.trimmingSpaces().lowercased()
     }
 
-    /// Reads and parses a JSON body.
-    /// - Throws: 413 over `limit`, 400 `bad_request` for anything that is not valid JSON.
+    /// Reads and parses a JSON body, within the server's budget for bodies being parsed (``BodyBudget``).
+    /// - Throws: 413 over `limit` or when the body holds too many small values, 400 `bad_request` for anything
+    ///   that is not valid JSON, 503 when the server is busy with other bodies.
     func jsonBody(limit: Int) throws(CouchError) -> JSON {
-        let bytes: [UInt8]
+        let bytes = try readBudgetedBody(limit: limit)
         do {
-            bytes = try body.readAll(limit: limit)
-        } catch {
-            throw CouchError(error)
-        }
-        do {
-            return try JSON.parse(bytes, memoryBudget: JSON.memoryBudget(forInput: bytes.count))
+            return try JSON.parse(bytes, memoryBudget: .requestBody)
         } catch let error where error.kind == .tooLarge {
             throw .tooLarge("The JSON body has too many small values to hold in memory")
         } catch {
             throw .invalidJSON
+        }
+    }
+
+    /// Reads the whole body after reserving what it and its parse may cost: all of a declared Content-Length at
+    /// once, a chunked body as it grows (doubling).
+    private func readBudgetedBody(limit: Int) throws(CouchError) -> [UInt8] {
+        func http<T>(_ step: () throws(HTTPError) -> T) throws(CouchError) -> T {
+            do { return try step() } catch { throw CouchError(error) }
+        }
+        // Over the limit: 413 from the head, before any reservation.
+        try http { () throws(HTTPError) in try body.limit(to: limit) }
+        var capacity = body.contentLength ?? min(limit, 64 * 1024)
+        try bodyMemory.cover(bodyBytes: capacity)
+        var result: [UInt8] = []
+        result.reserveCapacity(capacity)
+        while true {
+            let chunk = try http { () throws(HTTPError) in try body.read(upTo: HTTPLimits.maxReadChunkBytes) }
+            if chunk.isEmpty { return result }
+            if result.count + chunk.count > capacity {
+                capacity = min(limit, max(capacity * 2, result.count + chunk.count))
+                try bodyMemory.cover(bodyBytes: capacity)
+                result.reserveCapacity(capacity)
+            }
+            result += chunk
         }
     }
 

@@ -11,15 +11,15 @@ extension JSON {
     ///   - maxDepth: The deepest nesting of arrays and objects accepted (`[]` is depth 1). Parsing itself
     ///     uses no stack per level, but comparing, serialising and freeing a value recurse once per level,
     ///     so keep this near the default on threads with small stacks.
-    ///   - memoryBudget: Most heap bytes the parsed value may hold, as the parser estimates them while it
-    ///     goes (each non-empty array 48 + 16 bytes per element, each non-empty object 48 + 32 bytes per
-    ///     member, each string or number over 15 UTF-8 bytes 48 + its length). Request bodies pass a
-    ///     multiple of their length (see ``JSON/memoryBudget(forInput:)``), so that a body of tiny
-    ///     containers cannot turn into a value many times its size.
+    ///   - memoryBudget: Most heap bytes the parsed value (and the parser's own stacks) may hold, as the parser
+    ///     estimates them while it goes (each value 24 bytes as it is pushed, each key 16, each non-empty array or
+    ///     object 80 more, each string or number over 15 UTF-8 bytes 48 + its length, the stacks' buffers as they
+    ///     grow). Request bodies pass ``JSONMemoryBudget/requestBody``, so that a body of tiny values stops being
+    ///     parsed as soon as it holds more than a few times the bytes read so far.
     /// - Returns: The value.
     /// - Throws: ``JSONError`` with the kind of violation and its byte offset.
     public static func parse(
-        _ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: Int = .max
+        _ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: JSONMemoryBudget
     ) throws(JSONError) -> JSON {
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth, memoryBudget: memoryBudget)
         return try parser.parseDocument()
@@ -27,7 +27,14 @@ extension JSON {
 
     /// Parses one JSON text; see ``parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.
     public static func parse(
-        _ bytes: [UInt8], maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: Int = .max
+        _ bytes: UnsafeRawBufferPointer, maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: Int = .max
+    ) throws(JSONError) -> JSON {
+        try parse(bytes, maxDepth: maxDepth, memoryBudget: .total(memoryBudget))
+    }
+
+    /// Parses one JSON text; see ``parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.
+    public static func parse(
+        _ bytes: [UInt8], maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: JSONMemoryBudget
     ) throws(JSONError) -> JSON {
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(JSONError) -> JSON in
@@ -37,14 +44,25 @@ extension JSON {
         return try result.get()
     }
 
-    /// The memory budget for parsing an untrusted body of `count` bytes: 32 bytes per byte of the first
-    /// 8 MiB, 6 per byte beyond, plus 1 MiB. A value of small containers holds 15–30 times its text
-    /// (`[1.5,2.5]` pairs about 15×, `[0]` 27×: a Swift array costs about 100 bytes), which a document may
-    /// do; a big body must be mostly what big bodies are (base64 attachment data holds about 1×, documents
-    /// of short fields 2–4×), so a 512 MiB flood of tiny arrays is refused instead of taking 14 GB.
+    /// Parses one JSON text; see ``parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.
+    public static func parse(
+        _ bytes: [UInt8], maxDepth: Int = JSON.defaultMaxDepth, memoryBudget: Int = .max
+    ) throws(JSONError) -> JSON {
+        try parse(bytes, maxDepth: maxDepth, memoryBudget: .total(memoryBudget))
+    }
+
+    /// The memory budget for parsing an untrusted body of `count` bytes: 256 KiB, plus 6 bytes per byte of the
+    /// first 16 MiB, plus 2 per byte beyond. Documents hold 4–6 times their text while parsed (a replicated
+    /// document with `_revisions` about 5.5×), so any document CouchDB accepts (8 MB) parses; values of tiny
+    /// containers and scalars hold 8–36× (`[0]` 36×, `{}` in an array 16×, a one-digit number 12×, the parser's
+    /// stack included) and are refused a few hundred kilobytes in. A big body must be mostly what big bodies are
+    /// (base64 attachment data holds about 2×, long revision lists about 3.6×), so a body held with its parsed
+    /// value costs at most 4 times its size (4.0× at 64 MiB, 3.5× at 512 MiB) instead of 17×.
+    /// ``JSONMemoryBudget/requestBody`` applies it to the bytes parsed so far.
     public static func memoryBudget(forInput count: Int) -> Int {
-        let head = min(count, 8 * 1024 * 1024)
-        return head &* 32 &+ (count &- head) &* 6 &+ 1024 * 1024
+        let head = min(max(count, 0), 16 * 1024 * 1024)
+        let tail = max(count &- head, 0)
+        return 256 * 1024 &+ head &* 6 &+ tail &* 2
     }
 
     /// Parses one JSON text; see ``parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.
@@ -64,4 +82,13 @@ extension JSON {
         }
         return try result.get()
     }
+}
+
+/// How much memory a parse may make the value (and the parser) hold; see ``JSON/parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.
+public enum JSONMemoryBudget: Sendable, Equatable {
+    /// At most this many bytes in all.
+    case total(Int)
+    /// For untrusted bodies: at every point of the parse, at most ``JSON/memoryBudget(forInput:)`` of the bytes
+    /// parsed so far, so a flood of tiny values is refused after a few hundred kilobytes, not after the whole body.
+    case requestBody
 }

@@ -15,9 +15,15 @@ struct JSONParser {
     private let bytes: UnsafeRawBufferPointer
     private let count: Int
     private let maxDepth: Int
-    /// Most heap bytes the value may hold (see `JSON.parse(_:maxDepth:memoryBudget:)`); `held` is the estimate.
-    private let memoryBudget: Int
+    /// Most heap bytes the value and the parser's stacks may hold so far (see ``JSONMemoryBudget``); `held` is the
+    /// estimate, charged as each value is pushed, so a parse stops at the limit instead of after the container.
+    private var cap: Int
+    /// True when `cap` grows with the input parsed (``JSONMemoryBudget/requestBody``).
+    private let proportional: Bool
     private var held = 0
+    /// Capacities of `values` and `keys` already charged (a stack's buffer outlives the containers it built).
+    private var valuesCharged = 0
+    private var keysCharged = 0
     private var i = 0
     private var values: [JSON] = []
     private var keys: [String] = []
@@ -25,26 +31,63 @@ struct JSONParser {
     /// Reused buffer for strings with escapes.
     private var scratch: [UInt8] = []
 
-    init(bytes: UnsafeRawBufferPointer, maxDepth: Int, memoryBudget: Int = .max) {
+    init(bytes: UnsafeRawBufferPointer, maxDepth: Int, memoryBudget: JSONMemoryBudget = .total(.max)) {
         self.bytes = bytes
         self.count = bytes.count
         self.maxDepth = maxDepth
-        self.memoryBudget = memoryBudget
+        switch memoryBudget {
+        case .total(let bytes):
+            cap = bytes
+            proportional = false
+        case .requestBody:
+            cap = JSON.memoryBudget(forInput: 0)
+            proportional = true
+        }
     }
 
     /// Heap bytes of one string allocation (header and malloc's rounding) beyond its UTF-8 bytes.
     static let allocationBytes = 48
     /// Heap bytes of one array or member buffer before its elements (measured: a one-element array holds
-    /// about 100 bytes), and what each element and member adds (`JSON` is 24 bytes, a key 16 more).
+    /// about 100 bytes), and what each element and member adds (`JSON` is 24 bytes, a key 16 more). Every value
+    /// is charged its slot as it is pushed; the stacks' buffers are charged as they grow, since they hold up to
+    /// twice the pending values and stay allocated until the parse ends.
     static let containerBytes = 80
     static let elementBytes = 24
-    static let memberBytes = 40
+    static let keyBytes = 16
 
     /// Adds `bytes` to the estimate of what the value holds.
     @inline(__always)
     private mutating func charge(_ bytes: Int) throws(JSONError) {
         held &+= bytes
-        if held > memoryBudget { throw JSONError(.tooLarge, at: i) }
+        if held > cap { try overCap() }
+    }
+
+    /// The estimate passed `cap`: a proportional budget first grows to what the input parsed so far allows.
+    @inline(never)
+    private mutating func overCap() throws(JSONError) {
+        if proportional {
+            cap = JSON.memoryBudget(forInput: i)
+            if held <= cap { return }
+        }
+        throw JSONError(.tooLarge, at: i)
+    }
+
+    /// Pushes a finished value, charging its slot in its container (and the stack's growth).
+    @inline(__always)
+    private mutating func push(_ value: JSON) throws(JSONError) {
+        values.append(value)
+        try charge(JSONParser.elementBytes)
+        if values.capacity != valuesCharged { try chargeStacks() }
+    }
+
+    /// Charges the stacks' buffers grown since last charged.
+    @inline(never)
+    private mutating func chargeStacks() throws(JSONError) {
+        let valuesGrowth = max(0, values.capacity - valuesCharged)
+        let keysGrowth = max(0, keys.capacity - keysCharged)
+        valuesCharged = max(valuesCharged, values.capacity)
+        keysCharged = max(keysCharged, keys.capacity)
+        try charge(valuesGrowth &* JSONParser.elementBytes &+ keysGrowth &* JSONParser.keyBytes)
     }
 
     /// Charges a string or number text of `length` UTF-8 bytes (Swift keeps up to 15 inline).
@@ -69,7 +112,7 @@ struct JSONParser {
                 skipWhitespace()
                 if i < count && bytes[i] == UInt8(ascii: "}") {
                     i += 1
-                    values.append(.object(JSONObject()))
+                    try push(.object(JSONObject()))
                 } else {
                     frames.append(Frame(isObject: true, valueStart: values.count, keyStart: keys.count))
                     try parseKeyAndColon()
@@ -81,25 +124,25 @@ struct JSONParser {
                 skipWhitespace()
                 if i < count && bytes[i] == UInt8(ascii: "]") {
                     i += 1
-                    values.append(.array([]))
+                    try push(.array([]))
                 } else {
                     frames.append(Frame(isObject: false, valueStart: values.count, keyStart: keys.count))
                     continue value
                 }
             case UInt8(ascii: "\""):
                 i += 1
-                values.append(.string(try parseString()))
+                try push(.string(try parseString()))
             case UInt8(ascii: "t"):
                 try expectLiteral("true")
-                values.append(.bool(true))
+                try push(.bool(true))
             case UInt8(ascii: "f"):
                 try expectLiteral("false")
-                values.append(.bool(false))
+                try push(.bool(false))
             case UInt8(ascii: "n"):
                 try expectLiteral("null")
-                values.append(.null)
+                try push(.null)
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                values.append(.number(try parseNumber()))
+                try push(.number(try parseNumber()))
             default:
                 throw JSONError(.unexpectedCharacter, at: i)
             }
@@ -119,17 +162,15 @@ struct JSONParser {
                 if frame.isObject && byte == UInt8(ascii: "}") {
                     i += 1
                     let n = keys.count - frame.keyStart
-                    // Past 16 members an index of about 48 bytes per key is kept too.
-                    let perMember = JSONParser.memberBytes &+ (n > JSONObject.indexThreshold ? 48 : 0)
-                    try charge(JSONParser.containerBytes &+ n &* perMember)
+                    // The members were charged as pushed; past 16 an index of about 48 bytes per key is kept too.
+                    try charge(JSONParser.containerBytes &+ (n > JSONObject.indexThreshold ? n &* 48 : 0))
                     let members = takeMembers(keyStart: frame.keyStart, valueStart: frame.valueStart)
-                    values.append(.object(JSONObject(parsedMembers: members)))
+                    try push(.object(JSONObject(parsedMembers: members)))
                 } else if !frame.isObject && byte == UInt8(ascii: "]") {
                     i += 1
-                    try charge(
-                        JSONParser.containerBytes &+ (values.count - frame.valueStart) &* JSONParser.elementBytes)
+                    try charge(JSONParser.containerBytes)
                     let elements = takeValues(from: frame.valueStart)
-                    values.append(.array(elements))
+                    try push(.array(elements))
                 } else {
                     throw JSONError(.unexpectedCharacter, at: i)
                 }
@@ -201,6 +242,8 @@ struct JSONParser {
         guard bytes[i] == UInt8(ascii: "\"") else { throw JSONError(.unexpectedCharacter, at: i) }
         i += 1
         keys.append(try parseString())
+        try charge(JSONParser.keyBytes)
+        if keys.capacity != keysCharged { try chargeStacks() }
         skipWhitespace()
         guard i < count else { throw JSONError(.unexpectedEnd, at: i) }
         guard bytes[i] == UInt8(ascii: ":") else { throw JSONError(.unexpectedCharacter, at: i) }

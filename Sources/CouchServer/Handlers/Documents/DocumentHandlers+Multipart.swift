@@ -167,7 +167,9 @@ extension DocumentHandlers {
             // `_doc`: the whole document as JSON (its `_rev` is the base); files replace same-named attachments.
             let parsed: JSON
             do {
-                parsed = try JSON.parse(docText)
+                parsed = try JSON.parse(docText, memoryBudget: .requestBody)
+            } catch let error where error.kind == .tooLarge {
+                throw CouchError.tooLarge("The JSON body has too many small values to hold in memory")
             } catch {
                 throw CouchError.invalidJSON
             }
