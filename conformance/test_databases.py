@@ -113,3 +113,32 @@ def test_slash_in_name(couch):
         assert name in couch.get("/_all_dbs").json()
     finally:
         couch.raw("DELETE", f"/{quoted}")
+
+
+@pytest.mark.parametrize("shape", ["all-slashes", "slash-between-letters"])
+def test_longest_name_full_of_slashes_can_be_created(couch, shape):
+    """Each `/` of a name became `%2F` in its file name: a legal 238-byte name full of slashes made a file name
+    past 255 bytes and could not be created (CouchDB creates it)."""
+    prefix = unique_db_name("s")
+    filler = "/" * 238 if shape == "all-slashes" else "/a" * 119
+    name = (prefix + filler)[:238]
+    assert len(name) == 238
+    quoted = name.replace("/", "%2F")
+    r = couch.raw("PUT", f"/{quoted}")
+    assert r.status_code == 201, r.text
+    try:
+        r = couch.raw("GET", f"/{quoted}")
+        assert r.status_code == 200 and r.json()["db_name"] == name
+        r = couch.raw("PUT", f"/{quoted}/doc", body=b'{"a":1}', headers={"Content-Type": "application/json"})
+        assert r.status_code == 201, r.text
+        assert couch.raw("GET", f"/{quoted}/doc").json()["a"] == 1
+        r = couch.raw("PUT", f"/{quoted}/doc2/att", body=b"bytes", headers={"Content-Type": "text/plain"})
+        assert r.status_code == 201, r.text
+        r = couch.raw("PUT", f"/{quoted}/_security", body=b'{"members":{"names":["x"]}}',
+                      headers={"Content-Type": "application/json"})
+        assert r.status_code == 200, r.text
+        assert name in couch.get("/_all_dbs").json()
+        assert couch.raw("PUT", f"/{quoted}").status_code == 412
+    finally:
+        assert couch.raw("DELETE", f"/{quoted}").status_code == 200
+    assert couch.raw("GET", f"/{quoted}").status_code == 404

@@ -177,6 +177,19 @@ def test_cross_site_upload_refused(couch, db):
     assert couch.get(f"/{db}").json()["doc_count"] == 0
 
 
+def test_dns_rebound_page_cannot_upload_or_delete_with_a_matching_host(couch, db):
+    """DNS rebinding: a page on http://evil.example/ re-points evil.example at this server; the browser then
+    sends `Host: evil.example` and `Origin: http://evil.example`, which match each other. The server is not
+    evil.example (no --allowed-hosts names it, and a name can be rebound), so the gallery refuses the write."""
+    made = upload(couch, db, "d.jpg", TINY_JPEG).json()
+    rebound = {"Host": "evil.example", "Origin": "http://evil.example"}
+    r = upload(couch, db, "evil.jpg", TINY_JPEG, **rebound)
+    assert r.status_code == 403 and r.json()["error"] == "forbidden", r.text
+    r = couch.delete(f"{api(db)}/doc/{made['id']}", params={"rev": made["rev"]}, headers=rebound)
+    assert r.status_code == 403 and r.json()["error"] == "forbidden", r.text
+    assert couch.get(f"/{db}").json()["doc_count"] == 1
+
+
 def test_same_site_other_port_delete_refused(couch, db):
     made = upload(couch, db, "d.jpg", TINY_JPEG).json()
     host = couch.base.split("//", 1)[1]

@@ -290,6 +290,27 @@ package final class App: Sendable {
         allowedHosts.withLock { $0 = list }
     }
 
+    /// Whether a browser's `Origin` names this server, for cross-site checks (the gallery's writes). With
+    /// `--allowed-hosts` (always, for `receive`) it must be one of those names; without, it must be the
+    /// request's own `Host` and that host one a page of another site cannot take over by DNS rebinding: a
+    /// loopback name, the bound address, or an IP address literal. A name only the request claims (`Host:
+    /// evil.example`, pointed at this server's address by its owner) is not enough.
+    package func servesOrigin(_ origin: String, host: String?) -> Bool {
+        let authority: Substring
+        if origin.hasPrefix("http://") {
+            authority = origin.dropFirst(7)
+        } else if origin.hasPrefix("https://") {
+            authority = origin.dropFirst(8)
+        } else {
+            return false
+        }
+        guard let (name, _) = HostAllowList.split(String(authority)) else { return false }
+        let list = allowedHosts.withLock { $0 }
+        if list.isActive { return list.allows(String(authority)) }
+        guard let host, authority == host else { return false }
+        return HostAllowList.cannotBeRebound(name, bind: options.bind)
+    }
+
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
 }

@@ -38,6 +38,26 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
         #expect(try db.liveDocumentCount(before: "zz", descending: false) == 3)
     }
 
+    /// A 238-byte name full of `/` made a file name past 255 bytes (each `/` became `%2F`): it now fits, and
+    /// every name that fitted keeps the file it had (existing data dirs stay readable).
+    @Test func longestNameFullOfSlashesGetsAFileAndShortNamesKeepTheirs() throws {
+        #expect(Store.encode("a/b") == "a%2Fb")
+        #expect(Store.encode("_users") == "_users")
+        let fitting = "a" + String(repeating: "/", count: 40) + String(repeating: "b", count: 100)
+        #expect(Store.encode(fitting) == "a" + String(repeating: "%2F", count: 40) + String(repeating: "b", count: 100))
+        for name in ["a" + String(repeating: "/", count: 237), "a" + String(repeating: "/b", count: 118) + "c"] {
+            let file = Store.encode(name)
+            #expect(file.utf8.count + ".couch-journal".utf8.count <= 255)
+            #expect(Store.decode(file) == name)
+            let created = try store.create(name)
+            _ = try created.applyReplicated([replicated("doc", "1-a")])
+            #expect(store.databaseNames().contains(name))
+            #expect(try store.open(name).liveDocumentCount(before: "z", descending: false) == 1)
+        }
+        #expect(Store.decode(fitting.replacingOccurrences(of: "/", with: ",")) == nil)
+        #expect(Store.decode(Store.encode(fitting)) == fitting)
+    }
+
     @Test func changeCountCountsDocumentsUpdatedAfterASeq() throws {
         _ = try db.applyReplicated([replicated("a", "1-a"), replicated("b", "1-b"), replicated("c", "1-c")])
         _ = try db.applyReplicated([replicated("a", "1-a", "2-a")])

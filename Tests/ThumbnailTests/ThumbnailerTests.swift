@@ -228,6 +228,29 @@ enum Images {
         #expect(failure.description.contains("limit"))
     }
 
+    /// A PNG of a few bytes declaring 19,999 x 19,999 pixels (400 Mpx, all zeros compress to nothing) cost 5 s of
+    /// CPU per thumbnail size: it is refused by its declared size, before any pixel is decoded.
+    @Test func pngDeclaringAHugeSizeIsRefusedBeforeDecoding() throws {
+        let header: [UInt8] = [
+            0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D,
+            0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x4E, 0x1F, 0x00, 0x00, 0x4E, 0x1F,
+            0x08, 0x02, 0x00, 0x00, 0x00, 0x00, 0xC6, 0xBD, 0xA3, 0x00, 0x00, 0x00,
+            0x0C, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x60, 0xA0, 0x0C, 0x00,
+            0x00, 0x00, 0x40, 0x00, 0x01, 0xB7, 0x34, 0x7C, 0xEF, 0x00, 0x00, 0x00,
+            0x00, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+        ]
+        let path = Images.write(header, "declared-huge.png")
+        defer { unlink(path) }
+        let started = ContinuousClock.now
+        guard case .failure(let failure) = Thumbnailer.make(path: path, maxSide: 256) else {
+            Issue.record("a PNG declaring 19,999 x 19,999 pixels was thumbnailed")
+            return
+        }
+        #expect(failure.description.contains("pixel limit"), "\(failure)")
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(Thumbnailer.maxPixels <= 50_000_000)
+    }
+
     /// A progressive JPEG needs a coefficient buffer the size of the image: under a budget too
     /// small for it the decode fails cleanly instead of allocating past the budget.
     @Test func progressiveJpegRespectsTheMemoryBudget() throws {
@@ -246,7 +269,7 @@ enum Images {
         defer { unlink(path) }
         #expect(thumb_write_test_jpeg(path, 16000, 12000, 0) == 0)
         let before = Self.resetPeakRSS()
-        let made = try Thumbnailer.make(path: path, maxSide: 256, memoryLimit: 8 << 20).get()
+        let made = try Thumbnailer.make(path: path, maxSide: 256, memoryLimit: 8 << 20, maxPixels: 200_000_000).get()
         let peak = Self.peakRSS()
         #expect(made.width == 256 && made.height == 192)
         #expect(made.sourceWidth == 16000 && made.sourceHeight == 12000)

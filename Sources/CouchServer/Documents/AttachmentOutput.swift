@@ -38,6 +38,30 @@ extension BlobRegistry {
         try decoder?.finish()
     }
 
+    /// The decoded size of a stored gzip blob, found by decoding it in 64 KiB steps that are counted and dropped;
+    /// decoding stops as soon as it passes `limit`.
+    /// - Throws: 413 past `limit` (naming `name`), 400 when the blob is not valid gzip.
+    func gzipIdentityLength(_ database: Database, key: String, limit: Int, name: String) throws -> Int {
+        let reader = try store(for: database).openReader(key)
+        defer { reader.close() }
+        let decoder = try GzipDecoder(limit: limit)
+        var offset = 0
+        do {
+            while offset < reader.length {
+                let chunk = try reader.read(at: offset, upTo: Limits.streamChunk)
+                if chunk.isEmpty { break }
+                offset += chunk.count
+                try chunk.withUnsafeBytes { try decoder.decode($0) { _ in } }
+            }
+            try decoder.finish()
+        } catch GzipError.limitExceeded {
+            throw CouchError.tooLarge("Attachment \(name) decodes to more than \(limit) bytes")
+        } catch is GzipError {
+            throw CouchError.badRequest("Attachment \(name) is not valid gzip")
+        }
+        return decoder.totalOut
+    }
+
     /// The identity bytes of `att` base64-encoded into `buffer`, which `drain` empties (sends) whenever it holds
     /// `drainAt` bytes or more: memory is one read piece and one buffer, whatever the attachment weighs.
     func appendBase64(

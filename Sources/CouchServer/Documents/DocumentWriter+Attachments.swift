@@ -75,14 +75,33 @@ extension DocumentWriter {
                 guard let part = followed?.parts[ExactName(name)] else {
                     throw CouchError.badRequest("Attachment \(name) follows but no part was sent for it")
                 }
-                let encoding = entry["encoding"]?.stringValue
+                let encoding = try DocumentWriter.followedEncoding(entry["encoding"], name: name)
                 let digest = try DocumentWriter.followedDigest(entry["digest"]?.stringValue, part: part, name: name)
-                let declaredLength = entry["length"]?.intValue
+                // A gzip part's `length` is its decoded size: checked by decoding (counted, not kept), so no reader
+                // of it (the `receive` exporter, `attachments=true`) is ever made to inflate more than declared.
+                var length = part.length
+                if encoding != nil {
+                    let declared = entry["length"]?.intValue
+                    if let declared, declared < 0 || declared > Limits.gzipIdentityBytes {
+                        throw CouchError.badRequest("Attachment \(name) has an invalid length \(declared)")
+                    }
+                    do {
+                        length = try blobs.gzipIdentityLength(
+                            database, key: part.key, limit: declared ?? Limits.gzipIdentityBytes, name: name)
+                    } catch CouchError.tooLarge where declared != nil {
+                        length = -1
+                    }
+                    if let declared, declared != length {
+                        throw CouchError.badRequest(
+                            "Attachment \(name) declares length \(declared) but decodes to "
+                                + (length < 0 ? "more" : "\(length) bytes"))
+                    }
+                }
                 refs.append(
                     .stored(
                         AttachmentInfo(
                             name: name, contentType: contentType, digest: digest,
-                            length: encoding == nil ? part.length : (declaredLength ?? part.length), revpos: revpos,
+                            length: length, revpos: revpos,
                             encoding: encoding, encodedLength: encoding == nil ? nil : part.length,
                             blobKey: part.key)))
                 continue
@@ -90,6 +109,18 @@ extension DocumentWriter {
             throw CouchError.badRequest("Attachment \(name) has no data, stub or follows")
         }
         return refs
+    }
+
+    /// The `encoding` of a `follows` attachment: gzip, or none (`identity`, or absent). CouchDB turns the name into
+    /// an existing atom and fails on any other; we refuse it (400), so no reader meets an encoding it cannot
+    /// decode. Inline `data` has no encoding: CouchDB ignores one sent with it, and so do we.
+    static func followedEncoding(_ value: JSON?, name: String) throws(CouchError) -> String? {
+        guard let value, value != .null else { return nil }
+        switch value.stringValue {
+        case "gzip": return "gzip"
+        case "identity": return nil
+        default: throw .badRequest("Attachment \(name) has an unsupported encoding: only gzip and identity are")
+        }
     }
 
     /// Inline `data` is trusted over any digest sent with it (`couch_att:inline_from_json` ignores

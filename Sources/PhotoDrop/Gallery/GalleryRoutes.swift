@@ -20,11 +20,15 @@ package enum GalleryRoutes {
             Route(read, "/_photos/{asset}", .anyone, drop: .open) { _, c in try gallery.asset(c) },
             Route(read, "/_photos/api/dbs", .anyone, drop: .open) { _, c in try gallery.databases(c) },
             Route(read, "/_photos/api/db/{db}/photos", .anyone) { _, c in try gallery.photos(c) },
-            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { _, c in
+            Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
                 try gallery.upload(c)
             },
             Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { _, c in try gallery.photo(c) },
-            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { _, c in try gallery.delete(c) },
+            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.delete(c)
+            },
             Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { _, c in try gallery.thumbnail(c) },
             Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { _, c in try gallery.download(c) },
             Route(HTTPMethod.allCases, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },

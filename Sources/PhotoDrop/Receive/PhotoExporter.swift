@@ -17,7 +17,22 @@ final class PhotoExporter: Sendable {
         var bytes = 0
         var duplicates = 0
         var failures = 0
+        /// Attachments left in the database, not written to the folder (not a photo or a video by their
+        /// bytes, an unknown encoding, past the session's gzip budget).
+        var kept = 0
+        /// The first `keptNamesShown` of them, `doc/attachment: reason`, for the summary.
+        var keptNames: [String] = []
+        /// Bytes written from gzip-encoded attachments (bounded by `ReceiveLimits.gzipExportBytes`).
+        var inflatedBytes = 0
         var lastFile: String?
+    }
+
+    /// How many kept attachments the summary names (the rest are counted).
+    static let keptNamesShown = 20
+
+    /// Why an attachment is not written to the folder: not retried, counted in `kept`.
+    private struct NotExported: Error {
+        let reason: String
     }
 
     private let database: Database
@@ -190,19 +205,60 @@ final class PhotoExporter: Sendable {
     }
 
     private func export(_ attachment: AttachmentInfo, docID: String, mtime: Double?, _ state: ExportState) throws {
+        do {
+            try exportChecked(attachment, docID: docID, mtime: mtime, state)
+        } catch let refused as NotExported {
+            log.info(
+                "kept in the database, not saved", ["doc": docID, "attachment": attachment.name, "why": refused.reason])
+            shared.withLock { shared in
+                shared.totals.kept += 1
+                if shared.totals.keptNames.count < Self.keptNamesShown {
+                    shared.totals.keptNames.append("\(docID)/\(attachment.name): \(refused.reason)")
+                }
+            }
+        }
+    }
+
+    private func exportChecked(_ attachment: AttachmentInfo, docID: String, mtime: Double?, _ state: ExportState)
+        throws
+    {
         // Stored bytes that are not encoded are the file's bytes, and the blob key is their md5.
         if attachment.encoding == nil, try state.fileName(md5: attachment.blobKey) != nil {
             shared.withLock { $0.totals.duplicates += 1 }
             return
         }
+        if let encoding = attachment.encoding, encoding != "gzip" {
+            throw NotExported(reason: "unknown encoding \(encoding)")
+        }
         let reader = try blobs.openReader(attachment.blobKey)
         defer { reader.close() }
-        let head = try Self.decodedPrefix(reader, encoding: attachment.encoding)
-        let kind = ContentSniffer.sniff(head) ?? ContentSniffer.kind(mediaType: attachment.contentType)
+        // Only photos and videos, recognised by their bytes, go to the folder: a name or a content type says
+        // nothing (`autorun.inf`, `x.desktop`, an HTML page named `photo.jpg`).
+        guard let kind = ContentSniffer.sniff(try Self.decodedPrefix(reader, encoding: attachment.encoding)) else {
+            throw NotExported(reason: "not a photo or a video")
+        }
+        // A gzip attachment decodes to at most its declared length (checked when it was stored). Photos and videos
+        // do not compress, so no sender's gzip expands them much: past `gzipExpansion` times its stored size, or the
+        // session's `gzipExportBytes`, it is a bomb, not a photo.
+        var limit = Int.max
+        if attachment.encoding != nil {
+            let stored = reader.length
+            let budget = ReceiveLimits.gzipExportBytes - shared.withLock { $0.totals.inflatedBytes }
+            guard attachment.length >= 0,
+                attachment.length <= stored * ReceiveLimits.gzipExpansion + ReceiveLimits.gzipSlackBytes
+            else {
+                throw NotExported(reason: "gzip-encoded, \(stored) bytes declaring \(attachment.length): a bomb")
+            }
+            guard attachment.length <= budget else {
+                throw NotExported(reason: "gzip-encoded, past the session's \(ReceiveLimits.gzipExportBytes) bytes")
+            }
+            limit = attachment.length
+        }
         let wanted = PhotoFileName.make(attachment: attachment.name, docID: docID, kind: kind)
         let written = try folder.writePart(attachment.blobKey, mtime: mtime) { write in
-            try Self.stream(reader, encoding: attachment.encoding, write)
+            try Self.stream(reader, encoding: attachment.encoding, limit: limit, write)
         }
+        if attachment.encoding != nil { shared.withLock { $0.totals.inflatedBytes += written.length } }
         if try state.fileName(md5: written.md5) != nil {
             folder.discardPart(written.md5)
             shared.withLock { $0.totals.duplicates += 1 }
@@ -224,27 +280,47 @@ final class PhotoExporter: Sendable {
         onExport(totals, name, written.length)
     }
 
-    /// The first bytes of the attachment's content, for the sniffer.
+    /// The first bytes of the attachment's content, for the sniffer (decoding stops once they are there).
     private static func decodedPrefix(_ reader: BlobReader, encoding: String?) throws -> [UInt8] {
         let raw = try reader.read(at: 0, upTo: encoding == nil ? ContentSniffer.prefixBytes : 4096)
         guard encoding == "gzip" else { return raw }
-        let decoder = try GzipDecoder(limit: Limits.attachmentRequestBytes)
-        return Array(((try? decoder.decode(raw)) ?? []).prefix(ContentSniffer.prefixBytes))
+        struct Enough: Error {}
+        let decoder = try GzipDecoder(limit: 1 << 20)
+        var head: [UInt8] = []
+        try? raw.withUnsafeBytes { buffer in
+            try decoder.decode(buffer) { step in
+                head.append(contentsOf: step.prefix(ContentSniffer.prefixBytes - head.count))
+                if head.count >= ContentSniffer.prefixBytes { throw Enough() }
+            }
+        }
+        return head
     }
 
-    /// Sends the attachment's content (decoded when it is stored gzipped) to `write` in chunks.
-    private static func stream(_ reader: BlobReader, encoding: String?, _ write: ([UInt8]) throws -> Void) throws {
+    /// Sends the attachment's content (decoded when it is stored gzipped, at most `limit` bytes) to `write` in
+    /// chunks of at most 1 MiB read and 64 KiB decoded: memory stays bounded however far the content expands.
+    private static func stream(
+        _ reader: BlobReader, encoding: String?, limit: Int, _ write: ([UInt8]) throws -> Void
+    ) throws {
         let chunk = 1 << 20
-        let decoder = encoding == "gzip" ? try GzipDecoder(limit: Limits.attachmentRequestBytes) : nil
-        if let encoding, encoding != "gzip" { throw ExportError.unreadable("unknown encoding \(encoding)") }
+        let decoder = encoding == "gzip" ? try GzipDecoder(limit: limit) : nil
         var offset = 0
-        while offset < reader.length {
-            let bytes = try reader.read(at: offset, upTo: chunk)
-            guard !bytes.isEmpty else { break }
-            offset += bytes.count
-            try write(decoder.map { try $0.decode(bytes) } ?? bytes)
+        do {
+            while offset < reader.length {
+                let bytes = try reader.read(at: offset, upTo: chunk)
+                guard !bytes.isEmpty else { break }
+                offset += bytes.count
+                if let decoder {
+                    try bytes.withUnsafeBytes { try decoder.decode($0) { try write(Array($0)) } }
+                } else {
+                    try write(bytes)
+                }
+            }
+            guard offset == reader.length else { throw ExportError.unreadable("attachment shorter than stored") }
+            try decoder?.finish()
+        } catch GzipError.limitExceeded {
+            throw NotExported(reason: "decodes to more than its declared length \(limit)")
+        } catch let error as GzipError {
+            throw NotExported(reason: "not valid gzip (\(error))")
         }
-        guard offset == reader.length else { throw ExportError.unreadable("attachment shorter than stored") }
-        try decoder?.finish()
     }
 }

@@ -15,4 +15,12 @@ enum ReceiveLimits {
     static let closingGraceSeconds = 2
     /// How often the session checks for its end, in milliseconds.
     static let pollMilliseconds = 100
+    /// Most bytes one session writes to the folder decoded from gzip-encoded attachments (1 GiB): the only way
+    /// the folder grows faster than the bytes received. Photos and videos do not compress, so senders do not
+    /// gzip them (the CouchDB replicator gzips only text, JSON, JavaScript and XML).
+    static let gzipExportBytes = 1 << 30
+    /// Most a gzip-encoded attachment is exported decoded to: this many times its stored size, plus
+    /// `gzipSlackBytes` (a photo gzips to about its own size; a gzip bomb to a thousandth of it).
+    static let gzipExpansion = 4
+    static let gzipSlackBytes = 1 << 20
 }

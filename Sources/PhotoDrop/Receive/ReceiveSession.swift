@@ -228,6 +228,12 @@ package final class ReceiveSession: Sendable {
         if totals.failures > 0 { text += "; \(totals.failures) could not be saved (see the log)" }
         if refused > 0 { text += "; \(ReceiveProgress.size(refused)) refused (past --max-size)" }
         text += ".\n"
+        if totals.kept > 0 {
+            text += "Kept in the database, not saved to the folder: \(totals.kept) attachment"
+            text += totals.kept == 1 ? ":\n" : "s:\n"
+            text += totals.keptNames.map { "  \($0)\n" }.joined()
+            if totals.kept > totals.keptNames.count { text += "  and \(totals.kept - totals.keptNames.count) more\n" }
+        }
         report(text)
     }
 

@@ -143,9 +143,20 @@ public final class Store: Sendable {
         for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
     }
 
+    /// Longest file-name form of a database name, in bytes: with `.couch` and SQLite's `-journal` it must fit in a
+    /// file name of 255 bytes.
+    static let maxFileNameBytes = 255 - suffix.utf8.count - "-journal".utf8.count
+
     /// File-name form of a database name: bytes outside `[a-z0-9_$()+-]` become `%XX` (so `/` and `.` cannot
-    /// escape the directory).
+    /// escape the directory). A legal name whose form would not fit in a file name (CouchDB allows 238 bytes, and
+    /// every `/` triples) writes each `/` as `,` instead, one byte: no legal name holds a `,` (which the short form
+    /// would write `%2C`), so each file still names one database, and every name that fitted keeps its file.
     static func encode(_ name: String) -> String {
+        let escaped = encode(name, slash: "%2F")
+        return escaped.utf8.count <= maxFileNameBytes ? escaped : encode(name, slash: ",")
+    }
+
+    private static func encode(_ name: String, slash: String) -> String {
         var out = ""
         for byte in name.utf8 {
             switch byte {
@@ -153,6 +164,8 @@ public final class Store: Sendable {
                 UInt8(ascii: "_"), UInt8(ascii: "$"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "+"),
                 UInt8(ascii: "-"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: "/"):
+                out += slash
             default:
                 out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
             }
@@ -160,6 +173,7 @@ public final class Store: Sendable {
         return out
     }
 
+    /// The database name a file-name form stands for; nil for a file that is not the form of its name.
     static func decode(_ file: String) -> String? {
         var bytes = [UInt8]()
         var iterator = Array(file.utf8).makeIterator()
@@ -169,11 +183,14 @@ public final class Store: Sendable {
                     let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
                 else { return nil }
                 bytes.append(value)
+            } else if byte == UInt8(ascii: ",") {
+                bytes.append(UInt8(ascii: "/"))
             } else {
                 bytes.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        guard let name = String(validating: bytes, as: UTF8.self), encode(name) == file else { return nil }
+        return name
     }
 }
 
