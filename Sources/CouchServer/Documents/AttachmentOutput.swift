@@ -40,8 +40,12 @@ extension BlobRegistry {
 
     /// The decoded size of a stored gzip blob, found by decoding it in 64 KiB steps that are counted and dropped;
     /// decoding stops as soon as it passes `limit`.
-    /// - Throws: 413 past `limit` (naming `name`), 400 when the blob is not valid gzip.
-    func gzipIdentityLength(_ database: Database, key: String, limit: Int, name: String) throws -> Int {
+    /// - Parameters:
+    ///   - tooLarge: The reason of the 413 past `limit`.
+    ///   - invalid: The reason of the 400 when the blob is not valid gzip.
+    func gzipIdentityLength(_ database: Database, key: String, limit: Int, tooLarge: String, invalid: String) throws
+        -> Int
+    {
         let reader = try store(for: database).openReader(key)
         defer { reader.close() }
         let decoder = try GzipDecoder(limit: limit)
@@ -55,9 +59,9 @@ extension BlobRegistry {
             }
             try decoder.finish()
         } catch GzipError.limitExceeded {
-            throw CouchError.tooLarge("Attachment \(name) decodes to more than \(limit) bytes")
+            throw CouchError.tooLarge(tooLarge)
         } catch is GzipError {
-            throw CouchError.badRequest("Attachment \(name) is not valid gzip")
+            throw CouchError.badRequest(invalid)
         }
         return decoder.totalOut
     }

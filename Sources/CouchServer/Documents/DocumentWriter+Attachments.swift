@@ -86,8 +86,11 @@ extension DocumentWriter {
                         throw CouchError.badRequest("Attachment \(name) has an invalid length \(declared)")
                     }
                     do {
+                        let limit = declared ?? Limits.gzipIdentityBytes
                         length = try blobs.gzipIdentityLength(
-                            database, key: part.key, limit: declared ?? Limits.gzipIdentityBytes, name: name)
+                            database, key: part.key, limit: limit,
+                            tooLarge: "Attachment \(name) decodes to more than \(limit) bytes",
+                            invalid: "Attachment \(name) is not valid gzip")
                     } catch CouchError.tooLarge where declared != nil {
                         length = -1
                     }

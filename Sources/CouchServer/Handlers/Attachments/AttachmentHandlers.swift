@@ -126,7 +126,13 @@ extension AttachmentHandlers {
             throw error
         }
         let stored = try blobs.commit(upload)
-        let identityLength = try encoding == nil ? stored.length : gzipIdentityLength(database, key: stored.key)
+        let identityLength =
+            try encoding == nil
+            ? stored.length
+            : blobs.gzipIdentityLength(
+                database, key: stored.key, limit: Limits.gzipIdentityBytes,
+                tooLarge: "Attachment expands beyond \(Limits.gzipIdentityBytes) bytes",
+                invalid: "Attachment body is not valid gzip")
         let contentType = request.head.headers["Content-Type"] ?? "application/octet-stream"
         let newAttachment = AttachmentInfo(
             name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
@@ -142,31 +148,6 @@ extension AttachmentHandlers {
         let location = [database.name, docID, name].map(PercentEncoding.segment).joined(separator: "/")
         headers.set("Location", "/" + location)
         try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
-    }
-
-    /// The decoded size of a gzip blob, found by decoding it in 64 KiB steps that are counted and dropped
-    /// (CouchDB records the encoded size for both when it cannot tell; we can, and `length` must be the
-    /// identity size). Decoding stops as soon as it passes `Limits.gzipIdentityBytes`.
-    /// - Throws: 413 when the attachment would expand past that limit, 400 when it is not valid gzip.
-    func gzipIdentityLength(_ database: Database, key: String) throws -> Int {
-        let reader = try blobs.store(for: database).openReader(key)
-        defer { reader.close() }
-        let decoder = try GzipDecoder(limit: Limits.gzipIdentityBytes)
-        var offset = 0
-        do {
-            while offset < reader.length {
-                let chunk = try reader.read(at: offset, upTo: Limits.streamChunk)
-                if chunk.isEmpty { break }
-                offset += chunk.count
-                try chunk.withUnsafeBytes { try decoder.decode($0) { _ in } }
-            }
-            try decoder.finish()
-        } catch GzipError.limitExceeded {
-            throw CouchError.tooLarge("Attachment expands beyond \(Limits.gzipIdentityBytes) bytes")
-        } catch is GzipError {
-            throw CouchError.badRequest("Attachment body is not valid gzip")
-        }
-        return decoder.totalOut
     }
 
     func deleteAttachment(
