@@ -316,7 +316,9 @@ def test_receive_says_disk_full_and_carries_on(small_fs):
     receiver.out = os.path.join(out_fs, "out")
     receiver.data_dir = os.path.join(data_fs, "data")
     try:
-        receiver.start()
+        # A drop may take at most half of what is free (`--max-size`'s default), which on these tiny disks would
+        # refuse the uploads before the disks fill: this test is about the disks filling.
+        receiver.start("--max-size", "1G")
         s = receiver.session()
         url = f"{receiver.base}/{receiver.db}/_bulk_docs"
         # Six photos of 300 kB: only about three fit in the export folder until its filler goes.

@@ -19,6 +19,7 @@ import time
 import requests
 
 from conftest import free_port
+from receive_support import MAGIC
 
 AWKWARD = ["plain.jpg", "with space.JPG", "sub dir/été 雪.jpeg", "sub dir/deeper/video clip.mov",
            "quote'and\"dq.png", "#hash&amp;.mp4"]
@@ -29,7 +30,10 @@ def make_folder(root: str, names=AWKWARD, size: int = 200_000) -> dict[str, byte
     for i, name in enumerate(names):
         path = os.path.join(root, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        data = random.Random(i).randbytes(size + i)
+        # Each file starts as its kind does, so a receiver recognises it as a photo or video by its bytes.
+        extension = name.rsplit(".", 1)[-1].lower()
+        head = MAGIC.get({"jpeg": "jpg"}.get(extension, extension), b"")
+        data = head + random.Random(i).randbytes(size + i - len(head))
         with open(path, "wb") as f:
             f.write(data)
         files[name] = data

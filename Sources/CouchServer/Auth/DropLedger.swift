@@ -52,6 +52,10 @@ package final class DropLedger: Sendable, Equatable {
         state.withLock { ($0.chargedBytes, $0.refusedBytes) }
     }
 
+    /// The least a chunked upload may send while at least that much is left: one photo or short video, whatever
+    /// else is being sent at the same time.
+    static let chunkedSliceBytes = 256 * 1024 * 1024
+
     /// Charges an upload's body before any of it is read: its Content-Length, or for a chunked body (nil) all
     /// that is left. What a drop stores is never more than what its uploads sent (blobs, bodies), so this bounds
     /// the disk it takes, refused writes included.
@@ -60,9 +64,12 @@ package final class DropLedger: Sendable, Equatable {
         state.withLock { state in
             let remaining = max(0, maxBytes &- state.chargedBytes)
             guard let declared else {
+                // A chunked body declares no size: it may send a slice of what is left (the replicator streams
+                // several attachments at once, each chunked), and is given back what it did not send.
                 guard remaining > 0 else { return nil }
-                state.chargedBytes &+= remaining
-                return remaining
+                let slice = min(remaining, max(remaining / 8, DropLedger.chunkedSliceBytes))
+                state.chargedBytes &+= slice
+                return slice
             }
             guard declared <= remaining else {
                 state.refusedBytes &+= declared
