@@ -33,9 +33,7 @@ struct ViewQuery {
 
     init(_ request: Request) throws {
         if request.method == "POST" {
-            if let type = request.contentType, type != "application/json" {
-                throw CouchError.badContentType("Content-Type must be application/json")
-            }
+            try request.requireJSONContent()
             let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
             for (name, value) in body { try apply(name, decoded: value) }
             // `treat_single_keys_as_key`: one key in the body is a `keys` query all the same.

@@ -101,7 +101,7 @@ package struct DatabaseHandlers: Sendable {
     /// true until its effects (ancestor bodies dropped, unreferenced blobs swept) are complete.
     func compact(_ c: RequestContext) throws {
         let database = try c.database()
-        try DatabaseHandlers.requireJSONContent(c.request)
+        try c.request.requireJSONContent()
         let name = database.name
         compactions.begin(name)
         Thread.detachNewThread { [self] in
@@ -120,16 +120,10 @@ package struct DatabaseHandlers: Sendable {
     func compactDesign(_ c: RequestContext) throws {
         let database = try c.database()
         let design = try c.parameter("design")
-        try DatabaseHandlers.requireJSONContent(c.request)
+        try c.request.requireJSONContent()
         let ddocID = "_design/" + design
         guard let ddoc = try database.document(ddocID), !ddoc.deleted else { throw CouchError.notFound("missing") }
         try c.reply.json(202, ["ok": true])
-    }
-
-    private static func requireJSONContent(_ request: Request) throws(CouchError) {
-        if let type = request.contentType, type != "application/json" {
-            throw .badContentType("Content-Type must be application/json")
-        }
     }
 
     /// `POST /db/_compact`'s work: drops non-leaf bodies and attachment rows, then deletes every
@@ -164,7 +158,7 @@ package struct DatabaseHandlers: Sendable {
         guard security.security(of: database.name).isAdmin(user) else {
             throw RequestAuthorizer.securityError(user, "You are not a db or server admin.")
         }
-        try DatabaseHandlers.requireJSONContent(c.request)
+        try c.request.requireJSONContent()
         let object = try SecurityObject(c.request.jsonBody(limit: Limits.smallRequestBytes))
         try security.setSecurity(object, of: database.name)
         try c.reply.json(200, ["ok": true])

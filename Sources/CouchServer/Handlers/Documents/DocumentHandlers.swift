@@ -205,9 +205,7 @@ extension DocumentHandlers {
 
     /// `POST /db`: a new document, with a generated id unless the body has one.
     func postDocument(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        if let type = request.contentType, type != "application/json" {
-            throw CouchError.badContentType("Content-Type must be application/json")
-        }
+        try request.requireJSONContent()
         let json = try request.jsonBody(limit: Limits.documentBytes)
         let input = try DocumentInput(json, local: json["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
         let docID = input.id ?? Secrets.randomBytes(16).hexString

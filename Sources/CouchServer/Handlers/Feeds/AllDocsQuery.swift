@@ -21,9 +21,7 @@ struct AllDocsQuery {
             keys = array
         }
         if request.method == "POST" {
-            if let type = request.contentType, type != "application/json" {
-                throw CouchError.badContentType("Content-Type must be application/json")
-            }
+            try request.requireJSONContent()
             let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
             if let bodyKeys = body["keys"] {
                 guard let array = bodyKeys.arrayValue else {

@@ -20,12 +20,7 @@ struct ChangesHandlers: Sendable {
     func feed(_ c: RequestContext) throws {
         let database = try c.database()
         let request = c.request
-        if request.method == "POST" {
-            // CouchDB answers 415 to JSON endpoints given another content type.
-            if let type = request.contentType, type != "application/json" {
-                throw CouchError.badContentType("Content-Type must be application/json")
-            }
-        }
+        if request.method == "POST" { try request.requireJSONContent() }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(
             database: database, query: query, reply: c.reply, engine: views.engine, queryServer: queryServer,

@@ -29,10 +29,7 @@ extension ViewHandlers {
     /// more.
     func cleanup(_ c: RequestContext) throws {
         let database = try c.database()
-        // CouchDB answers 415 to JSON endpoints given another content type.
-        if let type = c.request.contentType, type != "application/json" {
-            throw CouchError.badContentType("Content-Type must be application/json")
-        }
+        try c.request.requireJSONContent()
         var designIDs: [String] = []
         try database.allDocs(
             startKey: "_design/", endKey: "_design0", inclusiveEnd: false, descending: false, skip: 0, limit: nil
