@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent environment setup for couchlite on Debian: C libraries for the server (SQLite, libcrypto, Duktape,
-# zlib, libjpeg-turbo and libpng for thumbnails; libssl for HTTPS, the openssl command for its tests), Python + pytest + requests for the conformance suite,
+# zlib, libjpeg-turbo and libpng for thumbnails; PCRE2 for Mango's $regex; libheif (HEIC/AVIF), FFmpeg's
+# libavformat/libavcodec/libswscale (video posters) and libexif (dates taken), heif-enc for test samples; libssl
+# for HTTPS, the openssl command for its tests), Python + pytest + requests for the conformance suite,
 # Chromium + Playwright + ffmpeg (test videos) for the gallery's browser tests, wrk for benchmarks, curl for the
 # README's examples (and their e2e test), Node.js to lint the gallery's script, and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
 # Source it (`. scripts/setup.sh`) to keep the PATH fix for /opt/swift in the caller.
@@ -17,7 +19,9 @@ as_root() {
 
 # --- Debian packages -------------------------------------------------------------------
 missing=()
-for pkg in libsqlite3-dev libssl-dev openssl zlib1g-dev duktape-dev libqrencode-dev zbar-tools libjpeg62-turbo-dev libpng-dev wrk chromium ffmpeg; do
+for pkg in libsqlite3-dev libssl-dev openssl zlib1g-dev duktape-dev libqrencode-dev zbar-tools libjpeg62-turbo-dev libpng-dev \
+  libpcre2-dev libheif-dev libheif-examples libexif-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
+  wrk chromium ffmpeg; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 command -v curl >/dev/null 2>&1 || missing+=(curl)
