@@ -17,6 +17,8 @@ public struct Endpoint: Sendable {
     public let redacted: String
     /// The cookie session used instead of Basic auth where the peer has `/_session`.
     let session: Session?
+    /// The user name of the URL's credentials (a cookie session's), if it has any.
+    public var userName: String? { session?.user }
     /// The path before the database's (`/couch` for `http://host/couch/db`), where `/_session` is.
     var rootPath: String {
         guard let slash = basePath.lastIndex(of: "/") else { return "" }

@@ -101,5 +101,13 @@ import Testing
         #expect(refusal(["--log-format", "xml"]) == "--log-format must be text or json, got 'xml'")
         #expect(refusal(["--data-dir", ""]) == "--data-dir needs a directory")
         #expect(refusal(["--max-connections-per-address", "0"]) == "no error")
+        // A zero first pause would retry a crashed replication at once, for ever.
+        #expect(refusal(["--replicator-retry", "0"]) == "--replicator-retry must be 1...3600, got '0'")
+    }
+
+    @Test func theReplicatorRetryIsCouchDBsThirtySecondsUnlessSet() throws {
+        #expect(try #require(try Options.parse(arguments: [], environment: [:])).replicatorRetrySeconds == 30)
+        let set = try #require(try Options.parse(arguments: [], environment: ["COUCHLITE_REPLICATOR_RETRY": "2"]))
+        #expect(set.replicatorRetrySeconds == 2)
     }
 }

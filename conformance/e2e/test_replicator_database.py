@@ -71,13 +71,22 @@ def test_one_shot_replicator_documents_record_their_outcome(servers):
     assert "_replication_state_time" in doc
     assert doc_count(b, "once") == 7
 
-    bad = {"source": "nosuch", "target": f"{b.url}/x", "create_target": True}
+    # A document that cannot run fails; a missing source database is retried (crashing), as CouchDB does.
+    bad = {"source": "src", "target": f"{b.url}/x", "doc_ids": "d1"}
     assert requests.put(f"{a.url}/_replicator/bad", json=bad, timeout=5).status_code == 201
     doc = wait_for(lambda: (lambda d: d if d.get("_replication_state") == "failed" else None)(
         requests.get(f"{a.url}/_replicator/bad", timeout=5).json()), what="failed state")
-    assert "does not exist" in doc["_replication_state_reason"], doc
+    assert "`doc_ids` field must be a list" in doc["_replication_state_reason"], doc
+    missing = {"source": "nosuch", "target": f"{b.url}/x", "create_target": True}
+    assert requests.put(f"{a.url}/_replicator/missing", json=missing, timeout=5).status_code == 201
+    wait_for(lambda: {d["doc_id"]: d["state"] for d in requests.get(f"{a.url}/_scheduler/docs", timeout=5).json()[
+        "docs"]}.get("missing") == "crashing", what="crashing state")
+    assert "_replication_state" not in requests.get(f"{a.url}/_replicator/missing", timeout=5).json()
     docs = {d["doc_id"]: d for d in requests.get(f"{a.url}/_scheduler/docs", timeout=5).json()["docs"]}
     assert docs["once"]["state"] == "completed" and docs["bad"]["state"] == "failed", docs
+    assert docs["missing"]["info"] == {"error": "db_not_found: could not open nosuch"}, docs
+    rev = requests.get(f"{a.url}/_replicator/missing", timeout=5).json()["_rev"]
+    assert requests.delete(f"{a.url}/_replicator/missing?rev={rev}", timeout=5).status_code == 200
 
     # After a restart neither runs again.
     a.stop()

@@ -140,3 +140,22 @@ def test_deleting_system_databases_does_not_make_receive_spin(receivers):
     receiver.wait_for_log("the drop database was deleted")
     assert receiver.stop() == 0
     assert "Saved 0 photos" in receiver.log_text()
+
+
+def test_crashing_replicator_jobs_wait_between_retries(servers):
+    """Jobs whose source is missing or refuses connections are retried with pauses that double (CouchDB's
+    backoff), never at once: with a one-second first pause, a few retries fall into the measured window and the
+    process stays idle between them."""
+    a = servers("a", args=("--replicator-retry", "1"))
+    wait_for(lambda: requests.get(f"{a.url}/_replicator", timeout=5).status_code == 200, what="_replicator")
+    for i in range(4):
+        job = {"source": f"{a.url}/nothere{i}", "target": f"copy{i}"}
+        assert requests.put(f"{a.url}/_replicator/missing{i}", json=job, timeout=5).status_code == 201
+    refused = {"source": "http://127.0.0.1:1/gone", "target": "copy"}
+    assert requests.put(f"{a.url}/_replicator/refused", json=refused, timeout=5).status_code == 201
+    wait_for(lambda: all(requests.get(f"{a.url}/_scheduler/docs/_replicator/missing{i}", timeout=5).json().get(
+        "error_count", 0) >= 2 for i in range(4)), what="the first retries")
+    assert_idle(a.proc.pid, "while crashed _replicator jobs wait to be retried")
+    docs = requests.get(f"{a.url}/_scheduler/docs", timeout=5).json()["docs"]
+    # Pauses of 1, 2, 4 s…: after ~5 s a job has crashed three or four times, not hundreds.
+    assert all(d["state"] in ("crashing", "running") and d["error_count"] <= 5 for d in docs), docs

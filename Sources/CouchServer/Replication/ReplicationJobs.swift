@@ -13,12 +13,27 @@ final class ReplicationJobs: Sendable {
         /// The `_replicator` document that started it, if any.
         let docID: String?
         let state = Mutex<JobState>(JobState())
-        init(_ replication: Replication, docID: String?) {
+        /// The counters of the earlier runs of a `_replicator` job that crashed and is tried again: CouchDB's
+        /// `info` keeps counting across retries, and keeps the last `checkpointed_source_seq` until the new run
+        /// has read its checkpoint.
+        let carried: ReplicationStats
+        /// When it was started (as CouchDB's `started` history event).
+        let started = Date()
+        /// Names this run as CouchDB's `pid` does its job process (`<0.N.0>`, N counting runs since start): a
+        /// client can tell a job that runs (a pid) from one waiting to (null), and one run from the next.
+        let pid = "<0.\(Job.runs.wrappingAdd(1, ordering: .relaxed).newValue).0>"
+        private static let runs = Atomic<Int>(0)
+
+        init(_ replication: Replication, docID: String?, carried: ReplicationStats = ReplicationStats()) {
             self.replication = replication
             self.docID = docID
+            self.carried = carried
         }
 
         var isFinished: Bool { state.withLock { $0.finished } }
+
+        /// This run's counters on top of the earlier runs'.
+        var stats: ReplicationStats { replication.stats.carrying(carried) }
     }
 
     struct JobState {
@@ -149,6 +164,20 @@ final class ReplicationJobs: Sendable {
 }
 
 extension ReplicationStats {
+    /// These counters after `earlier` ones (an earlier run of the same job); sequences this run has not reached
+    /// yet (still 0, before it read its checkpoint) are the earlier run's.
+    func carrying(_ earlier: ReplicationStats) -> ReplicationStats {
+        var total = self
+        total.add(earlier)
+        total.bulkGetDocs += earlier.bulkGetDocs
+        total.bulkGetAttempts += earlier.bulkGetAttempts
+        total.attachmentBytes += earlier.attachmentBytes
+        if checkpointedSeq == 0 { total.checkpointedSeq = earlier.checkpointedSeq }
+        if throughSeq == 0 { total.throughSeq = earlier.throughSeq }
+        if changesPending == nil { total.changesPending = earlier.changesPending }
+        return total
+    }
+
     /// Adds another job's counters (the sequences are not summed).
     package mutating func add(_ other: ReplicationStats) {
         docsRead += other.docsRead

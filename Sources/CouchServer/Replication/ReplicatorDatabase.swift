@@ -6,31 +6,24 @@ import Synchronization
 
 /// The `_replicator` database: each document there is a replication job, started when the document
 /// appears (and again after a restart of the server, resuming from its checkpoint), cancelled when it
-/// is deleted, restarted when it is edited. One-shot jobs record their outcome in the document
-/// (`_replication_state` `completed`/`failed`, `_replication_state_time`, `_replication_stats`,
-/// `_replication_state_reason`), as CouchDB 3 does; `GET /_scheduler/docs` shows every document's state.
+/// is deleted, restarted when it is edited. A job that crashes (its peer is down, refuses the password, lacks the
+/// database) is started again after a pause that doubles with each consecutive crash, as CouchDB's scheduler does;
+/// one-shot jobs record their outcome in the document (`_replication_state` `completed`/`failed`,
+/// `_replication_state_time`, `_replication_stats`, `_replication_state_reason`), as CouchDB 3 does.
+/// `GET /_scheduler/docs` and `/_scheduler/jobs` show every document's state and history, and each change of state
+/// is one log line with its reason.
 ///
 /// The database is read through the app's in-process server like any local endpoint, following its
 /// `_changes` with long-polls on a thread of its own.
 final class ReplicatorDatabase: Sendable {
     package static let name = "_replicator"
 
-    struct DocState: Sendable {
-        var rev: String
-        var state: String
-        var jobID: String?
-        var source: String?
-        var target: String?
-        var error: String?
-        var errorCount = 0
-        var lastUpdated = Date()
-        var startTime = Date()
-        var job: ReplicationJobs.Job?
-    }
-
     private let box: AppBox
     private let endpoint: Endpoint
-    private let docs = Mutex<[String: DocState]>([:])
+    private let log: Logger
+    /// The first pause after a crash (CouchDB's 30 s).
+    private let retryBase: Duration
+    private let docs = Mutex<[String: ReplicatorDocState]>([:])
     private let stopped = Mutex<Bool>(false)
     private let wakeup = Wakeup()
 
@@ -38,6 +31,8 @@ final class ReplicatorDatabase: Sendable {
         box = AppBox()
         box.app = app
         endpoint = app.localEndpoint(Self.name)
+        log = app.log
+        retryBase = .seconds(app.options.replicatorRetrySeconds)
     }
 
     /// Creates the database if needed and starts following it.
@@ -47,13 +42,24 @@ final class ReplicatorDatabase: Sendable {
         thread.start()
     }
 
+    /// Stops following the database and ends every pause before a retry (the running jobs are stopped by
+    /// `ReplicationJobs.stopAll`).
     func stop() {
         stopped.withLock { $0 = true }
         endpoint.client.cancel()
         wakeup.wake()
+        let running = docs.withLock { docs in
+            docs.keys.compactMap { id -> ReplicationJobs.Job? in
+                docs[id]?.retry?.release()
+                guard let job = docs[id]?.job, !job.isFinished else { return nil }
+                docs[id]?.history?.record(.stopped)
+                return job
+            }
+        }
+        for job in running { logStopped(job, reason: "server stopping") }
     }
 
-    var states: [(String, DocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
+    var states: [(String, ReplicatorDocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
 
     private var isStopped: Bool { stopped.withLock { $0 } }
 
@@ -112,16 +118,24 @@ final class ReplicatorDatabase: Sendable {
 
     /// The database was deleted: its documents' jobs stop and their states go.
     private func databaseDeleted() {
-        let jobs = docs.withLock { docs in
+        let entries = docs.withLock { docs in
             defer { docs.removeAll() }
-            return docs.values.compactMap(\.job)
+            return Array(docs.values)
         }
-        for job in jobs { job.replication.cancel() }
+        for entry in entries { end(entry, reason: "replicator database deleted") }
     }
 
     private func removed(_ id: String) {
-        let job = docs.withLock { $0.removeValue(forKey: id)?.job }
-        job?.replication.cancel()
+        guard let entry = docs.withLock({ $0.removeValue(forKey: id) }) else { return }
+        end(entry, reason: "document deleted")
+    }
+
+    /// Ends a document's job: its run is cancelled, its pause before a retry cut short.
+    private func end(_ entry: ReplicatorDocState, reason: String) {
+        entry.retry?.release()
+        guard let job = entry.job, !job.isFinished else { return }
+        job.replication.cancel()
+        logStopped(job, reason: reason)
     }
 
     private func changed(_ id: String, _ doc: JSONObject) {
@@ -129,19 +143,16 @@ final class ReplicatorDatabase: Sendable {
         let state = doc["_replication_state"]?.stringValue
         let previous = docs.withLock { $0[id] }
         if previous?.rev == rev { return }
-        // Our own write of the outcome: remember it, start nothing.
+        // Our own write of the outcome (or one found after a restart): remember it, start nothing.
         if state == "completed" || state == "failed" {
-            docs.withLock {
-                var entry = $0[id] ?? DocState(rev: rev, state: state ?? "")
-                entry.rev = rev
-                entry.state = state ?? ""
-                entry.job = nil
-                entry.error = doc["_replication_state_reason"]?.stringValue
-                $0[id] = entry
-            }
+            docs.withLock { $0[id] = Self.outcome(of: doc, rev: rev, state: state ?? "") }
             return
         }
-        previous?.job?.replication.cancel()
+        if let previous { end(previous, reason: "document updated") }
+        var entry = ReplicatorDocState(rev: rev)
+        entry.source = ReplicatorDocState.shown(doc["source"])
+        entry.target = ReplicatorDocState.shown(doc["target"])
+        docs.withLock { $0[id] = entry }
         let usesLocal = [doc["source"], doc["target"]].contains { value in
             guard let value, !value.isNull else { return false }  // a missing endpoint is the parser's error
             return !Endpoint.isURL(value.stringValue ?? value["url"]?.stringValue ?? "")
@@ -176,57 +187,134 @@ final class ReplicatorDatabase: Sendable {
             record(id, rev: rev, failed: error.description)
             return
         }
-        let job = ReplicationJobs.Job(replication, docID: id)
-        docs.withLock {
-            $0[id] = DocState(
-                rev: rev, state: "running", jobID: replication.fullID, source: replication.source.display,
-                target: replication.target.display, job: job)
+        let scheduled = docs.withLock { docs -> Result<Bool, Duplicate> in
+            // One job per replication id: CouchDB's scheduler keeps a crashed job (waiting to run again) under
+            // its id, so another document asking for the same replication fails while it is there.
+            let other = docs.first { $0.key != id && $0.value.jobID == replication.fullID && $0.value.history != nil }
+            if let other { return .failure(Duplicate(docID: other.key)) }
+            guard docs[id]?.rev == rev else { return .success(false) }
+            docs[id]?.jobID = replication.fullID
+            docs[id]?.history = SchedulerHistory()
+            return .success(true)
         }
-        launch(job, id: id, rev: rev, doc: doc)
+        switch scheduled {
+        case .success(true): launch(ReplicationJobs.Job(replication, docID: id), id: id, rev: rev)
+        case .success(false): return
+        case .failure(let duplicate): failDuplicate(replication.fullID, id: id, rev: rev, of: duplicate.docID)
+        }
     }
 
-    private func launch(_ job: ReplicationJobs.Job, id: String, rev: String, doc: JSONObject) {
+    /// Another document's job has the same replication id.
+    private struct Duplicate: Error {
+        var docID: String?
+    }
+
+    /// CouchDB's words for a document whose replication already runs for another (`nil`: for `_replicate`).
+    private func failDuplicate(_ jobID: String, id: String, rev: String, of other: String?) {
+        let by = other.map { "triggered by document `\($0)` from db `\(Self.name)`" } ?? "triggered by `_replicate`"
+        record(id, rev: rev, failed: "Replication `\(jobID)` specified by document `\(id)` already started, \(by)")
+    }
+
+    /// The state of a document that has its outcome written in it.
+    private static func outcome(of doc: JSONObject, rev: String, state: String) -> ReplicatorDocState {
+        var entry = ReplicatorDocState(rev: rev)
+        entry.source = ReplicatorDocState.shown(doc["source"])
+        entry.target = ReplicatorDocState.shown(doc["target"])
+        let time = doc["_replication_state_time"]?.stringValue.flatMap { ISO8601DateFormatter().date(from: $0) }
+        if state == "completed" {
+            entry.outcome = .completed(stats: doc["_replication_stats"] ?? .null, time: time ?? Date())
+        } else {
+            entry.outcome = .failed(reason: doc["_replication_state_reason"]?.stringValue ?? "", time: time ?? Date())
+        }
+        return entry
+    }
+
+    /// Runs `job` for document `id` at revision `rev` (its first run, or a retry).
+    private func launch(_ job: ReplicationJobs.Job, id: String, rev: String) {
         guard let app = box.app else { return }
         guard app.replications.add(job) else {
-            record(id, rev: rev, failed: "Replication `\(job.replication.fullID)` is already running")
+            let other = app.replications.job(id: job.replication.fullID)?.docID
+            return failDuplicate(job.replication.fullID, id: id, rev: rev, of: other)
+        }
+        let current = docs.withLock { docs -> Bool in
+            guard docs[id]?.rev == rev else { return false }
+            docs[id]?.job = job
+            docs[id]?.retry = nil
+            docs[id]?.history?.record(.started, at: job.started)
+            return true
+        }
+        guard current, !isStopped else {
+            app.replications.remove(job)
             return
         }
+        log.info(
+            "replication job started",
+            [
+                "replication_id": job.replication.fullID, "doc_id": id, "source": job.replication.source.redacted,
+                "target": job.replication.target.redacted,
+            ])
         app.replications.startInBackground(job, hold: { [app] in app.holdLocalDatabases(of: job.replication) }) {
             [self] outcome in
-            switch outcome {
-            case .success(let body):
-                guard !job.replication.options.continuous else { return }
-                writeOutcome(id, rev: rev, state: "completed", reason: nil, stats: body["history"]?[0])
-            case .failure(.cancelled):
-                return
-            case .failure(let error):
-                if error.isRetryable, current(id)?.rev == rev, !isStopped {
-                    // The peer may come back: try again after a pause, as CouchDB's scheduler does.
-                    docs.withLock {
-                        $0[id]?.state = "crashing"
-                        $0[id]?.error = error.description
-                        $0[id]?.errorCount += 1
-                    }
-                    let count = current(id)?.errorCount ?? 1
-                    Thread.sleep(forTimeInterval: min(60, Double(1 << min(count, 6))))
-                    guard current(id)?.rev == rev, !isStopped else { return }
-                    let retry = ReplicationJobs.Job(
-                        Replication(
-                            source: job.replication.source, target: job.replication.target,
-                            options: job.replication.options), docID: id)
-                    docs.withLock {
-                        $0[id]?.job = retry
-                        $0[id]?.state = "running"
-                    }
-                    launch(retry, id: id, rev: rev, doc: doc)
-                    return
-                }
-                writeOutcome(id, rev: rev, state: "failed", reason: error.description, stats: nil)
-            }
+            finished(job, id: id, rev: rev, outcome)
         }
     }
 
-    private func current(_ id: String) -> DocState? { docs.withLock { $0[id] } }
+    /// A run ended (on its thread).
+    private func finished(
+        _ job: ReplicationJobs.Job, id: String, rev: String, _ outcome: Result<JSON, ReplicationError>
+    ) {
+        switch outcome {
+        case .success:
+            guard !job.replication.options.continuous else { return }
+            let info = job.stats.couchInfo(sequences: false)
+            let start = docs.withLock { $0[id]?.startTime } ?? job.started
+            let stats = JSON.object(JSONObject(info + [("start_time", .string(SchedulerHistory.iso8601(start)))]))
+            writeOutcome(id, rev: rev, .completed(stats: stats, time: Date()))
+            log.info("replication completed", ["replication_id": job.replication.fullID, "doc_id": id])
+        case .failure(.cancelled):
+            return
+        case .failure(let error) where error.isDocumentError:
+            record(id, rev: rev, failed: error.description)
+        case .failure(let error):
+            retry(job, id: id, rev: rev, after: error)
+        }
+    }
+
+    /// A run crashed: the job waits (CouchDB's backoff, from `SchedulerHistory`), then runs again, unless the
+    /// server stops or the document changes meanwhile, which end the pause at once.
+    private func retry(_ job: ReplicationJobs.Job, id: String, rev: String, after error: ReplicationError) {
+        let reason = error.schedulerReason(source: job.replication.source, target: job.replication.target)
+        let latch = StopLatch()
+        let crashed = docs.withLock { docs -> (pause: Duration, count: Int)? in
+            guard var entry = docs[id], entry.rev == rev, var history = entry.history else { return nil }
+            history.record(.crashed, reason: reason)
+            entry.history = history
+            entry.carried = job.stats
+            entry.job = nil
+            entry.retry = latch
+            docs[id] = entry
+            return (history.backoff(base: retryBase), history.consecutiveCrashes)
+        }
+        // `stop()` sets `stopped` before it releases the latches it finds: either it found this one or this sees it.
+        guard let crashed, !isStopped else { return }
+        log.error(
+            "replication job crashed",
+            [
+                "replication_id": job.replication.fullID, "doc_id": id, "error_count": String(crashed.count),
+                "retry_in_s": String(crashed.pause.components.seconds), "reason": reason,
+            ])
+        if latch.wait(for: crashed.pause) { return }
+        guard docs.withLock({ $0[id]?.rev == rev && $0[id]?.retry === latch }), !isStopped else { return }
+        let again = Replication(
+            source: job.replication.source, target: job.replication.target, options: job.replication.options)
+        launch(ReplicationJobs.Job(again, docID: id, carried: job.stats), id: id, rev: rev)
+    }
+
+    private func logStopped(_ job: ReplicationJobs.Job, reason: String) {
+        log.info(
+            "replication job stopped",
+            ["replication_id": job.replication.fullID, "doc_id": job.docID ?? "", "reason": reason])
+    }
 
     /// Whether `_security` lets no one but server admins (role `_admin`) write documents.
     static func onlyServerAdminsWrite(_ security: SecurityObject) -> Bool {
@@ -238,44 +326,47 @@ final class ReplicatorDatabase: Sendable {
         return true
     }
 
+    /// The document cannot run (CouchDB's `failed`, logged as its "Error processing replication doc").
     private func record(_ id: String, rev: String, failed reason: String) {
-        docs.withLock { $0[id] = DocState(rev: rev, state: "failed", error: reason) }
-        writeOutcome(id, rev: rev, state: "failed", reason: reason, stats: nil)
+        log.error("error processing replication doc", ["doc_id": id, "reason": reason])
+        writeOutcome(id, rev: rev, .failed(reason: reason, time: Date()))
     }
 
-    /// Writes `_replication_state` and friends into the document (unless it changed meanwhile).
-    private func writeOutcome(_ id: String, rev: String, state: String, reason: String?, stats: JSON?) {
-        guard current(id)?.rev == rev || current(id) == nil || current(id)?.state == "failed" else { return }
+    /// Writes `_replication_state` and friends into the document, unless it changed meanwhile.
+    private func writeOutcome(_ id: String, rev: String, _ outcome: ReplicatorDocState.Outcome) {
         // `_scheduler/docs` shows the outcome at once, not only when the feed brings back this write.
-        docs.withLock {
-            $0[id]?.state = state
-            $0[id]?.error = reason
-            $0[id]?.lastUpdated = Date()
+        let current = docs.withLock { docs -> Bool in
+            guard docs[id]?.rev == rev else { return false }
+            docs[id]?.outcome = outcome
+            docs[id]?.history = nil
+            docs[id]?.job = nil
+            return true
         }
+        guard current else { return }
         let path = "/" + PathEncoding.docID(id)
         guard let response = try? endpoint.client.send(endpoint.request("GET", path + "?rev=" + rev)),
             response.status == 200, case .object(var doc)? = try? response.json()
         else { return }
-        let time = ISO8601DateFormatter().string(from: Date())
-        doc["_replication_state"] = .string(state)
-        doc["_replication_state_time"] = .string(time)
-        if let reason { doc["_replication_state_reason"] = .string(reason) }
-        if let stats, case .object(let entry) = stats {
-            let keys = ["docs_read", "docs_written", "doc_write_failures", "missing_checked", "missing_found"]
-            let picked = entry.filter { keys.contains($0.key) }
-            doc["_replication_stats"] = .object(JSONObject(picked.map { ($0.key, $0.value) }))
+        switch outcome {
+        case .completed(let stats, let time):
+            doc["_replication_state"] = "completed"
+            doc["_replication_state_time"] = .string(SchedulerHistory.iso8601(time))
+            doc["_replication_stats"] = stats
+        case .failed(let reason, let time):
+            doc["_replication_state"] = "failed"
+            doc["_replication_state_time"] = .string(SchedulerHistory.iso8601(time))
+            doc["_replication_state_reason"] = .string(reason)
         }
-        if let jobID = current(id)?.jobID { doc["_replication_id"] = .string(jobID) }
         _ = try? endpoint.client.send(endpoint.request("PUT", path, json: .object(doc))).discard()
     }
 }
 
 extension ReplicationError {
-    /// Worth starting the job again later: the network or the peer may come back.
-    var isRetryable: Bool {
+    /// The document itself is wrong, and running it again cannot help: it is `failed`, not retried. Everything
+    /// else (a peer down, a wrong password, a missing database) CouchDB's scheduler retries for ever, with backoff.
+    var isDocumentError: Bool {
         switch self {
-        case .connectionRefused, .connectionReset, .timeout, .tooSlow, .unreachable, .insufficientStorage: true
-        case .httpStatus(let status, _): status >= 500
+        case .badRequest, .filterNotFound, .certificateRejected: true
         default: false
         }
     }

@@ -13,5 +13,5 @@ final class ReplicatorDatabaseSlot: Sendable {
 
     /// Every `_replicator` document the server has seen, with its state, by id (none before it follows the
     /// database).
-    var states: [(String, ReplicatorDatabase.DocState)] { withLock { $0 }?.states ?? [] }
+    var states: [(String, ReplicatorDocState)] { withLock { $0 }?.states ?? [] }
 }

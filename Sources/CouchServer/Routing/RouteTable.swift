@@ -32,6 +32,7 @@ extension App {
                 try app.node.membership(c)
             },
             Route(read, "/_scheduler/jobs", .serverAdmin) { app, c in try app.replicationJobs.schedulerJobs(c) },
+            Route(read, "/_scheduler/jobs/{id}", .serverAdmin) { app, c in try app.replicationJobs.schedulerJob(c) },
             Route(read, "/_scheduler/docs", .serverAdmin) { app, c in try app.replicationJobs.schedulerDocs(c) },
             Route(read, "/_scheduler/docs/{replicator}", .serverAdmin) { app, c in
                 try app.replicationJobs.schedulerDocs(c)

@@ -48,6 +48,10 @@ package struct Options: Sendable {
     /// Most MiB one worker's JavaScript heap may hold.
     package var jsHeapMiB = 256
 
+    /// The first pause before a crashed `_replicator` job is started again, doubling with each consecutive crash
+    /// (CouchDB's scheduler waits 30 s, its `BACKOFF_INTERVAL_MICROS`).
+    package var replicatorRetrySeconds = 30
+
     package init() {}
 
     /// Checks combinations of options.

@@ -133,6 +133,11 @@ extension Options {
             "--js-heap-mib", environment: "COUCHLITE_JS_HEAP_MIB", valueName: "MIB",
             help: "most MiB one JavaScript worker's heap may hold, default 256", in: 8...16384
         ) { $0.jsHeapMiB = $1 },
+        .integer(
+            "--replicator-retry", environment: "COUCHLITE_REPLICATOR_RETRY", valueName: "SECONDS",
+            help: "first pause before a crashed _replicator job runs again, doubling per crash, default 30",
+            in: 1...3600
+        ) { $0.replicatorRetrySeconds = $1 },
         Spec(
             flag: "--users-db-security-editable", environment: "COUCHLITE_USERS_DB_SECURITY_EDITABLE",
             valueName: "BOOL", help: "let admins change _users/_security (e.g. to allow sign-up), default false"

@@ -131,7 +131,7 @@ struct NodeHandlers: Sendable {
                             ("running", .gauge(jobs.running, "replicator scheduler running jobs")),
                             ("pending", .gauge(0, "replicator scheduler pending jobs")),
                             ("crashed", .gauge(crashing, "replicator scheduler crashed jobs")),
-                            ("total", .gauge(jobs.running, "total number of replicator scheduler jobs")),
+                            ("total", .gauge(jobs.running + crashing, "total number of replicator scheduler jobs")),
                             ("adds", .counter(jobs.history.adds, "number of jobs added to replicator scheduler")),
                             (
                                 "duplicate_adds",

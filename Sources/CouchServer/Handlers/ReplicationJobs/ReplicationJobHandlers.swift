@@ -106,14 +106,14 @@ struct ReplicationJobHandlers: Sendable {
 
     private static func taskJSON(_ job: ReplicationJobs.Job) -> JSON {
         let replication = job.replication
-        let stats = replication.stats
+        let stats = job.stats
         return .object(
             JSONObject([
-                ("type", "replication"), ("node", .string(App.nodeName)),
-                ("replication_id", .string(replication.fullID)),
+                ("type", "replication"), ("node", .string(App.nodeName)), ("pid", .string(job.pid)),
+                ("process_status", "waiting"), ("user", .null), ("replication_id", .string(replication.fullID)),
                 ("doc_id", job.docID.map(JSON.string) ?? .null),
                 ("database", job.docID == nil ? .null : "_replicator"),
-                ("source", .string(replication.source.display)), ("target", .string(replication.target.display)),
+                ("source", .string(replication.source.redacted)), ("target", .string(replication.target.redacted)),
                 ("continuous", .bool(replication.options.continuous)),
                 ("docs_read", .int(stats.docsRead)), ("docs_written", .int(stats.docsWritten)),
                 ("doc_write_failures", .int(stats.docWriteFailures)),

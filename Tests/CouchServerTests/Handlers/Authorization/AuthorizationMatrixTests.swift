@@ -46,6 +46,7 @@ import Testing
         Expectation("GET", "/_all_dbs", [401, 401, 401, 401, 200, 403]),
         Expectation("GET", "/_active_tasks", [401, 401, 401, 401, 200, 403]),
         Expectation("GET", "/_scheduler/jobs", [401, 401, 401, 401, 200, 403]),
+        Expectation("GET", "/_scheduler/jobs/no-such-job", [401, 401, 401, 401, 404, 403]),
         Expectation("GET", "/_membership", [401, 401, 401, 401, 200, 403]),
         Expectation("GET", "/_node/_local", [401, 401, 401, 401, 200, 403]),
         Expectation("GET", "/_node/_local/_stats", [401, 401, 401, 401, 200, 403]),
