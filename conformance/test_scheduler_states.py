@@ -268,3 +268,28 @@ def test_deleting_a_crashing_document_removes_its_job(scenario, couch):
     assert couch.delete(f"/_replicator/{doc_id}", params={"rev": rev}).status_code == 200
     wait_for(lambda: couch.get(f"/_scheduler/jobs/{row['id']}").status_code == 404, "the job's removal")
     wait_for(lambda: couch.get(f"/_scheduler/docs/_replicator/{doc_id}").status_code == 404, "the row's removal")
+
+
+@pytest.mark.parametrize("fields, reason", [
+    ({"source": "http://", "target": "TARGET"}, "endpoint has an invalid url"),
+    ({"source": {"url": "http://"}, "target": "TARGET"}, "endpoint has an invalid url"),
+    ({"source": "http://host:notaport/db", "target": "TARGET"}, "endpoint has an invalid url"),
+    ({"source": "TARGET"}, "Missing replicator database"),
+    ({"source": "TARGET", "target": "TARGET", "doc_ids": "d1"},
+     "{throw,{bad_request,<<\"parameter `doc_ids` must be an array\">>}}"),
+    ({"source": "TARGET", "target": "TARGET", "continuous": "yes"},
+     "{throw,{bad_request,<<\"parameter `continuous` must be a boolean\">>}}"),
+    ({"source": "TARGET", "target": "TARGET", "filter": "nofilter"}, "Invalid filter. Must match `ddocname/filtername`."),
+])
+def test_a_document_that_is_no_replication_is_refused_at_write(couch, fields, reason):
+    """CouchDB checks `_replicator` documents as they are written (`before_doc_update`): one it cannot read as a
+    replication is a 403, never stored (so it never becomes a `failed` job)."""
+    parts = urllib.parse.urlsplit(couch.base)
+    target = f"{parts.scheme}://{parts.netloc}/scheduler-never-made"
+    body = {key: (target if value == "TARGET" else value) for key, value in fields.items()}
+    doc_id = f"scheduler-{uuid.uuid4().hex[:8]}-refused-at-write"
+    r = couch.put(f"/_replicator/{doc_id}", json=body)
+    if r.status_code == 201:  # clean up before failing
+        couch.delete(f"/_replicator/{doc_id}", params={"rev": r.json()["rev"]})
+    assert r.status_code == 403 and r.json() == {"error": "forbidden", "reason": reason}, (r.status_code, r.text)
+    assert couch.get(f"/_replicator/{doc_id}").status_code == 404

@@ -72,11 +72,11 @@ def test_one_shot_replicator_documents_record_their_outcome(servers):
     assert doc_count(b, "once") == 7
 
     # A document that cannot run fails; a missing source database is retried (crashing), as CouchDB does.
-    bad = {"source": "src", "target": f"{b.url}/x", "doc_ids": "d1"}
+    bad = {"source": "src", "target": f"{b.url}/x", "filter": "nosuch/filter"}
     assert requests.put(f"{a.url}/_replicator/bad", json=bad, timeout=5).status_code == 201
     doc = wait_for(lambda: (lambda d: d if d.get("_replication_state") == "failed" else None)(
         requests.get(f"{a.url}/_replicator/bad", timeout=5).json()), what="failed state")
-    assert "`doc_ids` field must be a list" in doc["_replication_state_reason"], doc
+    assert "nosuch" in doc["_replication_state_reason"], doc
     missing = {"source": "nosuch", "target": f"{b.url}/x", "create_target": True}
     assert requests.put(f"{a.url}/_replicator/missing", json=missing, timeout=5).status_code == 201
     wait_for(lambda: {d["doc_id"]: d["state"] for d in requests.get(f"{a.url}/_scheduler/docs", timeout=5).json()[

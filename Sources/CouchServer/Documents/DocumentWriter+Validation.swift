@@ -4,7 +4,8 @@ import RevTree
 
 /// `validate_doc_update`: every design document's validation function runs on every write of a normal document,
 /// on every write path (they all pass through `validateWrites` before the store applies them), for admins too,
-/// as in CouchDB. Design documents (admin-only) and `_local` documents are not validated.
+/// as in CouchDB. Design documents (admin-only) and `_local` documents are not validated. `_replicator` documents
+/// are also checked as replications (`ReplicatorDocumentCheck`).
 extension DocumentWriter {
     /// Checks `writes` against the database's validation functions.
     /// - Returns: for each write, nil when it may be stored, or the error that refuses it (403 `forbidden`,
@@ -15,6 +16,9 @@ extension DocumentWriter {
     ) throws -> [CouchError?] {
         var verdicts = [CouchError?](repeating: nil, count: writes.count)
         guard !writes.isEmpty else { return verdicts }
+        if database.name == ReplicatorDatabase.name && newEdits && user.handler != UserContext.localReplicator.handler {
+            verdicts = writes.map(ReplicatorDocumentCheck.refusal)
+        }
         let validators = try designFunctions.validators(database)
         guard !validators.isEmpty else { return verdicts }
         var items: [ValidationItem] = []

@@ -2,6 +2,7 @@ import CouchWire
 import Dispatch
 import Foundation
 import Replicator
+import RevTree
 import Synchronization
 import Testing
 
@@ -225,5 +226,55 @@ import Testing
         #expect(state.state == "failed" && state.errorCount == 1)
         state.outcome = .completed(stats: .null, time: Date())
         #expect(state.state == "completed" && state.errorCount == 0)
+    }
+}
+
+/// `_replicator` documents CouchDB refuses at write, with its reasons; couchlite's extensions pass.
+@Suite struct ReplicatorDocumentCheckTests {
+    private func reason(_ json: String) throws -> String? {
+        try ReplicatorDocumentCheck.reason(#require(JSON.parse(Array(json.utf8)).objectValue))
+    }
+
+    @Test func unreadableEndpointsAreRefused() throws {
+        let target = #""target":"http://h:5984/t""#
+        #expect(try reason(#"{"source":"http://",\#(target)}"#) == "endpoint has an invalid url")
+        #expect(try reason(#"{"source":{"url":"http://"},\#(target)}"#) == "endpoint has an invalid url")
+        #expect(try reason(#"{"source":{"headers":{}},\#(target)}"#) == "endpoint has an invalid url")
+        #expect(try reason(#"{"source":"http://h:port/db",\#(target)}"#) == "endpoint has an invalid url")
+        #expect(try reason(#"{"source":42,\#(target)}"#) == "{error,function_clause}")
+        #expect(try reason(#"{\#(target)}"#) == "Missing replicator database")
+        #expect(try reason(#"{"source":null,\#(target)}"#) == "Missing replicator database")
+    }
+
+    @Test func optionsOfTheWrongTypeAreRefused() throws {
+        let both = #""source":"http://h/s","target":"http://h/t""#
+        #expect(try reason(#"{\#(both),"doc_ids":"d1"}"#)?.contains("`doc_ids` must be an array") == true)
+        #expect(try reason(#"{\#(both),"continuous":"yes"}"#)?.contains("`continuous` must be a boolean") == true)
+        #expect(try reason(#"{\#(both),"selector":[1]}"#)?.contains("`selector` must be a JSON object") == true)
+        #expect(try reason(#"{\#(both),"query_params":1}"#)?.contains("`query_params` must be an object") == true)
+        #expect(try reason(#"{\#(both),"filter":"nofilter"}"#) == "Invalid filter. Must match `ddocname/filtername`.")
+        #expect(try reason(#"{\#(both),"filter":"a/b/c"}"#) == "Invalid filter. Must match `ddocname/filtername`.")
+        #expect(try reason(#"{\#(both),"filter":"/b"}"#) == "Invalid filter. Must match `ddocname/filtername`.")
+    }
+
+    @Test func replicationsAndCouchliteExtensionsPass() throws {
+        let both = #""source":"http://u:p@h:5984/s","target":"https://h/t#sha256=ab""#
+        #expect(try reason(#"{\#(both),"continuous":true,"doc_ids":["a"],"filter":"d/f"}"#) == nil)
+        #expect(try reason(#"{\#(both),"filter":"_selector","selector":{"a":1}}"#) == nil)
+        #expect(try reason(#"{"source":"local-db","target":{"url":"https://h/t","couchlite_pin":"ab"}}"#) == nil)
+    }
+
+    @Test func deletionsDesignLocalAndFailedDocumentsAreNotChecked() {
+        let bad = Array(#"{"source":"http://"}"#.utf8)
+        #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "x", path: [], body: bad)) != nil)
+        #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "x", path: [], deleted: true, body: bad)) == nil)
+        #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "_design/x", path: [], body: bad)) == nil)
+        #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "_local/x", path: [], body: bad)) == nil)
+        let failed = Array(#"{"source":"http://","_replication_state":"failed"}"#.utf8)
+        #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "x", path: [], body: failed)) == nil)
+        // A body that is no JSON object (truncated, hostile) is not this check's to refuse.
+        for body in ["", "{", "[1]", String(repeating: "[", count: 10_000)] {
+            #expect(ReplicatorDocumentCheck.refusal(RevisionWrite(docID: "x", path: [], body: Array(body.utf8))) == nil)
+        }
     }
 }
