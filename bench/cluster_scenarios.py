@@ -133,7 +133,8 @@ def norm_rows(rows):
         d = row.get("doc")
         if d is None:
             continue
-        atts = {k: (v.get("digest"), v.get("length"), v.get("content_type")) for k, v in d.get("_attachments", {}).items()}
+        atts = {k: (v.get("digest"), v.get("length"), v.get("content_type"))
+                for k, v in d.get("_attachments", {}).items()}
         body = {k: v for k, v in d.items() if k not in ("_attachments", "_conflicts")}
         out[d["_id"]] = {"rev": d["_rev"], "conflicts": sorted(d.get("_conflicts", [])), "atts": atts, "body": body}
     return out
@@ -241,7 +242,8 @@ def replicate(base, body):
 
 def short_hist(j):
     h = (j.get("history") or [{}])[0] if isinstance(j, dict) else {}
-    return {k: h.get(k) for k in ("docs_read", "docs_written", "doc_write_failures", "missing_checked", "missing_found")}
+    keys = ("docs_read", "docs_written", "doc_write_failures", "missing_checked", "missing_found")
+    return {k: h.get(k) for k in keys}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -256,7 +258,8 @@ def scenario_a():
     t = time.time(); put_small(CL, "photos", "doc", 0, 2000); put_photos(CL, "photos", "photo", 0, 100)
     RESULTS["a_load_s"] = round(time.time() - t, 2)
     ref = snapshot(CL, "photos")
-    check("a: couchlite has 2100 docs with the written digests", len(ref) == 2100 and not expected_md5_problems(ref, "photos"),
+    check("a: couchlite has 2100 docs with the written digests",
+          len(ref) == 2100 and not expected_md5_problems(ref, "photos"),
           expected_md5_problems(ref, "photos")[:3])
     r, dt = replicate(CL, {"source": "photos", "target": f"{CLUSTER_URL}/photos", "create_target": True})
     RESULTS["a_push_s"] = round(dt, 2)
@@ -443,7 +446,8 @@ def scenario_d():
     log(f"d: {did}: couchlite {ra}, cluster {rb}; {pid}: couchlite {rpa}, cluster {rpb}")
     r1, t1 = replicate(CL, {"source": "photos", "target": f"{CLUSTER_URL}/photos"})
     r2, t2 = replicate(CL, {"source": f"{CLUSTER_URL}/photos", "target": "photos"})
-    log(f"d: push {r1.status_code} {t1:.2f}s {short_hist(r1.json())}; pull {r2.status_code} {t2:.2f}s {short_hist(r2.json())}")
+    log(f"d: push {r1.status_code} {t1:.2f}s {short_hist(r1.json())}; "
+        f"pull {r2.status_code} {t2:.2f}s {short_hist(r2.json())}")
     check("d: both one-shot replications ok", r1.ok and r2.ok, (r1.text[:200], r2.text[:200]))
     views = {"couchlite": CL, "node1": node(1), "node2": node(2), "node3": node(3)}
     for doc_id, revs in ((did, [ra, rb]), (pid, [rpa, rpb])):
@@ -461,7 +465,8 @@ def scenario_d():
         w = seen["couchlite"]
         check(f"d: {doc_id}: winner is CouchDB's ({win}), _conflicts == {lose}", w[0] == win and w[1] == lose, w[:2])
         if doc_id == pid:
-            check(f"d: {pid}: winning attachment digest is the winner's bytes", w[4] == by_rev[win], (w[4], by_rev[win]))
+            check(f"d: {pid}: winning attachment digest is the winner's bytes", w[4] == by_rev[win],
+                  (w[4], by_rev[win]))
         RESULTS[f"d_{doc_id}"] = seen
     # resolve on the cluster (delete the losing leaves there), pull, and check the conflicts are gone everywhere
     for doc_id, revs in ((did, [ra, rb]), (pid, [rpa, rpb])):
@@ -472,7 +477,8 @@ def scenario_d():
     r3, _ = replicate(CL, {"source": f"{CLUSTER_URL}/photos", "target": "photos"})
     r4, _ = replicate(CL, {"source": "photos", "target": f"{CLUSTER_URL}/photos"})
     ref = snapshot(CL, "photos")
-    check("d: conflicts resolved on the cluster are resolved on couchlite", not ref[did]["conflicts"] and not ref[pid]["conflicts"],
+    check("d: conflicts resolved on the cluster are resolved on couchlite",
+          not ref[did]["conflicts"] and not ref[pid]["conflicts"],
           (ref[did]["conflicts"], ref[pid]["conflicts"]))
     verify_everywhere("d", "photos", ref)
 
@@ -487,11 +493,14 @@ def scenario_e():
     put_small(CL, "bench", "doc", 0, 2000); put_photos(CL, "bench", "photo", 0, 100)
     ref = snapshot(CL, "bench")
     runs = [("e1 couchlite pushes couchlite->cluster (POST couchlite/_replicate)", CL,
-             {"source": "bench", "target": f"{CLUSTER_URL}/bench_push", "create_target": True}, "bench_push", "cluster"),
+             {"source": "bench", "target": f"{CLUSTER_URL}/bench_push", "create_target": True},
+             "bench_push", "cluster"),
             ("e2 cluster pulls couchlite->cluster (POST node1/_replicate)", node(1),
-             {"source": f"{CL_URL}/bench", "target": f"{CLUSTER_URL}/bench_pull", "create_target": True}, "bench_pull", "cluster"),
+             {"source": f"{CL_URL}/bench", "target": f"{CLUSTER_URL}/bench_pull", "create_target": True},
+             "bench_pull", "cluster"),
             ("e3 couchlite pulls cluster->couchlite (POST couchlite/_replicate)", CL,
-             {"source": f"{CLUSTER_URL}/bench_push", "target": "bench_back_cl", "create_target": True}, "bench_back_cl", "cl"),
+             {"source": f"{CLUSTER_URL}/bench_push", "target": "bench_back_cl", "create_target": True},
+             "bench_back_cl", "cl"),
             ("e4 cluster pushes cluster->couchlite (POST node1/_replicate)", node(1),
              {"source": f"{CLUSTER_URL}/bench_push", "target": f"{CL_URL}/bench_back_cdb", "create_target": True},
              "bench_back_cdb", "cl")]
@@ -501,8 +510,15 @@ def scenario_e():
         j = r.json()
         log(f"{name}: {r.status_code} in {dt:.2f}s {short_hist(j)}")
         check(f"{name} ok", r.ok and j.get("ok"), r.text[:300])
-        snap = snapshot(node(2) if where == "cluster" else CL, tdb)
-        p = diff(ref, snap)
+        # A cluster's _all_docs reads one copy of each range; a copy the write quorum left out catches up by
+        # internal replication within moments (seen once: 2,099 of 2,100 right after the cluster's own pull).
+        deadline = time.time() + 15
+        while True:
+            snap = snapshot(node(2) if where == "cluster" else CL, tdb)
+            p = diff(ref, snap)
+            if not p or time.time() > deadline:
+                break
+            time.sleep(0.5)
         check(f"{name}: target == source ({len(snap)} docs)", not p, p[:5])
         RESULTS[name.split()[0] + "_response"] = j
 
@@ -518,7 +534,8 @@ def new_log_lines(f):
 
 
 def scenario_f():
-    log("== f: continuous PULL cluster -> couchlite (_replicator doc), node2 killed, endpoint node3 killed, couchlite restarted")
+    log("== f: continuous PULL cluster -> couchlite (_replicator doc), node2 killed, endpoint node3 killed, "
+        "couchlite restarted")
     for jid in ("pull-cluster",):
         r = req("GET", f"{CL}/_replicator/{jid}")
         if r.status_code == 200:
@@ -568,7 +585,8 @@ def scenario_f():
     w = wait_visible(CL, "fromcluster", revs, timeout=300, poll=0.5)
     RESULTS["f4_caught_up_after_node3_restart_s"] = None if w is None else round(time.time() - t, 2)
     st = sched_state("pull-cluster")
-    check("f4: job recovers after its source node comes back and catches up", w is not None and st.get("state") == "running",
+    check("f4: job recovers after its source node comes back and catches up",
+          w is not None and st.get("state") == "running",
           f"caught up {RESULTS['f4_caught_up_after_node3_restart_s']}s after restart began; state {st.get('state')}")
     # restart couchlite: the job must resume from its checkpoint (an opaque cluster seq), not from 0
     ctl("stop-couchlite.sh")
@@ -601,7 +619,8 @@ def scan_logs():
     pat = {}
     for l in bad:
         m = re.search(r"method=(\S+) path=(\S+) status=(\d+)", l)
-        key = (m.group(1) + " " + re.sub(r"[?].*", "", re.sub(r"/(doc|photo)-\d+", "/ID", m.group(2))) + " " + m.group(3)) if m else l[25:140]
+        path = re.sub(r"[?].*", "", re.sub(r"/(doc|photo)-\d+", "/ID", m.group(2))) if m else ""
+        key = f"{m.group(1)} {path} {m.group(3)}" if m else l[25:140]
         pat[key] = pat.get(key, 0) + 1
     out["couchlite_log_4xx_5xx_warn_error"] = pat
     for i in (1, 2, 3) if C else ():
@@ -610,9 +629,11 @@ def scan_logs():
         out[f"node{i}_log_error_warning_count"] = len(errs)
         out[f"node{i}_log_samples"] = [l[:300] for l in errs[-8:]]
     st = req("GET", f"{CL}/_node/_local/_stats").json()
-    out["couchlite_status_codes"] = {k: v["value"] for k, v in st["couchdb"]["httpd_status_codes"].items() if v["value"]}
+    codes = st["couchdb"]["httpd_status_codes"]
+    out["couchlite_status_codes"] = {k: v["value"] for k, v in codes.items() if v["value"]}
     out["couchlite_replicator_stats"] = {k: (v["value"] if isinstance(v, dict) and "value" in v else v)
-                                         for k, v in st.get("couch_replicator", {}).items() if not isinstance(v, dict) or "value" in v}
+                                         for k, v in st.get("couch_replicator", {}).items()
+                                         if not isinstance(v, dict) or "value" in v}
     RESULTS["logs"] = out
     log("logs: " + json.dumps(out, indent=1)[:4000])
 
