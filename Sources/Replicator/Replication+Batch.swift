@@ -197,9 +197,11 @@ extension Replication {
             try bulkDocs(Array(docs[half...]))
             return
         }
+        // A cluster answers 202 when fewer than its write quorum of copies took the batch (a node is down):
+        // the revisions are stored and internal replication copies them, so they count as written.
         let reply = try expect(
-            response, target, [201, 417], "_bulk_docs", limit: ReplyLimit.revsDiff,
-            shape: response.status == 201 ? .array : .any)
+            response, target, [201, 202, 417], "_bulk_docs", limit: ReplyLimit.revsDiff,
+            shape: response.status == 417 ? .any : .array)
         let failures = (reply.arrayValue ?? []).filter { $0["error"] != nil }.count
         recordWrites(written: docs.count - failures, failed: failures)
     }

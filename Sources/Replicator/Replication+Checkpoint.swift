@@ -109,7 +109,8 @@ extension Replication {
                 response.discard()
                 return currentRev
             }
-            return try expect(response, endpoint, [200, 201], "the checkpoint write")["rev"]?.stringValue
+            // 202: a cluster wrote fewer copies than its quorum (a node is down); the checkpoint is stored.
+            return try expect(response, endpoint, [200, 201, 202], "the checkpoint write")["rev"]?.stringValue
         }
         throw .httpStatus(409, "\(endpoint.display): checkpoint update conflict")
     }
