@@ -123,7 +123,7 @@ package final class App: Sendable {
         server = ServerHandlers(store: store, serverUUID: serverUUID)
         node = NodeHandlers(
             store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
-            replicatorDatabase: replicatorDatabase)
+            replicatorDatabase: replicatorDatabase, configSettings: ConfigSettings(log: log, access: access))
         databases = DatabaseHandlers(
             store: store, blobRegistry: blobRegistry, security: access.security, views: views,
             compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)

@@ -131,12 +131,20 @@ package struct DatabaseHandlers: Sendable {
     /// - Returns: How many blobs were removed.
     @discardableResult
     private func compactWithBlobs(_ database: Database) throws -> Int {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let keep = try database.compact()
+        let started = ContinuousClock().now
+        return try sweepBlobs(database, keeping: database.compact(), since: started)
+    }
+
+    /// Deletes every blob of `database` not in `keep` (the keys its revisions reference, read at `started`),
+    /// sparing blobs written since shortly before then: an upload in flight is not referenced yet.
+    /// - Returns: How many blobs were removed.
+    @discardableResult
+    func sweepBlobs(_ database: Database, keeping keep: Set<String>, since started: ContinuousClock.Instant) throws
+        -> Int
+    {
         let store = try blobRegistry.store(for: database.name)
         return try blobRegistry.sweepGate.exclusive {
-            let grace = (clock.now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
+            let grace = (ContinuousClock().now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
             return try store.removeAll(except: keep, minimumAge: grace)
         }
     }
