@@ -24,6 +24,10 @@ extension App {
             Route([.POST], "/_dbs_info", .serverAdmin, body: .small) { app, c in
                 try app.databases.databasesInfoForKeys(c)
             },
+            Route(read, "/_db_updates", .serverAdmin, notAllowedReason: "GET") { app, c in
+                var feed = try DatabaseUpdatesFeed(c.request, reply: c.reply, updates: app.databaseUpdates)
+                try feed.run()
+            },
             Route(read, "/_uuids", .anyone) { app, c in try app.server.uuids(c) },
             Route(read, "/_session", .anyone, drop: .open, notAllowedReason: "GET,HEAD,POST,DELETE") {
                 app, c in try app.sessions.session(c)
