@@ -9,14 +9,7 @@ extension DatabaseHandlers {
     /// `GET /_dbs_info` takes `_all_dbs`' parameters; each row is `{"key": name, "info": {…}}`, streamed one
     /// database at a time. A database deleted while the list is written is left out, as CouchDB does.
     func databasesInfo(_ c: RequestContext) throws {
-        let range = try KeyRange(c.query)
-        var names = store.databaseNames().filter { range.contains($0) }
-        if range.descending { names.reverse() }
-        let skip = try c.query.int("skip") ?? 0
-        let limit = try c.query.int("limit")
-        try streamInfos(c, names.dropFirst(max(0, skip)).prefix(max(0, limit ?? Int.max)).map { .string($0) }) {
-            _ in nil
-        }
+        try streamInfos(c, ServerHandlers.databaseNames(store, c.query).map { .string($0) }) { _ in nil }
     }
 
     /// `POST /_dbs_info` `{"keys": [name, …]}`: a row per key, in order, `{"key","error":"not_found"}` for a
