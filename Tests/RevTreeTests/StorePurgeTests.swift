@@ -100,6 +100,14 @@ import Testing
         #expect(try again.purgedDocuments(since: 0)?.ids == ["d"])
     }
 
+    @Test func purgingADesignDocumentInvalidatesDesignCaches() throws {
+        _ = try db.applyReplicated([replicated("_design/v", "1-a")])
+        let generation = db.designGeneration
+        _ = try db.purge([(docID: "_design/v", revs: [r("1-a")])])
+        #expect(db.designGeneration != generation)
+        #expect(try db.document("_design/v") == nil)
+    }
+
     @Test func anIDNoDocumentCanHavePurgesNothing() throws {
         let outcome = try db.purge([(docID: "", revs: [r("1-a")]), (docID: "_bad", revs: [r("1-a")])])
         #expect(outcome.results.map(\.purged) == [[], []])

@@ -26,7 +26,10 @@ extension Database {
     /// and feeds that wait on it wake up. Nothing of this replicates: the purged revisions simply are not there.
     /// An id no document can have (empty, `_bad`) purges nothing, as in CouchDB.
     public func purge(_ requests: [(docID: String, revs: [RevID])]) throws -> PurgeOutcome {
-        try write { connection in
+        // A purged design document takes its validation function with it: caches of them must look again.
+        let touchesDesign = requests.contains { $0.docID.utf8.starts(with: "_design/".utf8) }
+        defer { if touchesDesign { designDocumentsChanged() } }
+        return try write { connection in
             var meta = try Meta.load(connection)
             let startSeq = meta.updateSeq
             var results = [PurgeResult]()
