@@ -129,20 +129,7 @@ struct DatabaseUpdatesFeed {
     /// Waits for an event after `lastSeq`, sending heartbeats and watching for the client leaving.
     /// - Returns: false when the feed should end (timeout, client gone).
     private func waitForEvents(until deadline: ContinuousClock.Instant?) throws -> Bool {
-        var nextBeat = heartbeat.map { ContinuousClock.now + $0 }
-        while true {
-            let now = ContinuousClock.now
-            if let deadline, now >= deadline { return false }
-            var slice = ChangesQuery.livenessInterval
-            if let deadline { slice = min(slice, deadline - now) }
-            if let nextBeat { slice = min(slice, max(nextBeat - now, .zero)) }
-            if updates.wait(after: lastSeq, timeout: slice) > lastSeq { return true }
-            if reply.writer.isPeerClosed() { return false }
-            if let beat = heartbeat, let due = nextBeat, ContinuousClock.now >= due {
-                try reply.write(feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
-                try reply.flush()
-                nextBeat = ContinuousClock.now + beat
-            }
-        }
+        let wait = LiveFeedWait(reply: reply, heartbeat: heartbeat, eventsource: feed == .eventsource)
+        return try wait.wait(until: deadline) { slice in updates.wait(after: lastSeq, timeout: slice) > lastSeq }
     }
 }
