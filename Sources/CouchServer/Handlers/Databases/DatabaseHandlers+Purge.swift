@@ -50,10 +50,8 @@ extension DatabaseHandlers {
     /// `PUT /db/_purged_infos_limit` with a positive integer.
     func setPurgedInfosLimit(_ c: RequestContext) throws {
         let database = try c.database()
-        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
-            throw CouchError.badRequest("`purged_infos_limit` must be positive integer")
-        }
-        try database.setPurgedInfosLimit(limit)
+        let refusal = "`purged_infos_limit` must be positive integer"  // sic, CouchDB's words
+        try database.setPurgedInfosLimit(DatabaseHandlers.positiveLimit(c, refusal: refusal))
         try c.reply.json(200, ["ok": true])
     }
 }

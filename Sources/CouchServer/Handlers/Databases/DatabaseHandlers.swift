@@ -90,11 +90,17 @@ package struct DatabaseHandlers: Sendable {
     /// `PUT /db/_revs_limit`.
     func setRevsLimit(_ c: RequestContext) throws {
         let database = try c.database()
-        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
-            throw CouchError.badRequest("`revs_limit` must be a positive integer")
-        }
-        try database.setRevsLimit(limit)
+        try database.setRevsLimit(DatabaseHandlers.positiveLimit(c, refusal: "`revs_limit` must be a positive integer"))
         try c.reply.json(200, ["ok": true])
+    }
+
+    /// The body of a `PUT` of a database's limit (`_revs_limit`, `_purged_infos_limit`): a positive integer,
+    /// else 400 with `refusal`.
+    static func positiveLimit(_ c: RequestContext, refusal: String) throws -> Int {
+        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
+            throw CouchError.badRequest(refusal)
+        }
+        return limit
     }
 
     /// `POST /db/_compact`: runs compaction in the background and answers 202 at once; `compact_running` is
