@@ -181,3 +181,19 @@ def test_all_docs_include_docs_conflicts_update_seq(couch, db):
     assert doc["_conflicts"] == ["2-" + "a" * 32]
     r = couch.post(f"/{db}/_all_docs", params={"include_docs": "true"}, json={"keys": ["c"]})
     assert r.json()["rows"][0]["doc"]["v"] == "b"
+
+
+def test_bulk_docs_new_edits_false_bare_rev(couch, db):
+    # PouchDB's "7829 bare rev 1- with new_edits=false": CouchDB stores generation 1 with an empty hash and
+    # answers it back as "1-"; a later edit on top of it is an ordinary update.
+    r = couch.post(f"/{db}/_bulk_docs", json={"docs": [{"_id": "bare", "_rev": "1-", "v": 1}], "new_edits": False})
+    assert r.status_code == 201 and r.json() == []
+    doc = couch.get(f"/{db}/bare", params={"revs": "true"}).json()
+    assert doc == {"_id": "bare", "_rev": "1-", "v": 1, "_revisions": {"start": 1, "ids": [""]}}
+    assert couch.get(f"/{db}/bare", params={"rev": "1-"}).json()["v"] == 1
+    rows = couch.get(f"/{db}/_all_docs").json()["rows"]
+    assert rows == [{"id": "bare", "key": "bare", "value": {"rev": "1-"}}]
+    r = couch.put(f"/{db}/bare", json={"_rev": "1-", "v": 2})
+    assert r.status_code == 201 and r.json()["rev"].startswith("2-")
+    r = couch.post(f"/{db}/_revs_diff", json={"bare": ["1-", "2-"]})
+    assert r.json() == {"bare": {"missing": ["2-"]}}

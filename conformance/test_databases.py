@@ -142,3 +142,16 @@ def test_longest_name_full_of_slashes_can_be_created(couch, shape):
     finally:
         assert couch.raw("DELETE", f"/{quoted}").status_code == 200
     assert couch.raw("GET", f"/{quoted}").status_code == 404
+
+
+def test_cluster_shape_after_create_with_q_and_n(couch):
+    # couchlite has no shards and one copy; the db info keeps CouchDB's `cluster` shape and says what it has.
+    name = unique_db_name("qn")
+    assert couch.put(f"/{name}", params={"q": "1", "n": "1"}).status_code == 201
+    try:
+        cluster = couch.get(f"/{name}").json()["cluster"]
+        assert set(cluster) == {"q", "n", "w", "r"}
+        assert cluster["q"] == 1 and cluster["n"] == 1
+        assert all(isinstance(v, int) and v >= 1 for v in cluster.values())
+    finally:
+        couch.delete(f"/{name}")

@@ -38,6 +38,8 @@ package final class App: Sendable {
     let traffic = HTTPTraffic()
     /// View indexes and the engine that maps for them (Views/).
     let views: ViewIndexes
+    /// Databases created, written and deleted (`_db_updates`).
+    let databaseUpdates: DatabaseUpdates
     /// Runs design functions (filters, `validate_doc_update`, views) in JavaScript worker processes.
     let queryServer: QueryServer
     /// Each database's validating design documents.
@@ -93,6 +95,7 @@ package final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
+        databaseUpdates = DatabaseUpdates(following: store)
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
@@ -123,7 +126,7 @@ package final class App: Sendable {
         server = ServerHandlers(store: store, serverUUID: serverUUID)
         node = NodeHandlers(
             store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
-            replicatorDatabase: replicatorDatabase)
+            replicatorDatabase: replicatorDatabase, configSettings: ConfigSettings(log: log, access: access))
         databases = DatabaseHandlers(
             store: store, blobRegistry: blobRegistry, security: access.security, views: views,
             compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)

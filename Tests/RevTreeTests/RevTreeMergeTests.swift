@@ -16,9 +16,23 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
         #expect(try RevID(parsing: "3-a-b").hash == "a-b")  // split at the first dash, like couch_doc:parse_rev
     }
 
-    @Test(arguments: ["", "-", "1-", "-abc", "abc", "x-abc", "1x-abc", "1234567890123456-a", "1-a\u{1}b", " 1-a"])
+    @Test(arguments: ["", "-", "-abc", "abc", "x-abc", "1x-abc", "1234567890123456-a", "1-a\u{1}b", " 1-a"])
     func rejectsInvalidRevFormat(_ text: String) {
         #expect(throws: RevTreeError.invalidRevFormat) { try RevID(parsing: text) }
+    }
+
+    /// CouchDB keeps a bare `N-` as generation N with an empty hash (PouchDB's "7829 bare rev 1- with
+    /// new_edits=false"); an empty hash is still a hash, so the revision round-trips and merges as any other.
+    @Test func acceptsABareRevWithAnEmptyHash() throws {
+        let bare = try RevID(parsing: "1-")
+        #expect(bare == RevID(pos: 1, hash: ""))
+        #expect(bare.description == "1-")
+        #expect(try RevID.path(start: 2, ids: ["", ""]) == [RevID(pos: 2, hash: ""), RevID(pos: 1, hash: "")])
+        #expect(RevID(pos: 1, hash: "") < RevID(pos: 1, hash: "a"))
+        var tree = RevTree()
+        #expect(try tree.merge(path: [bare], deleted: false).outcome == .newLeaf)
+        #expect(tree.winner?.rev == bare)
+        #expect(try tree.merge(path: [bare], deleted: false).changed == false)
     }
 
     @Test func ordersByPosThenHashBytesNotByString() {

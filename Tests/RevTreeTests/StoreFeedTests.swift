@@ -171,6 +171,8 @@ import Testing
                     "UPDATE documents SET tree = ? WHERE seq = ?", [.blob(RowCodec.encodeTree(stored)), .int(seq)])
             }
             try connection.run("UPDATE db_meta SET external_size = ?", [.int(external)])
+            // Nor had version 3 what version 5 added (the purge log).
+            try connection.execute("ALTER TABLE db_meta DROP COLUMN purged_infos_limit; DROP TABLE purge_log")
             try connection.execute("PRAGMA user_version = 3")
         }
         let reopened = try Store(directory: directory)

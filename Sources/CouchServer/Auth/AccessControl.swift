@@ -1,18 +1,26 @@
 import CouchWire
 import Foundation
 import RevTree
+import Synchronization
 
 /// Everything the server needs to decide who may do what: authentication, each database's
 /// `_security` object and the CORS rules. One per server, shared by all connection threads.
 package final class AccessControl: Sendable {
     package let authenticator: Authenticator
     package let security: SecurityStore
-    let cors: CORSPolicy
+    /// The CORS rules now (`_config` changes them live); `initialCORS` is what the command line set.
+    var cors: CORSPolicy {
+        get { liveCORS.withLock { $0 } }
+        set { liveCORS.withLock { $0 = newValue } }
+    }
+    let initialCORS: CORSPolicy
+    private let liveCORS: Mutex<CORSPolicy>
 
     init(authenticator: Authenticator, security: SecurityStore, cors: CORSPolicy) {
         self.authenticator = authenticator
         self.security = security
-        self.cors = cors
+        initialCORS = cors
+        liveCORS = Mutex(cors)
     }
 
     /// Sets up access control for a data directory: admins (generating one on a first start

@@ -8,7 +8,7 @@ package enum AuthLimits {
     /// Range `--pbkdf2-iterations` accepts.
     package static let configurablePBKDF2Iterations = 1_000...10_000_000
     /// Session cookie lifetime, in seconds (`[chttpd_auth] timeout`, default 600).
-    static let sessionSeconds = 600
+    static var sessionSeconds: Int { Limits.live.sessionSeconds.value }
     /// Verified Basic credentials are remembered this long, in seconds, so that Basic auth on
     /// every request does not cost one PBKDF2 each.
     static let credentialCacheSeconds = 300

@@ -18,6 +18,16 @@ extension App {
             },
             Route(read, "/_up", .anyone) { app, c in try app.server.up(c) },
             Route(read, "/_all_dbs", .serverAdmin) { app, c in try app.server.allDatabases(c) },
+            Route(read, "/_dbs_info", .serverAdmin, notAllowedReason: "GET,HEAD,POST") { app, c in
+                try app.databases.databasesInfo(c)
+            },
+            Route([.POST], "/_dbs_info", .serverAdmin, body: .small) { app, c in
+                try app.databases.databasesInfoForKeys(c)
+            },
+            Route(read, "/_db_updates", .serverAdmin, notAllowedReason: "GET") { app, c in
+                var feed = try DatabaseUpdatesFeed(c.request, reply: c.reply, updates: app.databaseUpdates)
+                try feed.run()
+            },
             Route(read, "/_uuids", .anyone) { app, c in try app.server.uuids(c) },
             Route(read, "/_session", .anyone, drop: .open, notAllowedReason: "GET,HEAD,POST,DELETE") {
                 app, c in try app.sessions.session(c)
@@ -60,6 +70,21 @@ extension App {
             Route(read, "/_node/{node}/_system", .metricsReader, notAllowedReason: "GET") { app, c in
                 try app.node.system(c)
             },
+            Route(read, "/_node/{node}/_config", .serverAdmin, notAllowedReason: "GET") { app, c in
+                try app.node.config(c)
+            },
+            Route(read, "/_node/{node}/_config/{section}", .serverAdmin, notAllowedReason: "GET") { app, c in
+                try app.node.configSection(c)
+            },
+            Route(read, "/_node/{node}/_config/{section}/{key}", .serverAdmin, notAllowedReason: "GET,PUT,DELETE") {
+                app, c in try app.node.configValue(c)
+            },
+            Route([.PUT], "/_node/{node}/_config/{section}/{key}", .serverAdmin, body: .small) { app, c in
+                try app.node.setConfigValue(c)
+            },
+            Route([.DELETE], "/_node/{node}/_config/{section}/{key}", .serverAdmin) { app, c in
+                try app.node.deleteConfigValue(c)
+            },
             Route(every, "/_node/{node}/{path…}", .serverAdmin) { app, c in try app.node.missing(c) },
 
             // MARK: Databases
@@ -99,8 +124,15 @@ extension App {
             Route(every, "/{db}/_find", .member) { _, _ in try Refusal.unsupported("_find") },
             Route(every, "/{db}/_index", .member) { _, _ in try Refusal.unsupported("_index") },
             Route(every, "/{db}/_explain", .member) { _, _ in try Refusal.unsupported("_explain") },
-            Route(every, "/{db}/_design_docs", .member) { _, _ in try Refusal.unsupported("_design_docs") },
-            Route(every, "/{db}/_purge", .serverAdmin) { _, _ in try Refusal.unsupported("_purge") },
+            Route([.POST], "/{db}/_purge", .serverAdmin, body: .small, notAllowedReason: "POST") { app, c in
+                try app.databases.purge(c)
+            },
+            Route([.GET], "/{db}/_purged_infos_limit", .serverAdmin, notAllowedReason: "GET,PUT") { app, c in
+                try app.databases.purgedInfosLimit(c)
+            },
+            Route([.PUT], "/{db}/_purged_infos_limit", .serverAdmin, body: .small, notAllowedReason: "GET,PUT") {
+                app, c in try app.databases.setPurgedInfosLimit(c)
+            },
 
             // MARK: Replication protocol
             Route([.POST], "/{db}/_bulk_docs", .usersMember, body: .bulk, onlyIn: users) { app, c in
@@ -120,6 +152,9 @@ extension App {
             },
             Route(read + [.POST], "/{db}/_all_docs", .memberListing, body: .bulk) { app, c in
                 try app.allDocs.list(c)
+            },
+            Route(read + [.POST], "/{db}/_design_docs", .member, body: .bulk) { app, c in
+                try app.allDocs.designDocuments(c)
             },
             Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk) { app, c in
                 try app.changes.feed(c)

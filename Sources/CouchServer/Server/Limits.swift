@@ -1,12 +1,13 @@
 /// Sizes the application enforces on request bodies and parameters (the engine's own limits live
 /// in CouchWire's `HTTPLimits`).
 package enum Limits {
-    /// Largest JSON document body, in bytes (CouchDB's `max_document_size` default, 8,000,000).
-    static let documentBytes = 8_000_000
+    /// Largest JSON document body, in bytes (CouchDB's `[couchdb] max_document_size`, default 8,000,000).
+    static var documentBytes: Int { live.documentBytes.value }
     /// Largest `_bulk_docs`, `_bulk_get`, `_revs_diff` or `_all_docs` body, in bytes. PouchDB sends
     /// attachments inline in `_bulk_docs`, so this is generous (CouchDB's `max_http_request_size`
     /// default is 4 GiB; we hold JSON bodies in memory, so keep it well below that).
-    static let bulkRequestBytes = 512 * 1024 * 1024
+    /// Changed live as `[chttpd] max_http_request_size`.
+    static var bulkRequestBytes: Int { live.bulkRequestBytes.value }
     /// Largest body of small control requests (`_local` docs, `_revs_limit`, `_session`), in bytes.
     static let smallRequestBytes = 1024 * 1024
     /// Largest body an anonymous request (or a non-admin one to `_users`, which may only write its own
@@ -23,7 +24,7 @@ package enum Limits {
     /// Bytes read or written per step while streaming a body or a blob (request bodies, attachments).
     static let streamChunk = 256 * 1024
     /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
-    static let maxUUIDCount = 1000
+    static var maxUUIDCount: Int { live.maxUUIDCount.value }
     /// Longest database name, in bytes (CouchDB's limit).
     static let databaseNameBytes = 238
 }
@@ -31,7 +32,8 @@ package enum Limits {
 extension Limits {
     /// Largest body carrying attachment bytes (multipart document or standalone attachment PUT),
     /// in bytes: several GiB of video stream through, never held in memory.
-    package static let attachmentRequestBytes = 8 * 1024 * 1024 * 1024
+    /// Changed live as `[couchdb] max_attachment_size`.
+    package static var attachmentRequestBytes: Int { live.attachmentRequestBytes.value }
     /// Largest decoded size of an attachment uploaded `Content-Encoding: gzip`, in bytes: the same as an
     /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
     /// the work a small upload can make every later reader do, not memory.
@@ -39,6 +41,14 @@ extension Limits {
 }
 
 extension Limits {
+    /// The limits a server admin may change while the server runs (`_config`), at their built-in values.
+    static let live = (
+        documentBytes: LiveInt(8_000_000), bulkRequestBytes: LiveInt(512 * 1024 * 1024),
+        maxUUIDCount: LiveInt(1000), attachmentRequestBytes: LiveInt(8 * 1024 * 1024 * 1024),
+        sessionSeconds: LiveInt(600), maxPurgeDocuments: LiveInt(100), maxPurgeRevisions: LiveInt(1000),
+        maxDatabasesPerInfoRequest: LiveInt(100)
+    )
+
     /// Refuses a bulk request of more than `maxBulkDocs` items (413) before any is processed.
     static func checkBulkCount(_ count: Int) throws(CouchError) {
         guard count <= maxBulkDocs else {

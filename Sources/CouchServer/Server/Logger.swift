@@ -18,6 +18,23 @@ package enum LogLevel: String, Comparable, Sendable {
     package static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
 }
 
+/// A logger's level, changed live by `_config` (`[log] level`).
+package final class LogThreshold: Sendable {
+    private let current: Mutex<LogLevel>
+    /// The level the server started with (`--log-level`), which `DELETE` of the key goes back to.
+    let initial: LogLevel
+
+    init(_ level: LogLevel) {
+        initial = level
+        current = Mutex(level)
+    }
+
+    var level: LogLevel {
+        get { current.withLock { $0 } }
+        set { current.withLock { $0 = newValue } }
+    }
+}
+
 /// How a line is written: `text` for people, `json` for collectors (`--log-format`).
 package enum LogFormat: String, Sendable {
     case text, json
@@ -33,7 +50,8 @@ package enum LogFormat: String, Sendable {
 /// `bytes` and `ms`.
 package struct Logger: Sendable {
     let label: String
-    let level: LogLevel
+    /// Shared by every copy of this logger, so `PUT /_node/_local/_config/log/level` changes them all.
+    let threshold: LogThreshold
     let format: LogFormat
     private static let lock = Mutex(())
     private static let reserved: Set<String> = ["time", "level", "label", "message"]
@@ -42,9 +60,12 @@ package struct Logger: Sendable {
 
     package init(label: String, level: LogLevel, format: LogFormat = .text) {
         self.label = label
-        self.level = level
+        self.threshold = LogThreshold(level)
         self.format = format
     }
+
+    /// The lowest severity written now.
+    var level: LogLevel { threshold.level }
 
     func log(_ lineLevel: LogLevel, _ message: String, _ metadata: KeyValuePairs<String, String> = [:]) {
         guard lineLevel <= level else { return }

@@ -104,6 +104,7 @@ final class ViewIndex: Sendable {
             updater.unlock()
         }
         guard file.updateSeq < target || !file.chunksValid else { return }
+        try forgetPurged(database, engine: engine)
         // From sequence 0, a document read at a seq up to the database's seq at the start has no rows yet (any later
         // update moves it past that seq), so its removal query is skipped: a first build only inserts.
         let fresh = file.updateSeq == 0 ? database.updateSeq : 0
@@ -113,6 +114,18 @@ final class ViewIndex: Sendable {
         let maintain = fresh == 0 && file.chunksValid
         try mapAndWrite(database, engine: engine, fresh: fresh, chunks: maintain ? chunks : nil)
         if !file.chunksValid { try file.rebuildChunks(chunks) }
+    }
+
+    /// Drops the rows of documents purged since the index's purge seq (CouchDB's updater does the same from the
+    /// database's purge infos), or empties the index when the purge log no longer reaches back that far. A purge
+    /// moves `update_seq` on, so the guard above lets every purge reach here.
+    private func forgetPurged(_ database: Database, engine: any ViewEngine) throws {
+        guard let purged = try database.purgedDocuments(since: file.purgeSeq) else {
+            return try file.reset(purgeSeq: database.info().purgeSeq)
+        }
+        guard purged.purgeSeq > file.purgeSeq else { return }
+        let chunks = file.chunksValid ? ViewChunkReductions(group: group, engine: engine) : nil
+        try file.forget(purged.ids, purgeSeq: purged.purgeSeq, chunks: chunks)
     }
 
     /// The document a map function sees (`couch_index_updater`: the winner with `_conflicts` and

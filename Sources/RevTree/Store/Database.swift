@@ -106,7 +106,9 @@ public final class Database: Sendable {
     func write<T: Sendable>(checkpointAfter: Bool = false, _ body: @escaping @Sendable (SQLiteConnection) throws -> T)
         throws -> T
     {
-        try withEngine { try $0.writer.perform(checkpointAfter: checkpointAfter, body) }
+        let result = try withEngine { try $0.writer.perform(checkpointAfter: checkpointAfter, body) }
+        registry?.events.notify(name, .updated)
+        return result
     }
 
     private func acquire() throws -> DatabaseEngine {

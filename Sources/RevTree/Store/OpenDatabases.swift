@@ -23,6 +23,8 @@ final class OpenDatabases: Sendable {
     let writerCache: WriterCacheBudget
     /// What the open databases' page caches hold.
     let pageCache = PageCacheGauge()
+    /// Who hears of databases created, written and deleted (`_db_updates`).
+    let events = DatabaseEventObserver()
 
     init(limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget) {
         self.limit = max(1, limit)

@@ -10,7 +10,7 @@
 /// `_revisions`, and reading its current body takes no second lookup.
 enum Schema {
     /// The version this code writes.
-    static let latest = 4
+    static let latest = 5
 
     /// A new file's tables, at `latest`.
     static let current = """
@@ -22,7 +22,8 @@ enum Schema {
           revs_limit INTEGER NOT NULL DEFAULT 1000,
           doc_count INTEGER NOT NULL DEFAULT 0,
           doc_del_count INTEGER NOT NULL DEFAULT 0,
-          external_size INTEGER NOT NULL DEFAULT 0
+          external_size INTEGER NOT NULL DEFAULT 0,
+          purged_infos_limit INTEGER NOT NULL DEFAULT 1000
         ) STRICT;
         CREATE TABLE local_docs (
           doc_id TEXT PRIMARY KEY,
@@ -30,6 +31,17 @@ enum Schema {
           body BLOB NOT NULL
         ) STRICT, WITHOUT ROWID;
         \(documentTables)
+        \(purgeLog)
+        """
+
+    /// Version 5: the purge log (`_purge`), one row per purge request entry, the newest `purged_infos_limit`
+    /// kept; index updaters read the ids purged since the purge seq they last saw.
+    private static let purgeLog = """
+        CREATE TABLE purge_log (
+          purge_seq INTEGER PRIMARY KEY,
+          doc_id TEXT NOT NULL,
+          revs TEXT NOT NULL
+        ) STRICT;
         """
 
     /// The tables version 3 introduced. `deleted` is the winner's flag, kept beside the tree so `_all_docs` and
@@ -116,6 +128,9 @@ enum Schema {
             try upgradeToOneRowPerDocument(connection)
         case 3:
             try recountExternalSizes(connection)
+        case 4:
+            try connection.execute(
+                "ALTER TABLE db_meta ADD COLUMN purged_infos_limit INTEGER NOT NULL DEFAULT 1000;" + purgeLog)
         default:
             throw StoreError.internalError("no upgrade from schema version \(version)")
         }

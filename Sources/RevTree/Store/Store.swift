@@ -71,6 +71,7 @@ public final class Store: Sendable {
         }
         // A new database may push the bound over: the least recently used idle ones close.
         bound.trim()
+        bound.events.notify(name, .created)
         return database
     }
 
@@ -104,6 +105,13 @@ public final class Store: Sendable {
             database?.close()
             Store.removeFiles(path)
         }
+        bound.events.notify(name, .deleted)
+    }
+
+    /// Calls `observer` with every database created, written (after each commit) or deleted from now on, on the
+    /// thread that did it: it must be quick. One observer per store; a later call replaces it.
+    public func observe(_ observer: @escaping @Sendable (String, DatabaseEvent) -> Void) {
+        bound.events.set(observer)
     }
 
     /// How many times `name` has been deleted since the store opened: a request that sees this change

@@ -5,7 +5,9 @@
 /// on the way out a 16-byte binary is written as 32 lowercase hex digits (`couch_doc:revid_to_str`). We keep the
 /// text form of that binary, so parsing normalizes exactly as CouchDB's round trip does: 32 hex digits in any case
 /// become lowercase, a 16-byte text becomes the hex of its bytes, and 32 characters that are not hex are refused.
-/// We also require a non-empty hash of at most `RevTreeLimits.maxHashBytes` bytes without control characters.
+/// We also require a hash of at most `RevTreeLimits.maxHashBytes` bytes without control characters. The hash may be
+/// empty: CouchDB stores a replicated bare `1-` (`new_edits=false`) as generation 1 with an empty hash and answers
+/// it back as `1-` (PouchDB's test "7829 bare rev 1- with new_edits=false").
 /// Ordering is by `pos`, then by that binary (see `hashPrecedes`), never by the `"N-hash"` string.
 public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Generation number.
@@ -85,9 +87,9 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Checks a hash taken from `_revisions.ids`.
+    /// Checks a hash taken from `_revisions.ids` or a rev's text after its `-` (empty is allowed, as CouchDB does).
     static func validateHash<C: Collection>(_ bytes: C) throws(RevTreeError) where C.Element == UInt8 {
-        guard !bytes.isEmpty, bytes.count <= RevTreeLimits.maxHashBytes else { throw .invalidRevFormat }
+        guard bytes.count <= RevTreeLimits.maxHashBytes else { throw .invalidRevFormat }
         for byte in bytes where byte < 0x20 || byte == 0x7f { throw .invalidRevFormat }
     }
 
@@ -95,7 +97,7 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// `UTF8View` iteration that showed up at 4,000 instructions per replicated document.
     static func validateHash(_ hash: String) throws(RevTreeError) {
         let valid = hash.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            guard !bytes.isEmpty, bytes.count <= RevTreeLimits.maxHashBytes else { return false }
+            guard bytes.count <= RevTreeLimits.maxHashBytes else { return false }
             var bad = false
             for byte in bytes { bad = bad || byte < 0x20 || byte == 0x7f }
             return !bad

@@ -241,6 +241,14 @@ public final class ViewIndexFile: Sendable {
         }
     }
 
+    /// Publishes what `ViewIndexFile+Purge` wrote: the purge seq and, for an emptied index, sequence 0.
+    func updatePublished(purgeSeq: Int, emptied: Bool) {
+        state.withLock {
+            $0.purgeSeq = purgeSeq
+            if emptied { $0.updateSeq = 0 }
+        }
+    }
+
     /// Runs `body` in a write transaction on the writer connection, then sets `chunksValid` to what it returns.
     func write(_ body: (SQLiteConnection) throws -> Bool) throws {
         let valid = try writer.withLock { connection in

@@ -21,8 +21,7 @@ import Testing
         "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
         "/{db}/_temp_view": "410: temporary views are gone",
         "/{db}/_find": "501: not supported", "/{db}/_index": "501: not supported",
-        "/{db}/_explain": "501: not supported", "/{db}/_design_docs": "501: not supported",
-        "/{db}/_purge": "501: not supported",
+        "/{db}/_explain": "501: not supported",
         "/{db}/_local": "400: `_local` needs exactly one more segment",
         "/{db}/_local/{local}/{path…}": "400: `_local` documents have no attachments",
         "/{db}/_design/{design}/_view": "404: no view named",
@@ -35,10 +34,10 @@ import Testing
 
     /// Paths no row has: each resolves to `.unrouted`, whatever the method.
     static let unroutedPaths: [[String]] = [
-        ["_dbs_info"], ["_foo"], ["_foo", "bar"], ["_utils"], ["_config"], ["_stats"], ["_db_updates"],
+        ["_foo"], ["_foo", "bar"], ["_utils"], ["_config"], ["_stats"],
         ["_cluster_setup"], ["_reshard"], ["_uuids", "x"], ["_all_dbs", "x"], ["_session", "x"],
         ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
-        ["db", "_purged_infos_limit"], ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
+        ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
         ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "queries"], ["db", "_design_docs", "queries"],
         ["db", "_index", "x"], ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
         ["_users", "_foo"], ["_replicator", "_foo"], ["_users", "_design"],
@@ -46,7 +45,7 @@ import Testing
 
     /// Paths whose rows exist only to refuse them (no endpoint behind): routed, but answered 4xx to everyone.
     static let refusingPaths: [[String]] = [
-        ["_node"], ["_node", "_local", "_config"], ["_node", "_local", "_config", "couchdb", "x"],
+        ["_node"], ["_node", "_local", "_config", "couchdb", "x", "y"],
         ["db", "_design", "d", "_view"], ["db", "_design", "d", "_view", "v", "x"], ["db", "_local"],
         ["db", "_local", "x", "y"], ["_photos", "api"], ["_photos", "api", "nothing", "here"],
     ]

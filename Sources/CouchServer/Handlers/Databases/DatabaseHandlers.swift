@@ -90,11 +90,17 @@ package struct DatabaseHandlers: Sendable {
     /// `PUT /db/_revs_limit`.
     func setRevsLimit(_ c: RequestContext) throws {
         let database = try c.database()
-        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
-            throw CouchError.badRequest("`revs_limit` must be a positive integer")
-        }
-        try database.setRevsLimit(limit)
+        try database.setRevsLimit(DatabaseHandlers.positiveLimit(c, refusal: "`revs_limit` must be a positive integer"))
         try c.reply.json(200, ["ok": true])
+    }
+
+    /// The body of a `PUT` of a database's limit (`_revs_limit`, `_purged_infos_limit`): a positive integer,
+    /// else 400 with `refusal`.
+    static func positiveLimit(_ c: RequestContext, refusal: String) throws -> Int {
+        guard let limit = try c.request.jsonBody(limit: Limits.smallRequestBytes).intValue, limit > 0 else {
+            throw CouchError.badRequest(refusal)
+        }
+        return limit
     }
 
     /// `POST /db/_compact`: runs compaction in the background and answers 202 at once; `compact_running` is
@@ -131,12 +137,20 @@ package struct DatabaseHandlers: Sendable {
     /// - Returns: How many blobs were removed.
     @discardableResult
     private func compactWithBlobs(_ database: Database) throws -> Int {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let keep = try database.compact()
+        let started = ContinuousClock().now
+        return try sweepBlobs(database, keeping: database.compact(), since: started)
+    }
+
+    /// Deletes every blob of `database` not in `keep` (the keys its revisions reference, read at `started`),
+    /// sparing blobs written since shortly before then: an upload in flight is not referenced yet.
+    /// - Returns: How many blobs were removed.
+    @discardableResult
+    func sweepBlobs(_ database: Database, keeping keep: Set<String>, since started: ContinuousClock.Instant) throws
+        -> Int
+    {
         let store = try blobRegistry.store(for: database.name)
         return try blobRegistry.sweepGate.exclusive {
-            let grace = (clock.now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
+            let grace = (ContinuousClock().now - started) + .seconds(BlobRegistry.sweepGraceSeconds)
             return try store.removeAll(except: keep, minimumAge: grace)
         }
     }

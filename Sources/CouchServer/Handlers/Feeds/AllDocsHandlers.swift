@@ -12,12 +12,33 @@ struct AllDocsHandlers: Sendable {
     /// thread holding a reader must not ask the bounded pool for a second one.
     static let pageSize = 500
 
+    /// `GET/POST /db/_all_docs`.
     func list(_ c: RequestContext) throws {
+        try list(c, designOnly: false)
+    }
+
+    /// `GET/POST /db/_design_docs`: `_all_docs` over the design documents alone, as CouchDB's `_design`
+    /// namespace: the key range is narrowed to `_design/…`, `keys` outside it are left out (not `not_found`), and
+    /// `total_rows` counts the live design documents.
+    func designDocuments(_ c: RequestContext) throws {
+        try list(c, designOnly: true)
+    }
+
+    private func list(_ c: RequestContext, designOnly: Bool) throws {
         let database = try c.database()
         let reply = c.reply
-        let query = try AllDocsQuery(c.request)
+        var query = try AllDocsQuery(c.request)
         let info = try database.info()
         var range = query.range
+        var total = info.docCount
+        if designOnly {
+            let bounds = KeyRange.designDocuments
+            range = range.narrowed(to: bounds)
+            query.keys = query.keys?.filter { $0.stringValue?.hasPrefix(bounds.lower) == true }
+            total =
+                try database.liveDocumentCount(before: bounds.upper, descending: false)
+                - database.liveDocumentCount(before: bounds.lower, descending: false)
+        }
         var offset: JSON = .null
         if query.keys == nil {
             if range.descending, range.startKey == nil, range.endKey == nil {
@@ -25,9 +46,9 @@ struct AllDocsHandlers: Sendable {
             }
             let before =
                 try range.startKey.map { try database.liveDocumentCount(before: $0, descending: range.descending) } ?? 0
-            offset = .number(JSONNumber(min(before + query.skip, info.docCount)))
+            offset = .number(JSONNumber(min(before + query.skip, total)))
         }
-        var head: [UInt8] = Array("{\"total_rows\":\(info.docCount),\"offset\":".utf8)
+        var head: [UInt8] = Array("{\"total_rows\":\(total),\"offset\":".utf8)
         offset.serialize(into: &head)
         if query.updateSeq {
             head += Array(",\"update_seq\":".utf8)

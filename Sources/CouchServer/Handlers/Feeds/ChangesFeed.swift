@@ -279,24 +279,12 @@ struct ChangesFeed {
     // MARK: Waiting
 
     /// Waits for a commit past `lastSeq`, sending heartbeats and watching for the client leaving.
-    /// - Returns: false when the feed should end (timeout, client gone, database deleted).
+    /// - Returns: false when the feed should end (timeout, client gone, database deleted: nothing will come, so
+    ///   the feed ends now rather than at its timeout).
     private func waitForChanges(until deadline: ContinuousClock.Instant?) throws -> Bool {
-        var nextBeat = query.heartbeat.map { ContinuousClock.now + $0 }
-        while true {
-            let now = ContinuousClock.now
-            if let deadline, now >= deadline { return false }
-            var slice = ChangesQuery.livenessInterval
-            if let deadline { slice = min(slice, deadline - now) }
-            if let nextBeat { slice = min(slice, max(nextBeat - now, .zero)) }
-            let seq = database.waitForChange(after: lastSeq, timeout: slice)
-            if seq > lastSeq { return true }
-            // Deleted: nothing will come; the feed ends now rather than at its timeout.
-            if database.isShutDown || reply.writer.isPeerClosed() { return false }
-            if let beat = query.heartbeat, let due = nextBeat, ContinuousClock.now >= due {
-                try reply.write(query.feed == .eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
-                try reply.flush()
-                nextBeat = ContinuousClock.now + beat
-            }
+        let wait = LiveFeedWait(reply: reply, heartbeat: query.heartbeat, eventsource: query.feed == .eventsource)
+        return try wait.wait(until: deadline, ended: { database.isShutDown }) { slice in
+            database.waitForChange(after: lastSeq, timeout: slice) > lastSeq
         }
     }
 }

@@ -22,6 +22,8 @@ struct NodeHandlers: Sendable {
     let replications: ReplicationJobs
     /// The `_replicator` documents' states (crashing jobs).
     let replicatorDatabase: ReplicatorDatabaseSlot
+    /// What `_config` shows and changes.
+    let configSettings: ConfigSettings
 
     /// CouchDB answers these to HEAD as to GET but names only GET in its 405 (the route table's `notAllowedReason`).
     func membership(_ c: RequestContext) throws {
@@ -66,7 +68,7 @@ struct NodeHandlers: Sendable {
 
     /// The node a `_node/{node}` route names, which must be this one.
     @discardableResult
-    private static func requireNode(_ c: RequestContext) throws(CouchError) -> String {
+    static func requireNode(_ c: RequestContext) throws(CouchError) -> String {
         let node = try c.parameter("node")
         guard nodeAliases.contains(node) else { throw .notFound("no such node: \(node)") }
         return node

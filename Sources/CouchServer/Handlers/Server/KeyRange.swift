@@ -59,3 +59,30 @@ struct KeyRange {
         return true
     }
 }
+
+extension KeyRange {
+    /// The ids of design documents: `_design/` up to (not including) `_design0`, the next prefix in byte order.
+    static let designDocuments = (lower: "_design/", upper: "_design0")
+
+    /// This range intersected with `[lower, upper)` in byte order, as `couch_db:fold_design_docs` narrows
+    /// `_all_docs`' range for `_design_docs`; an intersection that is empty stays empty (its start lies past its
+    /// end), so the fold reads nothing.
+    func narrowed(to bounds: (lower: String, upper: String)) -> KeyRange {
+        func precedes(_ a: String, _ b: String) -> Bool { Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)) }
+        var narrowed = self
+        if descending {
+            if startKey.map({ precedes(bounds.upper, $0) }) ?? true { narrowed.startKey = bounds.upper }
+            if endKey.map({ precedes($0, bounds.lower) }) ?? true {
+                narrowed.endKey = bounds.lower
+                narrowed.inclusiveEnd = true
+            }
+        } else {
+            if startKey.map({ precedes($0, bounds.lower) }) ?? true { narrowed.startKey = bounds.lower }
+            if endKey.map({ !precedes($0, bounds.upper) }) ?? true {
+                narrowed.endKey = bounds.upper
+                narrowed.inclusiveEnd = false
+            }
+        }
+        return narrowed
+    }
+}

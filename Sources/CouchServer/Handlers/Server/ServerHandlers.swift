@@ -33,13 +33,17 @@ package struct ServerHandlers: Sendable {
 
     /// `GET /_all_dbs`, with the `startkey`/`endkey` family, `skip` and `limit`.
     func allDatabases(_ c: RequestContext) throws {
-        let range = try KeyRange(c.query)
+        try c.reply.json(200, .array(ServerHandlers.databaseNames(store, c.query).map { .string($0) }))
+    }
+
+    /// The database names `_all_dbs` (and `_dbs_info`) list for `query`'s range, `skip` and `limit`.
+    static func databaseNames(_ store: Store, _ query: QueryParameters) throws -> [String] {
+        let range = try KeyRange(query)
         var names = store.databaseNames().filter { range.contains($0) }
         if range.descending { names.reverse() }
-        let skip = try c.query.int("skip") ?? 0
-        let limit = try c.query.int("limit")
-        let page = names.dropFirst(skip).prefix(limit ?? Int.max)
-        try c.reply.json(200, .array(page.map { .string($0) }))
+        let skip = try query.int("skip") ?? 0
+        let limit = try query.int("limit")
+        return Array(names.dropFirst(skip).prefix(limit ?? Int.max))
     }
 
     /// `GET /_uuids?count=N`: random 128-bit ids as 32 lowercase hex digits.
