@@ -361,3 +361,13 @@ def test_list_emitting_unbounded_output_is_cut_off(couch, app):
     assert received > 65536  # it streamed (bounded memory), and then it was cut off
     assert couch.get("/").status_code == 200
     assert couch.get(f"/{app}/_design/d/_list/first/v").text == "first:doc1"
+
+
+def test_show_request_body_over_the_document_limit_is_refused(couch, app):
+    if not is_couchlite(couch):
+        pytest.skip("CouchDB hands a show up to max_http_request_size (4 GiB) of body")
+    r = couch.post(f"/{app}/_design/d/_show/hello", data=b"x" * (8_000_000 + 1),
+                   headers={"Content-Type": "text/plain"})
+    assert r.status_code == 413, r.text
+    assert r.json()["error"] == "too_large"
+    assert couch.post(f"/{app}/_design/d/_show/hello", data=b"x" * 1000).text == "Hello none"
