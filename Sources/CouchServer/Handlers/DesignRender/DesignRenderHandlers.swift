@@ -19,15 +19,9 @@ struct DesignRenderHandlers: Sendable {
 
     /// `/db/_design/d/_show/s[/docid]`, any method: the function gets the document (null when there is none).
     func show(_ c: RequestContext) throws {
-        let database = try c.database()
-        let name = try c.parameter("show")
-        let ddoc = try function(database, c, section: "shows", name: name)
-        let docID = c.parameters["path"]
-        let body = try readBody(c.request)
-        let req = try requestObject.json(database, c.request, id: docID, body: body)
-        let doc = try docID.map { try openDocument(database, $0) } ?? .null
+        let call = try DocumentCall(self, c, section: "shows", capture: "show")
         let rendered = try Self.run { () throws(QueryServerError) in
-            try queryServer.show(ddoc, name: name, doc: doc, request: req)
+            try queryServer.show(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
         try ExternalResponse(rendered).send(c.reply, adding: [("Vary", "Accept")])
     }
@@ -37,15 +31,9 @@ struct DesignRenderHandlers: Sendable {
     /// `/db/_design/d/_update/u[/docid]`: POST without an id, PUT (or POST) with one. The returned document is
     /// written as the requesting user; the response says its new revision (`X-Couch-Update-NewRev`, 201).
     func update(_ c: RequestContext) throws {
-        let database = try c.database()
-        let name = try c.parameter("update")
-        let ddoc = try function(database, c, section: "updates", name: name)
-        let docID = c.parameters["path"]
-        let body = try readBody(c.request)
-        let req = try requestObject.json(database, c.request, id: docID, body: body)
-        let doc = try docID.map { try openDocument(database, $0) } ?? .null
+        let call = try DocumentCall(self, c, section: "updates", capture: "update")
         let outcome = try Self.run { () throws(QueryServerError) in
-            try queryServer.update(ddoc, name: name, doc: doc, request: req)
+            try queryServer.update(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
         guard let document = outcome.document else {
             return try ExternalResponse(outcome.response).send(c.reply)
@@ -54,7 +42,7 @@ struct DesignRenderHandlers: Sendable {
         guard let id = input.id, !id.isEmpty else { throw CouchError.illegalDocID("Document id must not be empty") }
         try DocumentID.validate(id)
         let rev = try writer.writeOne(
-            database, docID: id, input: input, base: input.rev, newEdits: true, followed: nil, user: c.user)
+            call.database, docID: id, input: input, base: input.rev, newEdits: true, followed: nil, user: c.user)
         var response = ExternalResponse(status: 201)
         try response.apply(outcome.response.object)
         try response.send(
@@ -82,6 +70,26 @@ struct DesignRenderHandlers: Sendable {
     }
 
     // MARK: Shared
+
+    /// What a show or an update function is called with: its design document, the document the path names (null
+    /// when missing or when none is named) and the `req` object, body included.
+    private struct DocumentCall {
+        let database: Database
+        let name: String
+        let ddoc: DesignDocument
+        let doc: JSON
+        let req: JSON
+
+        init(_ handlers: DesignRenderHandlers, _ c: RequestContext, section: String, capture: String) throws {
+            database = try c.database()
+            name = try c.parameter(capture)
+            ddoc = try handlers.function(database, c, section: section, name: name)
+            let docID = c.parameters["path"]
+            let body = try handlers.readBody(c.request)
+            req = try handlers.requestObject.json(database, c.request, id: docID, body: body)
+            doc = try docID.map { [database] id in try handlers.openDocument(database, id) } ?? .null
+        }
+    }
 
     /// The design document, which must hold `section.name` (CouchDB: 404 `missing json key`).
     private func function(_ database: Database, _ c: RequestContext, section: String, name: String) throws
