@@ -371,3 +371,16 @@ def test_show_request_body_over_the_document_limit_is_refused(couch, app):
     assert r.status_code == 413, r.text
     assert r.json()["error"] == "too_large"
     assert couch.post(f"/{app}/_design/d/_show/hello", data=b"x" * 1000).text == "Hello none"
+
+
+def test_show_answers_304_to_its_etag_until_the_document_changes(couch, app):
+    path = f"/{app}/_design/d/_show/hello/doc1"
+    r = couch.get(path)
+    etag = r.headers["ETag"]
+    assert r.headers["Vary"] == "Accept"
+    r = couch.get(path, headers={"If-None-Match": etag})
+    assert (r.status_code, r.text) == (304, "")
+    rev = couch.get(f"/{app}/doc1").json()["_rev"]
+    assert couch.put(f"/{app}/doc1", json={"_rev": rev, "k": 9}).status_code == 201
+    r = couch.get(path, headers={"If-None-Match": etag})
+    assert r.status_code == 200 and r.headers["ETag"] != etag

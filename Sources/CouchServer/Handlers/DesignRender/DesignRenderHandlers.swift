@@ -1,3 +1,4 @@
+import CouchCrypto
 import CouchWire
 import QueryServer
 import RevTree
@@ -20,10 +21,25 @@ struct DesignRenderHandlers: Sendable {
     /// `/db/_design/d/_show/s[/docid]`, any method: the function gets the document (null when there is none).
     func show(_ c: RequestContext) throws {
         let call = try DocumentCall(self, c, section: "shows", capture: "show")
+        let etag = Self.showETag(call, c)
+        if c.request.head.headers["If-None-Match"] == etag {
+            return try c.reply.bytes(304, [], headers: ["ETag": etag, "Vary": "Accept"])
+        }
         let rendered = try Self.run { () throws(QueryServerError) in
             try queryServer.show(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
-        try ExternalResponse(rendered).send(c.reply, adding: [("Vary", "Accept")])
+        try ExternalResponse(rendered).send(c.reply, adding: [("ETag", etag), ("Vary", "Accept")])
+    }
+
+    /// CouchDB's show ETag (`show_etag`): the design document's and the document's revisions, `Accept` and the
+    /// user; the request target too here, so `?format=` or any query the function reads makes its own entry.
+    private static func showETag(_ call: DocumentCall, _ c: RequestContext) -> String {
+        var parts = [call.ddoc.key, call.doc.objectValue?["_rev"]?.stringValue ?? "", c.request.head.target]
+        parts.append(c.request.head.headers["Accept"] ?? "")
+        parts.append(c.user.name?.text ?? "")
+        parts += c.user.roles.map(\.text)
+        let digest = Digest.hash(.md5, Array(parts.joined(separator: "\u{0}").utf8))
+        return "\"" + digest.hexString + "\""
     }
 
     // MARK: Update
