@@ -107,6 +107,37 @@ static duk_ret_t couchlite_duk__new_env(duk_context *ctx, void *udata) {
     return 0;
 }
 
+/// A list function's `getRow()` talks to the server in the middle of a request: the runtime script hands its message
+/// (JSON text) to the native function below, which passes it to the hook the worker installed (it writes the message
+/// as a frame and blocks for the server's answer) and returns the answer as a string. The hook returns a `malloc`ed
+/// buffer (freed here) and its length, or NULL when the server is gone, which throws inside the script.
+typedef char *(*couchlite_duk_exchange_fn)(const char *bytes, size_t length, size_t *reply_length);
+static couchlite_duk_exchange_fn couchlite_duk_exchange_hook = NULL;
+
+static inline void couchlite_duk_set_exchange(couchlite_duk_exchange_fn hook) { couchlite_duk_exchange_hook = hook; }
+
+static duk_ret_t couchlite_duk__exchange(duk_context *ctx) {
+    duk_size_t length = 0;
+    const char *bytes = duk_require_lstring(ctx, 0, &length);
+    size_t reply_length = 0;
+    char *reply = couchlite_duk_exchange_hook ? couchlite_duk_exchange_hook(bytes, length, &reply_length) : NULL;
+    if (!reply) return duk_generic_error(ctx, "the server ended the exchange");
+    duk_push_lstring(ctx, reply, reply_length);
+    free(reply);
+    return 1;
+}
+
+/// Defines the global `__couchlite_exchange` in a fresh environment (its runtime script takes it and deletes it
+/// before any design function runs).
+static duk_ret_t couchlite_duk__install_exchange(duk_context *env, void *udata) {
+    (void)udata;
+    duk_push_global_object(env);
+    duk_push_c_function(env, couchlite_duk__exchange, 1);
+    duk_put_prop_string(env, -2, "__couchlite_exchange");
+    duk_pop(env);
+    return 0;
+}
+
 /// Makes the environment `slot` and evaluates `source` in it; returns its context (NULL when the heap is full).
 /// `*rc` is 0 when the script ran: its result (the handler) is then at index 0 of the environment's stack;
 /// otherwise the error is on top of it and the caller drops the slot.
@@ -120,6 +151,9 @@ static inline duk_context *couchlite_duk_env_create(duk_context *ctx, duk_uarrid
     duk_context *env = duk_get_context(ctx, -1);
     duk_pop_2(ctx);
     if (!env) return NULL;
+    *rc = duk_safe_call(env, couchlite_duk__install_exchange, NULL, 0, 1);
+    if (*rc != 0) return env;
+    duk_pop(env);
     *rc = couchlite_duk_peval(env, source, length, "couchlite-design-environment");
     return env;
 }

@@ -78,6 +78,8 @@ package final class App: Sendable {
     let allDocs: AllDocsHandlers
     /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
     let designViews: ViewHandlers
+    /// `_design/d/_show`, `_list` and `_update`.
+    let designRender: DesignRenderHandlers
     /// `/_session`: cookie login and logout.
     let sessions: SessionHandlers
     /// `_users` documents.
@@ -141,6 +143,9 @@ package final class App: Sendable {
             compactions: compactions)
         allDocs = AllDocsHandlers(blobs: blobRegistry)
         designViews = ViewHandlers(views: views)
+        designRender = DesignRenderHandlers(
+            queryServer: queryServer, writer: documentWriter,
+            requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews)
         sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,

@@ -65,8 +65,8 @@ public struct ValidationItem: Sendable {
 /// see `QueryWorker`) managed by a pool, one batch per call, each call bounded by the configured timeout.
 /// Thread-safe; make one per server and share it.
 public final class QueryServer: Sendable {
-    private let pool: QueryServerPool
-    private let log: @Sendable (String) -> Void
+    let pool: QueryServerPool
+    let log: @Sendable (String) -> Void
 
     /// - Parameter log: Receives each `log(…)` message the functions wrote.
     public init(
@@ -310,7 +310,7 @@ public final class QueryServer: Sendable {
     /// it) and returns its `ok` value. A worker that says it does not know a design document (it evicted it)
     /// is sent the bodies again. The request starts with a header line naming `op` and the design documents
     /// it runs: the worker runs each in that design document's own environment (see `DuktapeRuntime`).
-    private func call(_ op: String, _ ddocs: [DesignDocument], _ build: (Set<String>) -> JSONObject)
+    func call(_ op: String, _ ddocs: [DesignDocument], _ build: (Set<String>) -> JSONObject)
         throws(QueryServerError) -> JSON
     {
         try callSerialized(op, ddocs) { bodies in JSON.object(build(bodies)).serialized() }

@@ -75,6 +75,9 @@ package struct Request {
         }
     }
 
+    /// Reads the whole body as bytes within the server's budget for bodies (a show or update function's `req.body`).
+    func rawBody(limit: Int) throws(CouchError) -> [UInt8] { try readBudgetedBody(limit: limit) }
+
     /// CouchDB answers 415 to JSON endpoints given another content type.
     func requireJSONContent() throws(CouchError) {
         if let type = contentType, type != "application/json" {

@@ -181,17 +181,34 @@ extension App {
             Route(every, "/{db}/_design/{design}/_view/{view}/{path…}", .member) { _, _ in
                 throw CouchError.notFound("missing")
             },
-            Route(every, "/{db}/_design/{design}/_show/{path…?}", .member) { _, _ in
-                try Refusal.unsupportedDesign("_show")
+            Route(every, "/{db}/_design/{design}/_show", .member) { _, _ in try Refusal.invalidPath("show_error") },
+            Route(every, "/{db}/_design/{design}/_show/{show}", .member, body: .document) { app, c in
+                try app.designRender.show(c)
             },
-            Route(every, "/{db}/_design/{design}/_list/{path…?}", .member) { _, _ in
-                try Refusal.unsupportedDesign("_list")
+            Route(every, "/{db}/_design/{design}/_show/{show}/{path…}", .member, body: .document) { app, c in
+                try app.designRender.show(c)
             },
-            Route(every, "/{db}/_design/{design}/_update/{path…?}", .member) { _, _ in
-                try Refusal.unsupportedDesign("_update")
+            Route(every, "/{db}/_design/{design}/_list", .member) { _, _ in try Refusal.invalidPath("list_error") },
+            Route(every, "/{db}/_design/{design}/_list/{list}", .member) { _, _ in
+                try Refusal.invalidPath("list_error")
+            },
+            Route(read + [.POST], "/{db}/_design/{design}/_list/{list}/{view}", .member, body: .bulk) { app, c in
+                try app.designRender.list(c)
+            },
+            Route(read + [.POST], "/{db}/_design/{design}/_list/{list}/{viewDesign}/{view}", .member, body: .bulk) {
+                app, c in try app.designRender.list(c)
+            },
+            Route(every, "/{db}/_design/{design}/_update", .member) { _, _ in
+                try Refusal.invalidPath("update_error")
+            },
+            Route(every, "/{db}/_design/{design}/_update/{update}", .member, body: .document) { app, c in
+                try app.designRender.update(c)
+            },
+            Route(every, "/{db}/_design/{design}/_update/{update}/{path…}", .member, body: .document) { app, c in
+                try app.designRender.update(c)
             },
             Route(every, "/{db}/_design/{design}/_rewrite/{path…?}", .member) { _, _ in
-                try Refusal.unsupportedDesign("_rewrite")
+                try Refusal.unsupportedRewrite()
             },
             Route(read, "/{db}/_design/{design}", .usersDesignRead, onlyIn: users) { app, c in
                 try app.documents.get(c)
@@ -243,19 +260,14 @@ private enum Refusal {
         throw CouchError.badRequest("_local documents do not accept attachments.")
     }
 
-    /// Design-document endpoints couchlite does not serve (CouchDB 3 deprecated them; they render HTML or
-    /// rewrite URLs rather than replicate data): 501 with the reason.
-    static func unsupportedDesign(_ endpoint: String) throws -> Never {
-        let reasons = [
-            "_show": "couchlite does not run _show functions (deprecated in CouchDB 3): read the document and render "
-                + "it in the client.",
-            "_list": "couchlite does not run _list functions (deprecated in CouchDB 3): query the view and render the "
-                + "rows in the client.",
-            "_update": "couchlite does not run _update functions (deprecated in CouchDB 3): write the document with "
-                + "PUT or _bulk_docs (validate_doc_update still applies).",
-            "_rewrite": "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database "
-                + "directly.",
-        ]
-        throw CouchError.notImplemented(reasons[endpoint] ?? "\(endpoint) is not supported by couchlite.")
+    /// `_rewrite` (deprecated in CouchDB 3: it rewrites URLs rather than serve data): 501 with the reason.
+    static func unsupportedRewrite() throws -> Never {
+        throw CouchError.notImplemented(
+            "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database directly.")
+    }
+
+    /// couch_mrview_show: a `_show`, `_list` or `_update` path without a function name.
+    static func invalidPath(_ error: String) throws -> Never {
+        throw CouchError.designFunction(status: 404, error: error, reason: "Invalid path.")
     }
 }

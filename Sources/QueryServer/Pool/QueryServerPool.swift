@@ -88,7 +88,8 @@ final class QueryServerPool: Sendable {
         case wait
     }
 
-    private func checkOut(deadline: ContinuousClock.Instant) throws(QueryServerError) -> WorkerProcess {
+    /// A worker for the caller alone until `checkIn` (`withWorker` does both; a list holds one for its rows).
+    func checkOut(deadline: ContinuousClock.Instant) throws(QueryServerError) -> WorkerProcess {
         while true {
             // The claim is decided under the condition's lock, so a check-in between it and `wait` still wakes us.
             available.lock()
@@ -131,7 +132,7 @@ final class QueryServerPool: Sendable {
         }
     }
 
-    private func checkIn(_ worker: WorkerProcess) {
+    func checkIn(_ worker: WorkerProcess) {
         if worker.isDead || worker.calls >= configuration.maxCallsPerWorker {
             worker.kill()
             release()

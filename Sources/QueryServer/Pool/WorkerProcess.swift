@@ -68,6 +68,31 @@ final class WorkerProcess: @unchecked Sendable {
         }
     }
 
+    /// Sends one message of a conversation (a list's next row) without waiting for an answer; on any failure the
+    /// worker is killed.
+    func sendMessage(_ payload: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration)
+        throws(QueryServerError)
+    {
+        guard !isDead else { throw .workerFailed("the worker is gone") }
+        do {
+            try send(Frame.encode(payload), deadline: deadline, timeout: timeout)
+        } catch {
+            kill()
+            throw error
+        }
+    }
+
+    /// Waits for the worker's next message until `deadline`; on any failure the worker is killed.
+    func receiveMessage(deadline: ContinuousClock.Instant, timeout: Duration) throws(QueryServerError) -> [UInt8] {
+        guard !isDead else { throw .workerFailed("the worker is gone") }
+        do {
+            return try receive(deadline: deadline, timeout: timeout)
+        } catch {
+            kill()
+            throw error
+        }
+    }
+
     private func send(_ bytes: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration)
         throws(QueryServerError)
     {

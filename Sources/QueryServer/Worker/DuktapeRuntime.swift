@@ -31,6 +31,7 @@ final class DuktapeRuntime {
             throw .workerFailed("could not create a JavaScript heap")
         }
         self.context = context
+        couchlite_duk_set_exchange(WorkerExchange.hook)
     }
 
     deinit { duk_destroy_heap(context) }

@@ -11,7 +11,8 @@
 /// `toJSON`, `isArray`, `sum` and `require` (CommonJS modules stored in the design document, `views/lib`
 /// only for map functions); a filter is called as `fun.apply(ddoc, [doc, req])`, a validation as
 /// `fun.apply(ddoc, [newDoc, oldDoc, userCtx, secObj])`, a map as `fun(doc)`, a reduce as
-/// `fun(keys, values, rereduce)`. The helpers are reinstalled before every request.
+/// `fun(keys, values, rereduce)`; shows, lists and updates as `QueryRenderScript` says. The helpers are
+/// reinstalled before every request.
 enum QueryRuntimeScript {
     static let source = #"""
         (function () {
@@ -24,6 +25,9 @@ enum QueryRuntimeScript {
           var MAX_REDUCERS = 256;
           var found = null, reducers = {}, reducerCount = 0;
           var logs = [], emitted = null;
+          // The native exchange of a list's `getRow()` (see `WorkerExchange`): kept here, not left to design code.
+          var exchange = global.__couchlite_exchange;
+          delete global.__couchlite_exchange;
 
           // Every built-in reachable from the global object, frozen before any design function runs: a design
           // function cannot replace `Function.prototype.apply`, `Array.prototype.push`, `JSON.stringify`…
@@ -90,10 +94,6 @@ enum QueryRuntimeScript {
             return total;
           }
 
-          function unsupported(name) {
-            return function () { throw fail("not_supported", name + "() is not available: couchlite runs no _list"); };
-          }
-
           // CommonJS modules of `root` (the design document, or `{views: {lib}}` for map functions).
           function makeRequire(root, cache, parentPath) {
             return function (name) {
@@ -143,11 +143,11 @@ enum QueryRuntimeScript {
             global.toJSON = function (value) { return stringify(value); };
             global.isArray = function (value) { return arrayIsArray(value); };
             global.require = requireFunction;
-            global.send = unsupported("send");
-            global.getRow = unsupported("getRow");
-            global.start = unsupported("start");
-            global.provides = unsupported("provides");
-            global.registerType = unsupported("registerType");
+            global.send = send;
+            global.getRow = getRow;
+            global.start = start;
+            global.provides = provides;
+            global.registerType = registerType;
           }
 
           // This environment's one design document, compiled on the first request that carries it; its
@@ -158,7 +158,7 @@ enum QueryRuntimeScript {
               var ddoc = carrier.ddoc, views = ddoc.views;
               var viewLib = views !== null && typeof views === "object" ? views.lib : undefined;
               found = {
-                ddoc: ddoc, filters: {}, views: {}, validate: null,
+                ddoc: ddoc, filters: {}, views: {}, validate: null, renderers: {},
                 require: makeRequire(ddoc, {}, []),
                 mapRequire: makeRequire({ views: { lib: viewLib } }, {}, [])
               };
@@ -172,6 +172,9 @@ enum QueryRuntimeScript {
           }
 
           function thrown(e) {
+            if (arrayIsArray(e) && (e[0] === "error" || e[0] === "fatal")) {
+              return fail(String(e[1]), e[2] === undefined ? null : e[2]);
+            }
             if (e instanceof ErrorType) { return fail(e.name || "Error", e.message === undefined ? "" : e.message); }
             if (e !== null && typeof e === "object") {
               if (typeof e.error === "string" && e.reason !== undefined) { return fail(e.error, e.reason); }
@@ -180,7 +183,12 @@ enum QueryRuntimeScript {
             return fail("unnamed_error", e === undefined ? null : e);
           }
 
+        \#(QueryRenderScript.source)
           var ops = {
+            show: renderOp("shows", runShow, false),
+            update: renderOp("updates", runUpdate, false),
+            list: renderOp("lists", runList, true),
+
             filter: function (message) {
               var ddoc = entry(message);
               if (ddoc === null) { return { unknown_ddoc: message.key }; }

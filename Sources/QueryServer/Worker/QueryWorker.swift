@@ -54,24 +54,13 @@ public enum QueryWorker {
             do {
                 while let request = try decoder.next() {
                     let response = runtime.dispatch(request)
-                    guard writeAll(Frame.encode(response)) else { return 0 }
+                    guard WorkerExchange.writeAll(Frame.encode(response)) else { return 0 }
                 }
             } catch {
                 FileHandle.standardError.write(Data("query-server: bad frame: \(error)\n".utf8))
                 return 65
             }
         }
-    }
-
-    private static func writeAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
     }
 }
 

@@ -26,9 +26,10 @@ import Testing
         "/{db}/_local/{local}/{path…}": "400: `_local` documents have no attachments",
         "/{db}/_design/{design}/_view": "404: no view named",
         "/{db}/_design/{design}/_view/{view}/{path…}": "404: nothing under a view",
-        "/{db}/_design/{design}/_show/{path…?}": "501: _show is not run",
-        "/{db}/_design/{design}/_list/{path…?}": "501: _list is not run",
-        "/{db}/_design/{design}/_update/{path…?}": "501: _update is not run",
+        "/{db}/_design/{design}/_show": "404 show_error: no show named",
+        "/{db}/_design/{design}/_list": "404 list_error: no list named",
+        "/{db}/_design/{design}/_list/{list}": "404 list_error: no view named",
+        "/{db}/_design/{design}/_update": "404 update_error: no update named",
         "/{db}/_design/{design}/_rewrite/{path…?}": "501: _rewrite is not run",
     ]
 
@@ -47,7 +48,9 @@ import Testing
     static let refusingPaths: [[String]] = [
         ["_node"], ["_node", "_local", "_config", "couchdb", "x", "y"],
         ["db", "_design", "d", "_view"], ["db", "_design", "d", "_view", "v", "x"], ["db", "_local"],
-        ["db", "_local", "x", "y"], ["_photos", "api"], ["_photos", "api", "nothing", "here"],
+        ["db", "_local", "x", "y"], ["db", "_design", "d", "_show"], ["db", "_design", "d", "_list"],
+        ["db", "_design", "d", "_list", "l"], ["db", "_design", "d", "_update"], ["_photos", "api"],
+        ["_photos", "api", "nothing", "here"],
     ]
 
     // MARK: Rows

@@ -16,9 +16,15 @@ struct ViewHandlers: Sendable {
     /// page. Map output is CouchDB's `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}`; reduce
     /// output `{"rows":[{"key","value"}]}`, grouped by `group`/`group_level`.
     package func query(_ c: RequestContext) throws {
+        var output = ViewOutput(reply: c.reply)
+        try query(c, design: c.parameter("design"), view: c.parameter("view"), into: &output)
+    }
+
+    /// Runs the query of `c` over `design`'s `view`, sending the rows to `output` (a list function's rows too).
+    func query(_ c: RequestContext, design: String, view: String, into output: inout some ViewRowSink) throws {
         let database = try c.database()
-        let group = try ViewGroup.load(database, design: c.parameter("design"))
-        guard let (number, definition) = group.view(named: try c.parameter("view")) else {
+        let group = try ViewGroup.load(database, design: design)
+        guard let (number, definition) = group.view(named: view) else {
             throw CouchError.notFound("missing_named_view")
         }
         let query = try ViewQuery(c.request)
@@ -29,11 +35,14 @@ struct ViewHandlers: Sendable {
         let index = try views.index(database, group)
         let engine = views.engine
         if query.update == .yes { try index.update(database, engine: engine, to: database.updateSeq) }
-        var output = ViewOutput(reply: c.reply)
-        if reduces {
-            try reduceRows(index, number, definition, query, engine, &output)
-        } else {
-            try mapRows(index, number, query, database, &output)
+        do {
+            if reduces {
+                try reduceRows(index, number, definition, query, engine, &output)
+            } else {
+                try mapRows(index, number, query, database, &output)
+            }
+        } catch is ViewRowsStop {
+            try output.finish()
         }
         if query.update == .lazy {
             let target = database.updateSeq
@@ -44,7 +53,7 @@ struct ViewHandlers: Sendable {
     // MARK: Map
 
     private func mapRows(
-        _ index: ViewIndex, _ view: Int, _ query: ViewQuery, _ database: Database, _ output: inout ViewOutput
+        _ index: ViewIndex, _ view: Int, _ query: ViewQuery, _ database: Database, _ output: inout some ViewRowSink
     ) throws {
         let total = try index.file.rowCount(view: view)
         let firstScan = query.scan(view: view, key: query.keys?.first)
@@ -129,7 +138,7 @@ struct ViewHandlers: Sendable {
 
     private func reduceRows(
         _ index: ViewIndex, _ view: Int, _ definition: ViewDefinition, _ query: ViewQuery, _ engine: any ViewEngine,
-        _ output: inout ViewOutput
+        _ output: inout some ViewRowSink
     ) throws {
         var head: [UInt8] = Array("{".utf8)
         if query.updateSeq {
@@ -138,7 +147,7 @@ struct ViewHandlers: Sendable {
             head += Array(",".utf8)
         }
         head += Array("\"rows\":[\r\n".utf8)
-        output.defer(head)
+        try output.defer(head)
         let level = try query.groupLevel()
         var skip = query.skip
         var remaining = query.limit ?? Int.max

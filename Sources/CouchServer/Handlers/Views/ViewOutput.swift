@@ -1,6 +1,21 @@
+/// Where a view query's rows go: the JSON body of `_view` (`ViewOutput`) or a list function (`ListRowSink`).
+/// `head` is the start of the view's JSON body, up to and including `"rows":[`.
+protocol ViewRowSink {
+    /// The head, now.
+    mutating func start(_ head: [UInt8]) throws
+    /// The head, with the first row (or at the end).
+    mutating func `defer`(_ head: [UInt8]) throws
+    /// One row's JSON. Throws `ViewRowsStop` when no more rows are wanted.
+    mutating func row(_ bytes: [UInt8]) throws
+    mutating func finish() throws
+}
+
+/// Thrown by a sink that wants no more rows (a list function that returned early): the query stops reading.
+struct ViewRowsStop: Error {}
+
 /// The body of a view response: the head is sent with the first row (a reduce that fails on its first group is
 /// still a clean error response), rows are separated as CouchDB separates them.
-struct ViewOutput {
+struct ViewOutput: ViewRowSink {
     private var writer: FeedWriter
     private var head: [UInt8]?
     private var rows = 0

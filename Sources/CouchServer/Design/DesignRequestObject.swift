@@ -1,0 +1,64 @@
+import CouchCrypto
+import CouchWire
+import RevTree
+
+/// The `req` object design functions get (filters, shows, lists, updates), built as CouchDB's
+/// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method`,
+/// `requested_path` (the raw target split at `/`, query included, as CouchDB splits it), `path`, `raw_path`,
+/// `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers`, `body` (`"undefined"` without
+/// one), `peer`, `form` (a POST or PUT of `application/x-www-form-urlencoded`), `cookie` (always `{}`), `userCtx` and
+/// `secObj` — of the request's own database only: a design function is never handed another database.
+struct DesignRequestObject {
+    let security: SecurityStore
+    let compactions: Compactions
+
+    /// Request headers never shown to a design function (lower case): CouchDB 3.4 (`scrub_json_request = true`)
+    /// hands design functions no credentials.
+    static let credentialHeaders: Set<String> = ["authorization", "cookie", "x-auth-couchdb-token"]
+
+    /// Query parameters CouchDB decodes as JSON (`chttpd_external:json_query_keys`).
+    private static let jsonQueryKeys: Set<String> = ["key", "startkey", "endkey", "descending"]
+
+    func json(_ database: Database, _ request: Request, id: String?, body: [UInt8]?) throws -> JSON {
+        var req = JSONObject()
+        req["info"] = try DatabaseInfo.json(of: database, compactions: compactions)
+        req["uuid"] = .string(Secrets.randomBytes(16).hexString)
+        req["id"] = id.map { .string($0) } ?? .null
+        req["method"] = .string(request.method)
+        req["requested_path"] = .array(
+            request.head.target.split(separator: "/", omittingEmptySubsequences: true).map { .string(String($0)) })
+        req["path"] = .array(request.segments.map { .string($0) })
+        req["raw_path"] = .string(request.head.target)
+        var query = JSONObject()
+        for (name, value) in request.query.pairs {
+            let decoded = DesignRequestObject.jsonQueryKeys.contains(name) ? try? JSON.parse(Array(value.utf8)) : nil
+            query[name] = decoded ?? .string(value)
+        }
+        req["query"] = .object(query)
+        var headers = JSONObject()
+        for (name, value) in request.head.headers
+        where !DesignRequestObject.credentialHeaders.contains(name.lowercased()) {
+            headers[name] = .string(value)
+        }
+        req["headers"] = .object(headers)
+        req["body"] = body.map { .string(String(decoding: $0, as: UTF8.self)) } ?? "undefined"
+        req["peer"] = request.head.remoteAddress.map { .string($0) } ?? .null
+        req["form"] = .object(try DesignRequestObject.form(request, body))
+        req["cookie"] = .object(JSONObject())
+        req["userCtx"] = request.user.designJSON(database: database.name)
+        req["secObj"] = .object(security.security(of: database.name).json)
+        return .object(req)
+    }
+
+    /// The fields of a form body (`mochiweb_util:parse_qs`), only for POST and PUT, as CouchDB.
+    private static func form(_ request: Request, _ body: [UInt8]?) throws -> JSONObject {
+        var form = JSONObject()
+        guard let body, request.method == "POST" || request.method == "PUT",
+            request.contentType == "application/x-www-form-urlencoded"
+        else { return form }
+        let text = String(decoding: body, as: UTF8.self).split(separator: "+", omittingEmptySubsequences: false)
+            .joined(separator: "%20")
+        for (name, value) in try QueryParameters(raw: text).pairs { form[name] = .string(value) }
+        return form
+    }
+}

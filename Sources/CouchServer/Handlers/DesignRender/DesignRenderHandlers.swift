@@ -1,0 +1,155 @@
+import CouchCrypto
+import CouchWire
+import QueryServer
+import RevTree
+
+/// `_show`, `_list` and `_update` design functions (CouchDB's `couch_mrview_show`), run in the query-server
+/// workers: `/db/_design/d/_show/s[/docid]`, `/db/_design/d/_list/l/view` and `…/_list/l/otherddoc/view`,
+/// `/db/_design/d/_update/u[/docid]`. An update's document is stored through `DocumentWriter`, so design documents
+/// stay their admins' and `validate_doc_update` applies.
+struct DesignRenderHandlers: Sendable {
+    let queryServer: QueryServer
+    let writer: DocumentWriter
+    let requestObject: DesignRequestObject
+    let views: ViewHandlers
+
+    /// Largest request body handed to a show or update function (it crosses to the worker as one string).
+    static let maxBodyBytes = Limits.documentBytes
+
+    // MARK: Show
+
+    /// `/db/_design/d/_show/s[/docid]`, any method: the function gets the document (null when there is none).
+    func show(_ c: RequestContext) throws {
+        let call = try DocumentCall(self, c, section: "shows", capture: "show")
+        let etag = Self.showETag(call, c)
+        if c.request.head.headers["If-None-Match"] == etag {
+            return try c.reply.bytes(304, [], headers: ["ETag": etag, "Vary": "Accept"])
+        }
+        let rendered = try Self.run { () throws(QueryServerError) in
+            try queryServer.show(call.ddoc, name: call.name, doc: call.doc, request: call.req)
+        }
+        try ExternalResponse(rendered).send(c.reply, adding: [("ETag", etag), ("Vary", "Accept")])
+    }
+
+    /// CouchDB's show ETag (`show_etag`): the design document's and the document's revisions, `Accept` and the
+    /// user; the request target too here, so `?format=` or any query the function reads makes its own entry.
+    private static func showETag(_ call: DocumentCall, _ c: RequestContext) -> String {
+        var parts = [call.ddoc.key, call.doc.objectValue?["_rev"]?.stringValue ?? "", c.request.head.target]
+        parts.append(c.request.head.headers["Accept"] ?? "")
+        parts.append(c.user.name?.text ?? "")
+        parts += c.user.roles.map(\.text)
+        let digest = Digest.hash(.md5, Array(parts.joined(separator: "\u{0}").utf8))
+        return "\"" + digest.hexString + "\""
+    }
+
+    // MARK: Update
+
+    /// `/db/_design/d/_update/u[/docid]`: POST without an id, PUT (or POST) with one. The returned document is
+    /// written as the requesting user; the response says its new revision (`X-Couch-Update-NewRev`, 201).
+    func update(_ c: RequestContext) throws {
+        let call = try DocumentCall(self, c, section: "updates", capture: "update")
+        let outcome = try Self.run { () throws(QueryServerError) in
+            try queryServer.update(call.ddoc, name: call.name, doc: call.doc, request: call.req)
+        }
+        guard let document = outcome.document else {
+            return try ExternalResponse(outcome.response).send(c.reply)
+        }
+        let input = try DocumentInput(document)
+        guard let id = input.id, !id.isEmpty else { throw CouchError.illegalDocID("Document id must not be empty") }
+        try DocumentID.validate(id)
+        let rev = try writer.writeOne(
+            call.database, docID: id, input: input, base: input.rev, newEdits: true, followed: nil, user: c.user)
+        var response = ExternalResponse(status: 201)
+        try response.apply(outcome.response.object)
+        try response.send(
+            c.reply,
+            adding: [("X-Couch-Update-NewRev", rev.description), ("X-Couch-Id", PercentEncoding.encode(id))])
+    }
+
+    // MARK: List
+
+    /// `/db/_design/d/_list/l/[otherddoc/]view` (GET, HEAD, POST with `keys`): the view's rows, queried with every
+    /// `_view` parameter, go one at a time to the list function, and what it sends streams to the client.
+    func list(_ c: RequestContext) throws {
+        let database = try c.database()
+        let name = try c.parameter("list")
+        let ddoc = try function(database, c, section: "lists", name: name)
+        let viewDesign = try c.parameters["viewDesign"] ?? c.parameter("design")
+        let req = try requestObject.json(database, c.request, id: nil, body: nil)
+        var sink = ListRowSink(server: queryServer, ddoc: ddoc, name: name, request: req, reply: c.reply)
+        defer { sink.close() }
+        do {
+            try views.query(c, design: viewDesign, view: c.parameter("view"), into: &sink)
+        } catch let error as QueryServerError {
+            throw Self.couchError(error)
+        }
+    }
+
+    // MARK: Shared
+
+    /// What a show or an update function is called with: its design document, the document the path names (null
+    /// when missing or when none is named) and the `req` object, body included.
+    private struct DocumentCall {
+        let database: Database
+        let name: String
+        let ddoc: DesignDocument
+        let doc: JSON
+        let req: JSON
+
+        init(_ handlers: DesignRenderHandlers, _ c: RequestContext, section: String, capture: String) throws {
+            database = try c.database()
+            name = try c.parameter(capture)
+            ddoc = try handlers.function(database, c, section: section, name: name)
+            let docID = c.parameters["path"]
+            let body = try handlers.readBody(c.request)
+            req = try handlers.requestObject.json(database, c.request, id: docID, body: body)
+            doc = try docID.map { [database] id in try handlers.openDocument(database, id) } ?? .null
+        }
+    }
+
+    /// The design document, which must hold `section.name` (CouchDB: 404 `missing json key`).
+    private func function(_ database: Database, _ c: RequestContext, section: String, name: String) throws
+        -> DesignDocument
+    {
+        let id = "_design/" + (try c.parameter("design"))
+        guard let ddoc = try DesignFunctionCache.designDocument(database, id) else {
+            throw CouchError.notFound("missing")
+        }
+        guard let functions = ddoc.body[section]?.objectValue else {
+            throw CouchError.notFound("missing json key: \(section)")
+        }
+        guard functions[name] != nil else { throw CouchError.notFound("missing json key: \(name)") }
+        return ddoc
+    }
+
+    /// The request's body as the function sees it, at most `maxBodyBytes`: nil (`"undefined"`) when the request
+    /// has no body at all, empty for `Content-Length: 0`, as mochiweb reads it.
+    private func readBody(_ request: Request) throws -> [UInt8]? {
+        guard request.body.contentLength != nil || request.body.isChunked else { return nil }
+        return try request.rawBody(limit: Self.maxBodyBytes)
+    }
+
+    /// The winning revision with its `_conflicts` (`couch_httpd_db:couch_doc_open(Db, Id, nil, [conflicts])`),
+    /// null when missing or deleted.
+    private func openDocument(_ database: Database, _ id: String) throws -> JSON {
+        guard let info = try database.document(id), !info.deleted, let revision = try database.revision(id, rev: nil),
+            !revision.deleted
+        else { return .null }
+        var options = RenderOptions()
+        options.conflicts = true
+        return .object(try DocumentRenderer(id: id, info: info, options: options, inline: nil).render(revision))
+    }
+
+    private static func run<T>(_ body: () throws(QueryServerError) -> T) throws(CouchError) -> T {
+        do { return try body() } catch { throw couchError(error) }
+    }
+
+    /// A design function's failure with the status CouchDB gives its error (`chttpd:error_info`).
+    static func couchError(_ error: QueryServerError) -> CouchError {
+        let statuses = [
+            "bad_request": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404, "method_not_allowed": 405,
+            "not_acceptable": 406, "conflict": 409,
+        ]
+        return .designFunction(status: statuses[error.error] ?? 500, error: error.error, reason: error.reason)
+    }
+}
