@@ -76,6 +76,7 @@ package final class App: Sendable {
     let allDocs: AllDocsHandlers
     /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
     let designViews: ViewHandlers
+    let mango: MangoHandlers
     /// `/_session`: cookie login and logout.
     let sessions: SessionHandlers
     /// `_users` documents.
@@ -138,6 +139,7 @@ package final class App: Sendable {
             compactions: compactions)
         allDocs = AllDocsHandlers(blobs: blobRegistry)
         designViews = ViewHandlers(views: views)
+        mango = MangoHandlers(views: views, documents: documentWriter)
         sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,
