@@ -62,7 +62,7 @@ struct MangoHandlers: Sendable {
 
     func deleteIndex(_ c: RequestContext) throws {
         let database = try c.database()
-        var parts = try c.parameter("path…").split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        var parts = try c.parameter("path").split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         if parts.first == "_design" { parts.removeFirst() }
         guard parts.count == 3 else { throw CouchError.badRequest("Invalid index path") }
         let designID = "_design/" + parts[0]
