@@ -135,6 +135,12 @@ struct MangoRowSource {
         }
     }
 
+    /// The first page is no bigger than the answer can use (`limit=1` reads one row when it matches).
+    private var firstPageSize: Int {
+        let wanted = options.limit.addingReportingOverflow(options.skip)
+        return wanted.overflow ? MangoCursor.pageSize : max(1, min(MangoCursor.pageSize, wanted.partialValue))
+    }
+
     // MARK: _all_docs
 
     private func scanAllDocs(
@@ -146,22 +152,23 @@ struct MangoRowSource {
         var high = range.flatMap { if case .value(.string(let id)) = $0.high { id } else { nil } }
         if descending { swap(&low, &high) }
         var after = bookmark?.docID
+        var size = firstPageSize
         while true {
             var page: [DocumentInfo] = []
             try database.allDocs(
                 startKey: after ?? low, inclusiveStart: after == nil, endKey: high, inclusiveEnd: true,
-                descending: descending, skip: 0, limit: MangoCursor.pageSize
+                descending: descending, skip: 0, limit: size
             ) { info in
                 page.append(info)
                 return true
             }
-            stats.keysExamined += page.count
             let rows = page.filter { !$0.id.hasBytePrefix("_design/") }.map {
                 MangoCursor.Row(docID: $0.id, key: .string($0.id), covered: nil)
             }
             guard try deliver(rows, stats: &stats, body) else { return }
-            guard let last = page.last, page.count == MangoCursor.pageSize else { return }
+            guard let last = page.last, page.count == size else { return }
             after = last.id
+            size = MangoCursor.pageSize
         }
     }
 
@@ -186,13 +193,13 @@ struct MangoRowSource {
         let covering = MangoCandidates.covers(plan.index, fields: options.fields, selector: options.selector.normalized)
         let scan = ViewScan(view: number, low: low, high: high, descending: descending)
         var cursor: ViewRow?
+        var size = firstPageSize
         while true {
             var page: [ViewRow] = []
-            try index.file.rows(scan, after: cursor, limit: MangoCursor.pageSize) { row in
+            try index.file.rows(scan, after: cursor, limit: size) { row in
                 page.append(row)
                 return true
             }
-            stats.keysExamined += page.count
             let rows = page.map { row in
                 let key = (try? JSON.parse(row.key)) ?? .null
                 var result = MangoCursor.Row(docID: row.docID, key: key, covered: nil)
@@ -200,8 +207,9 @@ struct MangoRowSource {
                 return result
             }
             guard try deliver(rows, stats: &stats, body) else { return }
-            guard let last = page.last, page.count == MangoCursor.pageSize else { return }
+            guard let last = page.last, page.count == size else { return }
             cursor = last
+            size = MangoCursor.pageSize
         }
     }
 
@@ -223,15 +231,17 @@ struct MangoRowSource {
     ) throws -> Bool {
         if rows.allSatisfy({ $0.covered != nil }) {
             for row in rows {
+                stats.keysExamined += 1
                 guard let covered = row.covered else { continue }
                 guard try body(row, covered) else { return false }
             }
             return true
         }
         let revisions = try database.winningRevisions(rows.map(\.docID))
-        stats.docsExamined += rows.count
         for (row, revision) in zip(rows, revisions) {
+            stats.keysExamined += 1
             guard let revision, !revision.deleted else { continue }
+            stats.docsExamined += 1
             var render = RenderOptions()
             render.conflicts = options.conflicts
             let info = options.conflicts ? try database.document(row.docID) : nil

@@ -144,6 +144,10 @@ struct FindOptions: Sendable {
     }
 
     private static func nonNegative(_ value: JSON) throws(CouchError) -> Int {
+        // A huge integer is as good as unbounded; a fraction or a negative number is refused.
+        if case .number(let number) = value, number.intValue == nil, number.text.utf8.allSatisfy({ $0 &- 48 < 10 }) {
+            return Int.max
+        }
         guard case .number(let number) = value, let integer = number.intValue, integer >= 0 else {
             throw .mango(
                 "invalid_non_neg_integer",
