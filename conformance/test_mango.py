@@ -243,7 +243,8 @@ def test_explain_shape(couch, mdb):
     assert plan["selector_hints"] == [{"type": "json", "indexable_fields": ["taken"], "unindexable_fields": []}]
     [candidate] = plan["index_candidates"]
     assert candidate["index"]["name"] == "_all_docs"
-    assert candidate["analysis"]["usable"] is False and candidate["analysis"]["ranking"] == 1
+    assert candidate["analysis"] == {"usable": False, "reasons": [{"name": "field_mismatch"}], "ranking": 1,
+                                     "covering": None}
 
 
 def test_explain_unindexed_and_negations(couch, mdb):

@@ -51,7 +51,8 @@ struct MangoCandidates {
         }
         for index in unfavored { add(index, usable: true, ["unfavored_type"], unfavoredRank) }
         for index in excluded { add(index, usable: true, ["excluded_by_user"], excludedRank) }
-        for (index, reasons) in notUsable { add(index, usable: false, reasons, notUsableRank) }
+        // CouchDB names the first reason only (field_mismatch before sort_order_mismatch).
+        for (index, reasons) in notUsable { add(index, usable: false, Array(reasons.prefix(1)), notUsableRank) }
         for index in partial { add(index, usable: false, ["is_partial"], partialRank) }
         return out
     }
