@@ -11,12 +11,7 @@ struct IndexRequest {
     var designID: String
 
     init(_ body: JSONObject) throws(CouchError) {
-        for key in body.keys where !IndexRequest.keys.contains(key) {
-            throw .mango("invalid_key", "Invalid key \(key) for this request.")
-        }
-        guard let definition = body["index"] else {
-            throw .mango("missing_required_key", "Missing required key: index")
-        }
+        let definition = try body.mangoRequired("index", allowed: IndexRequest.keys)
         guard case .object = definition else {
             throw .mango("invalid_object", "\(ErlangTerm.format(definition)) is not a JSON object")
         }

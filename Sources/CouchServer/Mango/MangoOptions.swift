@@ -1,5 +1,17 @@
 import CouchWire
 
+extension JSONObject {
+    /// The member `key` of a Mango request body, after checking that every member is one of `allowed`
+    /// (`mango_opts:validate/2`): 400 `invalid_key` for another, `missing_required_key` without `key`.
+    func mangoRequired(_ key: String, allowed: Set<String>) throws(CouchError) -> JSON {
+        for name in keys where !allowed.contains(name) {
+            throw .mango("invalid_key", "Invalid key \(name) for this request.")
+        }
+        guard let value = self[key] else { throw .mango("missing_required_key", "Missing required key: \(key)") }
+        return value
+    }
+}
+
 extension CouchError {
     /// One of Mango's named errors (`mango_error:info/2`): its own `error` name with CouchDB's status and reason.
     static func mango(_ error: String, _ reason: String, status: Int = 400) -> CouchError {
@@ -74,12 +86,7 @@ struct FindOptions: Sendable {
     var allowFallback = true
 
     init(_ body: JSONObject) throws(CouchError) {
-        for key in body.keys where !FindOptions.keys.contains(key) {
-            throw .mango("invalid_key", "Invalid key \(key) for this request.")
-        }
-        guard let selectorJSON = body["selector"] else {
-            throw .mango("missing_required_key", "Missing required key: selector")
-        }
+        let selectorJSON = try body.mangoRequired("selector", allowed: FindOptions.keys)
         guard case .object = selectorJSON else {
             throw .mango(
                 "invalid_selector_json", "Selector must be a JSON object, not: \(ErlangTerm.format(selectorJSON))")

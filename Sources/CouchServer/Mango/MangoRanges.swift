@@ -130,20 +130,16 @@ enum MangoRanges {
     }
 
     /// The view's start key for a prefix of ranges (`mango_idx_view:start_key/1`).
-    static func startKey(_ ranges: [MangoRange]) -> [JSON] {
-        var key: [JSON] = []
-        for range in ranges {
-            guard case .value(let value) = range.low else { break }
-            key.append(value)
-        }
-        return key
-    }
+    static func startKey(_ ranges: [MangoRange]) -> [JSON] { values(ranges.map(\.low)) }
 
     /// The end key's values; the key itself ends with CouchDB's `<MAX>` after them (`end_key/1`).
-    static func endKey(_ ranges: [MangoRange]) -> [JSON] {
+    static func endKey(_ ranges: [MangoRange]) -> [JSON] { values(ranges.map(\.high)) }
+
+    /// The leading bounds that are values, up to the first `min`/`max`.
+    private static func values(_ bounds: [MangoBound]) -> [JSON] {
         var key: [JSON] = []
-        for range in ranges {
-            guard case .value(let value) = range.high else { break }
+        for bound in bounds {
+            guard case .value(let value) = bound else { break }
             key.append(value)
         }
         return key
