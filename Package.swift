@@ -22,6 +22,8 @@ let package = Package(
         .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
         // Duktape, the embedded JavaScript engine of the query-server workers.
         .systemLibrary(name: "CDuktape", path: "Sources/CDuktape", providers: [.apt(["duktape-dev"])]),
+        // Perl-compatible regular expressions for Mango's `$regex` (CouchDB uses Erlang's `re`, which is PCRE).
+        .systemLibrary(name: "CPCRE2", path: "Sources/CPCRE2", providers: [.apt(["libpcre2-dev"])]),
         // posix_spawn with closefrom, prctl and setrlimit for the query-server workers.
         .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
         // glibc's <malloc.h>, for arena tuning in the server.
@@ -30,7 +32,9 @@ let package = Package(
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage.
-        .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
+        .target(
+            name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib", "CPCRE2"],
+            swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.

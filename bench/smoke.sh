@@ -36,6 +36,8 @@ fi
 timeout --kill-after=5 "$FILTER_SMOKE_TIMEOUT_S" python3 bench/filtered_changes.py --url "$url" --docs 1000 --runs 1
 # Views (bench/views.py): a build over 2,000 documents, checked answers.
 timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/views.py --smoke "$url"
+# Mango (bench/mango.py): an index build and indexed/unindexed _find over 2,000 photos, checked answers.
+timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/mango.py --smoke "$url"
 # The soak workload (bench/soak.py), small and short.
 exec timeout --kill-after=5 "$SMOKE_TIMEOUT_S" python3 bench/soak.py --url "$url" "${pid_args[@]}" \
   --clients "$SOAK_CLIENTS" --duration "$SOAK_SECONDS" --dbs 4 --photo-kib 32

@@ -75,7 +75,8 @@ build_modules() {
   mkdir -p "$OUT"
   build_module CouchCrypto Sources/COpenSSL -- Sources/CouchCrypto/*.swift
   # shellcheck disable=SC2046
-  build_module CouchWire Sources/COpenSSL Sources/CZlib -- $(find Sources/CouchWire -name '*.swift' | sort)
+  build_module CouchWire Sources/COpenSSL Sources/CZlib Sources/CPCRE2 -- \
+    $(find Sources/CouchWire -name '*.swift' | sort)
   # Only the pure tree algorithms: the SQLite store is not under test here.
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
 }
@@ -91,9 +92,9 @@ build_target() {
   # The harness itself gets ASan but no coverage instrumentation: its equality checks over whole outputs were
   # most of the CPU (a traced comparison per byte) and guide the fuzzer nowhere; the modules under test keep it.
   swiftc "${HARNESS_FLAGS[@]}" -wmo -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
-    -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
+    -I Sources/CPCRE2 -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
   swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/RevTree.o" \
-    -lz -lcrypto -o "$OUT/bin/$name"
+    -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
   rm -f "$OUT/bin/$name.o"
   echo "$stamp" >"$OUT/bin/$name.stamp"
 }

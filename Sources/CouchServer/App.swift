@@ -80,6 +80,8 @@ package final class App: Sendable {
     let designViews: ViewHandlers
     /// `_design/d/_show`, `_list` and `_update`.
     let designRender: DesignRenderHandlers
+    /// `_find`, `_explain` and `_index`: Mango queries and their json indexes.
+    let mango: MangoHandlers
     /// `/_session`: cookie login and logout.
     let sessions: SessionHandlers
     /// `_users` documents.
@@ -146,6 +148,7 @@ package final class App: Sendable {
         designRender = DesignRenderHandlers(
             queryServer: queryServer, writer: documentWriter,
             requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews)
+        mango = MangoHandlers(views: views, documents: documentWriter)
         sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,

@@ -121,9 +121,6 @@ extension App {
             Route(every, "/{db}/_temp_view", .member) { _, _ in
                 throw CouchError.gone("Temporary views are not supported in CouchDB")
             },
-            Route(every, "/{db}/_find", .member) { _, _ in try Refusal.unsupported("_find") },
-            Route(every, "/{db}/_index", .member) { _, _ in try Refusal.unsupported("_index") },
-            Route(every, "/{db}/_explain", .member) { _, _ in try Refusal.unsupported("_explain") },
             Route([.POST], "/{db}/_purge", .serverAdmin, body: .small, notAllowedReason: "POST") { app, c in
                 try app.databases.purge(c)
             },
@@ -132,6 +129,23 @@ extension App {
             },
             Route([.PUT], "/{db}/_purged_infos_limit", .serverAdmin, body: .small, notAllowedReason: "GET,PUT") {
                 app, c in try app.databases.setPurgedInfosLimit(c)
+            },
+            // MARK: Mango (members query; an index is a design document, its database admins')
+            Route([.POST], "/{db}/_find", .member, body: .bulk, notAllowedReason: "POST") { app, c in
+                try app.mango.find(c)
+            },
+            Route([.POST], "/{db}/_explain", .member, body: .bulk, notAllowedReason: "POST") { app, c in
+                try app.mango.explain(c)
+            },
+            Route(read, "/{db}/_index", .member, notAllowedReason: "GET,POST") { app, c in
+                try app.mango.listIndexes(c)
+            },
+            Route([.POST], "/{db}/_index", .databaseAdmin, body: .small) { app, c in try app.mango.createIndex(c) },
+            Route([.POST], "/{db}/_index/_bulk_delete", .databaseAdmin, body: .bulk, notAllowedReason: "POST") {
+                app, c in try app.mango.bulkDelete(c)
+            },
+            Route([.DELETE], "/{db}/_index/{path…}", .databaseAdmin, notAllowedReason: "DELETE") { app, c in
+                try app.mango.deleteIndex(c)
             },
 
             // MARK: Replication protocol

@@ -47,7 +47,11 @@ struct ViewGroup: Sendable {
                     lib = definition
                     continue
                 }
-                guard let map = definition["map"]?.stringValue else { continue }
+                // A Mango (`"language":"query"`) view's map is an object, kept as its JSON text.
+                guard
+                    let map = definition["map"]?.stringValue
+                        ?? definition["map"]?.objectValue.map({ JSON.object($0).serializedString })
+                else { continue }
                 views.append(ViewDefinition(name: name, map: map, reduce: definition["reduce"]?.stringValue))
             }
         }

@@ -19,6 +19,11 @@ final class ViewIndexes: Sendable {
     /// The engine running map and JavaScript reduce functions.
     var engine: any ViewEngine { installed.withLock { $0 } }
 
+    /// The engine that maps for `group`: Mango's native one for `"language":"query"` design documents.
+    func engine(for group: ViewGroup) -> any ViewEngine {
+        group.language == "query" ? MangoViewEngine() : engine
+    }
+
     /// Installs the engine (the server at start; tests install a fake).
     func use(_ engine: any ViewEngine) { installed.withLock { $0 = engine } }
 

@@ -20,8 +20,6 @@ import Testing
         "/_node": "refused (400 Incomplete path) whatever the method",
         "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
         "/{db}/_temp_view": "410: temporary views are gone",
-        "/{db}/_find": "501: not supported", "/{db}/_index": "501: not supported",
-        "/{db}/_explain": "501: not supported",
         "/{db}/_local": "400: `_local` needs exactly one more segment",
         "/{db}/_local/{local}/{path…}": "400: `_local` documents have no attachments",
         "/{db}/_design/{design}/_view": "404: no view named",
@@ -40,7 +38,7 @@ import Testing
         ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
         ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
         ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "queries"], ["db", "_design_docs", "queries"],
-        ["db", "_index", "x"], ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
+        ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
         ["_users", "_foo"], ["_replicator", "_foo"], ["_users", "_design"],
     ]
 

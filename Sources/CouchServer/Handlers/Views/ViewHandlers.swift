@@ -33,7 +33,7 @@ struct ViewHandlers: Sendable {
             throw CouchError.badRequest("Unknown builtin reduce function: \(reduce)")
         }
         let index = try views.index(database, group)
-        let engine = views.engine
+        let engine = views.engine(for: group)
         if query.update == .yes { try index.update(database, engine: engine, to: database.updateSeq) }
         do {
             if reduces {

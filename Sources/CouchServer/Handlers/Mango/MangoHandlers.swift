@@ -1,0 +1,136 @@
+import CouchWire
+import RevTree
+
+/// Mango: `POST /db/_find`, `POST /db/_explain`, `GET/POST /db/_index`, `DELETE /db/_index/{ddoc}/json/{name}`
+/// and `POST /db/_index/_bulk_delete`. Json indexes are views of `"language":"query"` design documents, kept by
+/// the view engine (``MangoViewEngine`` maps them natively).
+struct MangoHandlers: Sendable {
+    let views: ViewIndexes
+    let documents: DocumentWriter
+
+    // MARK: _find and _explain
+
+    func find(_ c: RequestContext) throws {
+        let (database, options, plan) = try prepare(c)
+        try MangoCursor(database: database, options: options, plan: plan, views: views).run(c.reply)
+    }
+
+    func explain(_ c: RequestContext) throws {
+        let (database, options, plan) = try prepare(c)
+        try c.reply.json(200, MangoExplain(database: database.name, options: options, plan: plan).json)
+    }
+
+    private func prepare(_ c: RequestContext) throws -> (Database, FindOptions, MangoPlan) {
+        let database = try c.database()
+        try c.request.requireJSONContent()
+        let options = try FindOptions(try c.request.jsonObjectBody(limit: Limits.bulkRequestBytes))
+        if let bookmark = options.bookmark { _ = try MangoBookmark(decoding: bookmark) }
+        let plan = try MangoPlanner.plan(options, indexes: try MangoIndex.list(database))
+        return (database, options, plan)
+    }
+
+    // MARK: _index
+
+    func listIndexes(_ c: RequestContext) throws {
+        let indexes = try MangoIndex.list(try c.database())
+        try c.reply.json(
+            200,
+            .object(JSONObject([("total_rows", .int(indexes.count)), ("indexes", .array(indexes.map(\.json)))])))
+    }
+
+    func createIndex(_ c: RequestContext) throws {
+        let database = try c.database()
+        try c.request.requireJSONContent()
+        let request = try IndexRequest(try c.request.jsonObjectBody(limit: Limits.smallRequestBytes))
+        let current = try database.revision(request.designID, rev: nil).flatMap { $0.deleted ? nil : $0 }
+        var body = JSONObject([("language", "query")])
+        if let bytes = current?.body, case .object(let existing) = try JSON.parse(bytes) { body = existing }
+        var views = body["views"]?.objectValue ?? JSONObject()
+        let view = request.index.viewJSON
+        let answer = { (result: String) in
+            JSON.object(
+                JSONObject([
+                    ("result", .string(result)), ("id", .string(request.designID)), ("name", .string(request.name)),
+                ]))
+        }
+        if views[request.name] == view { return try c.reply.json(200, answer("exists")) }
+        views[request.name] = view
+        body["views"] = .object(views)
+        try save(database, request.designID, current, body: .object(body), deleted: false, c)
+        try c.reply.json(200, answer("created"))
+    }
+
+    func deleteIndex(_ c: RequestContext) throws {
+        let database = try c.database()
+        var parts = try c.parameter("path").split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if parts.first == "_design" { parts.removeFirst() }
+        guard parts.count == 3 else { throw CouchError.badRequest("Invalid index path") }
+        let designID = "_design/" + parts[0]
+        guard parts[1] == "json", try removeIndex(database, designID, name: parts[2], c) else {
+            throw CouchError.notFound("missing")
+        }
+        try c.reply.json(200, ["ok": true])
+    }
+
+    func bulkDelete(_ c: RequestContext) throws {
+        let database = try c.database()
+        try c.request.requireJSONContent()
+        let body = try c.request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        guard case .array(let ids)? = body["docids"], ids.allSatisfy({ $0.stringValue != nil }) else {
+            let value = body["docids"] ?? .null
+            throw CouchError.mango(
+                "invalid_bulk_docs",
+                "Bulk Delete requires an array of non-null docids. Docids: \(ErlangTerm.format(value))")
+        }
+        var success: [JSON] = []
+        var fail: [JSON] = []
+        for id in ids.compactMap(\.stringValue) {
+            let designID = id.hasPrefix("_design/") ? id : "_design/" + id
+            let current = try database.revision(designID, rev: nil)
+            guard let current, !current.deleted else {
+                fail.append(.object(JSONObject([("id", .string(designID)), ("error", "not_found")])))
+                continue
+            }
+            try save(database, designID, current, body: .object(JSONObject()), deleted: true, c)
+            success.append(.object(JSONObject([("id", .string(designID)), ("ok", true)])))
+        }
+        try c.reply.json(200, .object(JSONObject([("success", .array(success)), ("fail", .array(fail))])))
+    }
+
+    /// Removes view `name` from a query design document, deleting the document when nothing else is left in it
+    /// (`mango_idx:delete/4`); false when there is no such index.
+    private func removeIndex(_ database: Database, _ designID: String, name: String, _ c: RequestContext) throws
+        -> Bool
+    {
+        guard let current = try database.revision(designID, rev: nil), !current.deleted, let bytes = current.body,
+            case .object(var body) = try JSON.parse(bytes),
+            MangoIndex.indexes(designID: designID, document: .object(body)).contains(where: { $0.name == name }),
+            var views = body["views"]?.objectValue
+        else { return false }
+        _ = views.removeValue(forKey: name)
+        if views.isEmpty { _ = body.removeValue(forKey: "views") } else { body["views"] = .object(views) }
+        let empty = body.count == 1 && body["language"] == "query"
+        try save(database, designID, current, body: .object(empty ? JSONObject() : body), deleted: empty, c)
+        return true
+    }
+
+    /// Writes a design document revision as the requesting user (design documents are their admins').
+    private func save(
+        _ database: Database, _ designID: String, _ current: StoredRevision?, body: JSON, deleted: Bool,
+        _ c: RequestContext
+    ) throws {
+        var object = body.objectValue ?? JSONObject()
+        _ = object.removeValue(forKey: "_id")
+        _ = object.removeValue(forKey: "_rev")
+        let stubs = (current?.attachments ?? []).map {
+            AttachmentRef.stub(name: $0.name, revpos: $0.revpos, digest: $0.digest)
+        }
+        let write = RevisionWrite(
+            docID: designID, path: current.map { [$0.rev] } ?? [], deleted: deleted,
+            body: JSON.object(object).serialized(), attachments: deleted ? [] : stubs)
+        guard let outcome = try documents.applyEdits(database, [write], user: c.user).first else {
+            throw CouchError.unknownError("store returned no result")
+        }
+        if case .failure(let error) = outcome.result { throw CouchError(error, docID: designID) }
+    }
+}
