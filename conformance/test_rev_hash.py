@@ -32,6 +32,8 @@ BODIES = {
     "nested": b'{"n":{"m":{"o":[1,[2,{"p":0.1}],{}]}},"e":[],"o":{}}',
     "small_int_list": b'{"bytes":[1,2,3,255],"mixed":[256,1],"with_float":[1,2.0]}',
     "underscore_fields": b'{"z":1,"_id":"ignored-here","y":2}',
+    # jiffy's dedupe_keys: a repeated key takes its last position (the body reads back {"b":2,"a":3}).
+    "duplicate_keys": b'{"a":1,"b":2,"a":3}',
 }
 
 PHOTO = b"\xff\xd8\xff\xe0" + bytes(range(60))  # not a compressible type: CouchDB stores it as sent
@@ -39,6 +41,10 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40, 90))
 
 EXPECTED = {
     # recorded from CouchDB 3.4.3; see the module docstring
+    'duplicate_keys/1': '1-cf8195ee4268460f49235c8e98d42c6f',
+    'duplicate_keys/2': '2-6803e51ba848f9fbe0ecdfc87ed1270b',
+    'duplicate_keys/3-deleted': '3-9fc8253f3aa58fc5d1dcdd3fd1433f4b',
+    'duplicate_keys/4-recreated': '4-b0db0d6240e10d65921412d99a53f1e9',
     'atoms/1': '1-cb8c66602b212aa81979fb8fa1657af3',
     'atoms/2': '2-bbe9731fd4e7a2bb4ae723b6e20b28c7',
     'atoms/3-deleted': '3-2d8d277091b1fb934bc6c73db2ecb9c2',

@@ -175,6 +175,29 @@ import Testing
                 == RevisionHash.compute(parent: nil, deleted: false, body: refused, attachments: []))
     }
 
+    /// Bytes that never came from couchlite's serializer (invalid UTF-8, truncations of a real body, noise) are
+    /// refused or decoded, never a crash, and hash the same every time.
+    @Test func arbitraryBytesNeverCrashTheReader() {
+        var state: UInt64 = 0x2604
+        func next() -> UInt8 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        let real = Array(
+            #"{"a":[1,-2.5e3,{"b":"\u00e9\ud83d\ude00"}],"c":null,"d":true,"e":123456789012345678901}"#.utf8)
+        for cut in 0...real.count { _ = JiffyTerm.decode(Array(real[..<cut])) }
+        #expect(JiffyTerm.decode(real) != nil)
+        for _ in 0..<2000 {
+            let noise = (0..<Int(next() % 40)).map { _ in next() }
+            _ = JiffyTerm.decode(noise)
+            _ = JiffyTerm.decode([UInt8(ascii: "\"")] + noise + [UInt8(ascii: "\"")])
+        }
+        let invalidUTF8: [UInt8] = [0x22, 0xC3, 0x28, 0xFF, 0x22]
+        #expect(
+            RevisionHash.compute(parent: nil, deleted: false, body: invalidUTF8, attachments: [])
+                == RevisionHash.compute(parent: nil, deleted: false, body: invalidUTF8, attachments: []))
+    }
+
     @Test func decimalToBinaryMatchesMachineIntegers() {
         for value in [UInt64(0), 1, 255, 256, 10_000_000_000_000_000_000, .max] {
             var expected: [UInt8] = []
