@@ -108,6 +108,19 @@ public indirect enum ErlangTerm: Sendable, Equatable {
         out.append(106)
     }
 
+    /// Appends an integer that fits a machine word, without building its magnitude when it fits 32 bits.
+    static func encodeInteger(_ value: Int, into out: inout [UInt8]) {
+        if (0...255).contains(value) {
+            out.append(97)
+            out.append(UInt8(value))
+        } else if let fits = Int32(exactly: value) {
+            out.append(98)
+            append(UInt32(bitPattern: fits), to: &out)
+        } else {
+            int(value).encode(into: &out)
+        }
+    }
+
     private static func encodeInteger(negative: Bool, magnitude: [UInt8], into out: inout [UInt8]) {
         var digits = magnitude
         while digits.last == 0 { digits.removeLast() }

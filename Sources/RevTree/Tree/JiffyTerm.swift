@@ -1,12 +1,15 @@
-/// A JSON text as the Erlang term `jiffy:decode/2` gives CouchDB: what `RevisionHash` hashes as the body.
+/// A JSON text as the Erlang term `jiffy:decode/2` gives CouchDB, written straight to its external format: what
+/// `RevisionHash` hashes as the body.
 ///
 /// Objects are `{[{Key, Value}, …]}` in the order sent, strings binaries of their UTF-8 bytes (escapes decoded),
 /// `true`/`false`/`null` atoms, arrays lists. A number with neither fraction nor exponent is an integer of any
-/// size (`-0` is `0`); any other is the nearest double (`1.0` and `1e2` are floats, not integers).
+/// size (`-0` is `0`); any other is the nearest double (`1.0` and `1e2` are floats, not integers). The encoding is
+/// `ErlangTerm`'s, produced in one pass without building the term (the length of a list is patched in when it
+/// closes, and a list of integers 0…255 is then packed into a `STRING_EXT`), since every interactive write pays it.
 ///
 /// The input is a body couchlite already parsed and serialized, so it is valid JSON; anything else (or a body
 /// CouchDB itself refuses: a float beyond the double range, an integer of more than `maxIntegerDigits` digits,
-/// nesting beyond `maxDepth`) gives nil rather than a guess, and the caller hashes the raw bytes instead.
+/// nesting beyond `maxDepth`) is refused rather than guessed, and the caller hashes the raw bytes instead.
 public enum JiffyTerm {
     /// Deeper than couchlite's JSON parser accepts (512), so reached only by bytes that did not come from it.
     public static let maxDepth = 1024
@@ -14,12 +17,22 @@ public enum JiffyTerm {
     /// decimal-to-binary conversion of a hostile body cheap.
     public static let maxIntegerDigits = 1000
 
-    /// The term of a JSON text, or nil when it is not valid JSON or is beyond the bounds above.
-    public static func decode(_ bytes: [UInt8]) -> ErlangTerm? {
-        var reader = Reader(bytes: bytes)
-        guard let term = reader.value(depth: 0) else { return nil }
-        reader.skipSpace()
-        return reader.index == bytes.count ? term : nil
+    /// Appends the external format of the term of a JSON text (without the version byte) to `out`.
+    /// - Returns: false, with `out` as it was, when the text is not valid JSON or is beyond the bounds above.
+    public static func encode(_ bytes: [UInt8], into out: inout [UInt8]) -> Bool {
+        let mark = out.count
+        var writer = Writer(bytes: bytes, out: out)
+        out = []  // `writer` owns the buffer meanwhile, so appending never copies it
+        let ok = writer.value(depth: 0) && writer.atEnd()
+        out = writer.out
+        if !ok { out.removeSubrange(mark...) }
+        return ok
+    }
+
+    /// The external format (without the version byte) of a JSON text's term, or nil; see `encode(_:into:)`.
+    public static func encoded(_ bytes: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        return encode(bytes, into: &out) ? out : nil
     }
 
     /// The magnitude (little-endian bytes) of a string of decimal digits.
@@ -53,92 +66,154 @@ public enum JiffyTerm {
         return bytes
     }
 
-    private struct Reader {
+    private struct Writer {
         let bytes: [UInt8]
+        var out: [UInt8]
         var index = 0
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
-
-        mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        init(bytes: [UInt8], out: [UInt8]) {
+            self.bytes = bytes
+            self.out = out
         }
 
-        mutating func value(depth: Int) -> ErlangTerm? {
+        mutating func skipSpace() {
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func atEnd() -> Bool {
             skipSpace()
-            guard index < bytes.count, depth < JiffyTerm.maxDepth else { return nil }
+            return index == bytes.count
+        }
+
+        mutating func peek(_ byte: UInt8) -> Bool {
+            skipSpace()
+            return index < bytes.count && bytes[index] == byte
+        }
+
+        /// Writes one value. `small` is set when it was an integer 0…255 (a candidate for a `STRING_EXT`).
+        mutating func value(depth: Int, small: UnsafeMutablePointer<Bool>? = nil) -> Bool {
+            skipSpace()
+            guard index < bytes.count, depth < JiffyTerm.maxDepth else { return false }
             switch bytes[index] {
             case UInt8(ascii: "{"): return object(depth: depth + 1)
             case UInt8(ascii: "["): return array(depth: depth + 1)
-            case UInt8(ascii: "\""): return string().map { .binary($0) }
-            case UInt8(ascii: "t"): return literal("true").map { .atom("true") }
-            case UInt8(ascii: "f"): return literal("false").map { .atom("false") }
-            case UInt8(ascii: "n"): return literal("null").map { .atom("null") }
-            default: return number()
+            case UInt8(ascii: "\""): return string()
+            case UInt8(ascii: "t"): return literal("true")
+            case UInt8(ascii: "f"): return literal("false")
+            case UInt8(ascii: "n"): return literal("null")
+            default: return number(small: small)
             }
         }
 
-        mutating func literal(_ word: String) -> Void? {
-            let expected = Array(word.utf8)
-            guard bytes.count - index >= expected.count, bytes[index..<index + expected.count].elementsEqual(expected)
-            else { return nil }
-            index += expected.count
-            return ()
+        /// `true`, `false` or `null`, written as the atom of that name.
+        mutating func literal(_ word: StaticString) -> Bool {
+            let count = word.utf8CodeUnitCount
+            let matches = word.withUTF8Buffer { expected in
+                bytes.count - index >= count && bytes[index..<index + count].elementsEqual(expected)
+            }
+            guard matches else { return false }
+            index += count
+            out += [100, 0, UInt8(count)]
+            word.withUTF8Buffer { out += $0 }
+            return true
         }
 
-        mutating func object(depth: Int) -> ErlangTerm? {
+        /// Starts a `LIST_EXT` whose length is patched by `closeList`; returns where its header is.
+        mutating func openList() -> Int {
+            out += [108, 0, 0, 0, 0]
+            return out.count - 5
+        }
+
+        mutating func closeList(at header: Int, count: Int) {
+            Self.patch(UInt32(truncatingIfNeeded: count), at: header + 1, in: &out)
+            out.append(106)
+        }
+
+        mutating func object(depth: Int) -> Bool {
             index += 1
-            var members: [ErlangTerm] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            out += [104, 1]
+            if peek(UInt8(ascii: "}")) {
                 index += 1
-                return .tuple([.list([])])
+                out.append(106)
+                return true
             }
+            let header = openList()
+            var count = 0
             while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return nil }
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                guard peek(UInt8(ascii: "\"")) else { return false }
+                out.append(104)
+                out.append(2)
+                guard string(), peek(UInt8(ascii: ":")) else { return false }
                 index += 1
-                guard let member = value(depth: depth) else { return nil }
-                members.append(.tuple([.binary(key), member]))
+                guard value(depth: depth) else { return false }
+                count += 1
                 skipSpace()
-                guard index < bytes.count else { return nil }
+                guard index < bytes.count else { return false }
                 index += 1
-                if bytes[index - 1] == UInt8(ascii: "}") { return .tuple([.list(members)]) }
-                guard bytes[index - 1] == UInt8(ascii: ",") else { return nil }
+                if bytes[index - 1] == UInt8(ascii: "}") {
+                    closeList(at: header, count: count)
+                    return true
+                }
+                guard bytes[index - 1] == UInt8(ascii: ",") else { return false }
             }
         }
 
-        mutating func array(depth: Int) -> ErlangTerm? {
+        mutating func array(depth: Int) -> Bool {
             index += 1
-            var elements: [ErlangTerm] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            if peek(UInt8(ascii: "]")) {
                 index += 1
-                return .list([])
+                out.append(106)
+                return true
             }
+            let header = openList()
+            var count = 0
+            var allSmall = true
             while true {
-                guard let element = value(depth: depth) else { return nil }
-                elements.append(element)
+                var small = false
+                guard value(depth: depth, small: &small) else { return false }
+                allSmall = allSmall && small
+                count += 1
                 skipSpace()
-                guard index < bytes.count else { return nil }
+                guard index < bytes.count else { return false }
                 index += 1
-                if bytes[index - 1] == UInt8(ascii: "]") { return .list(elements) }
-                guard bytes[index - 1] == UInt8(ascii: ",") else { return nil }
+                if bytes[index - 1] == UInt8(ascii: "]") { break }
+                guard bytes[index - 1] == UInt8(ascii: ",") else { return false }
             }
+            guard allSmall, count <= Int(UInt16.max) else {
+                closeList(at: header, count: count)
+                return true
+            }
+            // Erlang writes a list of integers 0…255 as a string: each element is `97 B`; keep the B's.
+            let elements = header + 5
+            out[header] = 107
+            out[header + 1] = UInt8(count >> 8)
+            out[header + 2] = UInt8(count & 0xFF)
+            for i in 0..<count { out[header + 3 + i] = out[elements + 2 * i + 1] }
+            out.removeSubrange((header + 3 + count)...)
+            return true
         }
 
-        /// The UTF-8 bytes of a string literal starting at its opening quote, escapes decoded.
-        mutating func string() -> [UInt8]? {
+        /// A string literal starting at its opening quote, as a `BINARY_EXT` of its UTF-8 bytes, escapes decoded.
+        mutating func string() -> Bool {
             index += 1
-            var out: [UInt8] = []
+            out.append(109)
+            let lengthAt = out.count
+            for _ in 0..<4 { out.append(0) }
+            let start = out.count
             while index < bytes.count {
                 let byte = bytes[index]
                 index += 1
                 switch byte {
-                case UInt8(ascii: "\""): return out
+                case UInt8(ascii: "\""):
+                    Self.patch(UInt32(truncatingIfNeeded: out.count - start), at: lengthAt, in: &out)
+                    return true
                 case UInt8(ascii: "\\"):
-                    guard index < bytes.count else { return nil }
+                    guard index < bytes.count else { return false }
                     let escape = bytes[index]
                     index += 1
                     switch escape {
@@ -149,15 +224,35 @@ public enum JiffyTerm {
                     case UInt8(ascii: "r"): out.append(0x0D)
                     case UInt8(ascii: "t"): out.append(0x09)
                     case UInt8(ascii: "u"):
-                        guard let scalar = unicodeEscape() else { return nil }
-                        out += Array(String(Character(scalar)).utf8)
-                    default: return nil
+                        guard let scalar = unicodeEscape() else { return false }
+                        Self.appendUTF8(scalar.value, to: &out)
+                    default: return false
                     }
-                case 0..<0x20: return nil
+                case 0..<0x20: return false
                 default: out.append(byte)
                 }
             }
-            return nil
+            return false
+        }
+        static func appendUTF8(_ value: UInt32, to out: inout [UInt8]) {
+            switch value {
+            case 0..<0x80: out.append(UInt8(value))
+            case 0x80..<0x800: out += [0xC0 | UInt8(value >> 6), 0x80 | UInt8(value & 0x3F)]
+            case 0x800..<0x10000:
+                out += [0xE0 | UInt8(value >> 12), 0x80 | UInt8(value >> 6 & 0x3F), 0x80 | UInt8(value & 0x3F)]
+            default:
+                out += [
+                    0xF0 | UInt8(value >> 18), 0x80 | UInt8(value >> 12 & 0x3F), 0x80 | UInt8(value >> 6 & 0x3F),
+                    0x80 | UInt8(value & 0x3F),
+                ]
+            }
+        }
+
+        static func patch(_ value: UInt32, at offset: Int, in out: inout [UInt8]) {
+            out[offset] = UInt8(value >> 24)
+            out[offset + 1] = UInt8(value >> 16 & 0xFF)
+            out[offset + 2] = UInt8(value >> 8 & 0xFF)
+            out[offset + 3] = UInt8(value & 0xFF)
         }
 
         /// The scalar of `XXXX` (after `\u`), joining a surrogate pair; a lone surrogate is refused.
@@ -194,8 +289,8 @@ public enum JiffyTerm {
             }
         }
 
-        /// A number: an integer term when the text has no fraction and no exponent, else a float.
-        mutating func number() -> ErlangTerm? {
+        /// A number: an integer when the text has no fraction and no exponent, else a float.
+        mutating func number(small: UnsafeMutablePointer<Bool>?) -> Bool {
             let start = index
             let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
             if negative { index += 1 }
@@ -203,12 +298,12 @@ public enum JiffyTerm {
             skipDigits()
             let digitsEnd = index
             guard digitsEnd > digitsStart, bytes[digitsStart] != UInt8(ascii: "0") || digitsEnd - digitsStart == 1
-            else { return nil }
+            else { return false }
             var isFloat = false
             if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
                 isFloat = true
                 index += 1
-                guard skipDigits() > 0 else { return nil }
+                guard skipDigits() > 0 else { return false }
             }
             if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
                 isFloat = true
@@ -216,17 +311,26 @@ public enum JiffyTerm {
                 if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                     index += 1
                 }
-                guard skipDigits() > 0 else { return nil }
+                guard skipDigits() > 0 else { return false }
             }
             if isFloat {
-                guard let text = String(validating: bytes[start..<index], as: UTF8.self), let value = Double(text),
-                    value.isFinite
-                else { return nil }
-                return .float(value)
+                guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), value.isFinite
+                else { return false }
+                ErlangTerm.float(value).encode(into: &out)
+                return true
             }
-            guard digitsEnd - digitsStart <= JiffyTerm.maxIntegerDigits else { return nil }
-            let magnitude = JiffyTerm.magnitude(decimal: bytes[digitsStart..<digitsEnd])
-            return .integer(negative: negative && !magnitude.isEmpty, magnitude: magnitude)
+            let digits = bytes[digitsStart..<digitsEnd]
+            if digits.count <= 18 {  // fits an Int64 whatever the digits
+                let magnitude = digits.reduce(0) { $0 * 10 + Int64($1 - UInt8(ascii: "0")) }
+                let value = negative ? -magnitude : magnitude
+                small?.pointee = (0...255).contains(value)
+                ErlangTerm.encodeInteger(Int(value), into: &out)
+                return true
+            }
+            guard digits.count <= JiffyTerm.maxIntegerDigits else { return false }
+            let magnitude = JiffyTerm.magnitude(decimal: digits)
+            ErlangTerm.integer(negative: negative && !magnitude.isEmpty, magnitude: magnitude).encode(into: &out)
+            return true
         }
 
         @discardableResult

@@ -47,23 +47,29 @@ public enum RevisionHash {
     ///   - attachments: every attachment of the new revision, in the document's order.
     public static func compute(parent: RevID?, deleted: Bool, body: [UInt8], attachments: [Attachment]) -> String {
         let digest = Digest(.md5)
-        digest.update(term(parent: parent, deleted: deleted, body: body, attachments: attachments).externalFormat)
+        digest.update(externalFormat(parent: parent, deleted: deleted, body: body, attachments: attachments))
         return digest.finalize().hexString
     }
 
-    /// The term whose external format is hashed.
-    public static func term(parent: RevID?, deleted: Bool, body: [UInt8], attachments: [Attachment]) -> ErlangTerm {
-        let parentRev: ErlangTerm = parent.map { .binary(revBinary($0.hash)) } ?? .int(0)
+    /// `term_to_binary([Deleted, ParentPos, ParentRev, Body, Attachments], [{minor_version, 1}])`.
+    public static func externalFormat(parent: RevID?, deleted: Bool, body: [UInt8], attachments: [Attachment])
+        -> [UInt8]
+    {
+        var out: [UInt8] = [131, 108, 0, 0, 0, 5]
+        out.reserveCapacity(body.count + 64 + attachments.count * 64)
+        ErlangTerm.bool(deleted).encode(into: &out)
+        ErlangTerm.int(parent?.pos ?? 0).encode(into: &out)
+        (parent.map { .binary(revBinary($0.hash)) } ?? ErlangTerm.int(0)).encode(into: &out)
+        if !JiffyTerm.encode(body, into: &out) { ErlangTerm.binary(body).encode(into: &out) }
         let attachmentTerms = attachments.reversed().map { attachment in
             ErlangTerm.tuple([
                 .binary(Array(attachment.name.utf8)), .binary(Array(attachment.contentType.utf8)),
                 .binary(md5Bytes(attachment.digest)),
             ])
         }
-        return .list([
-            .bool(deleted), .int(parent?.pos ?? 0), parentRev, JiffyTerm.decode(body) ?? .binary(body),
-            .list(attachmentTerms),
-        ])
+        ErlangTerm.list(attachmentTerms).encode(into: &out)
+        out.append(106)
+        return out
     }
 
     /// `couch_doc:parse_revid`: 32 hex digits are the 16 bytes they spell; any other hash is its own text.
