@@ -273,20 +273,11 @@ public enum JiffyTerm {
             guard bytes.count - index >= 4 else { return nil }
             var value: UInt32 = 0
             for byte in bytes[index..<index + 4] {
-                guard let digit = hexValue(byte) else { return nil }
+                guard let digit = RevID.hexValue(byte) else { return nil }
                 value = value << 4 | UInt32(digit)
             }
             index += 4
             return value
-        }
-
-        func hexValue(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
         }
 
         /// A number: an integer when the text has no fraction and no exponent, else a float.

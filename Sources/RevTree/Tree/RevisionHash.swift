@@ -75,18 +75,7 @@ public enum RevisionHash {
     /// `couch_doc:parse_revid`: 32 hex digits are the 16 bytes they spell; any other hash is its own text.
     static func revBinary(_ hash: String) -> [UInt8] {
         let text = Array(hash.utf8)
-        let nibbles = text.compactMap(hexValue)
-        guard text.count == 32, nibbles.count == 32 else { return text }
-        return stride(from: 0, to: 32, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        return RevID.isHex32(text) ? (0..<16).map { RevID.hexByte(text, $0) } : text
     }
 
     /// The raw bytes of an `md5-<base64>` digest; any other digest (CouchDB always has an md5) as its text.
