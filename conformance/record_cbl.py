@@ -2,7 +2,7 @@
 
     python3 conformance/record_cbl.py CBLTOOL SERVER_URL DB PREFIX
 
-CBLTOOL is the command-line peer built by ../shared/peers/cbl/build.sh (the real CBL 1.4.4 Java replicator);
+CBLTOOL is the command-line peer around the real CBL 1.4.4 Java replicator (how to build it: transcripts/README.md);
 SERVER_URL http://USER:PASS@127.0.0.1:PORT is CouchDB 3.4.3 or couchlite. Through a recording proxy
 (record_proxy.py) it creates DB (the harness, `Python-urllib`), lets CBL push three small photos (one under
 2 KiB, which CBL sends inline in `_bulk_docs`, two above, which it sends as `multipart/related` PUTs), reads
