@@ -72,7 +72,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
-            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree"],
+            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
         .testTarget(

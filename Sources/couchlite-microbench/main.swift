@@ -1,4 +1,4 @@
-// In-process micro-benchmarks. Usage: couchlite-microbench json|store|all, or crash-child DIR (crash test).
+// In-process micro-benchmarks. Usage: couchlite-microbench json|store|revhash|all, or crash-child DIR (crash test).
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -13,3 +13,4 @@ if which == "crash-child" {
 }
 if which == "json" || which == "all" { JSONBenchmark.run() }
 if which == "store" || which == "all" { StoreBenchmark.run() }
+if which == "revhash" || which == "all" { RevHashBenchmark.run() }

@@ -183,23 +183,6 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
         #expect(tree.possibleAncestors(for: [r("3-q")]) == [r("2-d")])
         #expect(tree.possibleAncestors(for: [r("1-q")]).isEmpty)
     }
-
-    @Test func revisionHashIsDeterministicAndSensitiveToEveryField() {
-        let base = RevisionHash.compute(parent: r("1-a"), deleted: false, body: Array("{}".utf8), attachments: [])
-        #expect(base.count == 32 && base.allSatisfy { "0123456789abcdef".contains($0) })
-        #expect(base == RevisionHash.compute(parent: r("1-a"), deleted: false, body: Array("{}".utf8), attachments: []))
-        let variants = [
-            RevisionHash.compute(parent: nil, deleted: false, body: Array("{}".utf8), attachments: []),
-            RevisionHash.compute(parent: r("1-a"), deleted: true, body: Array("{}".utf8), attachments: []),
-            RevisionHash.compute(parent: r("1-a"), deleted: false, body: Array("{ }".utf8), attachments: []),
-            RevisionHash.compute(
-                parent: r("1-a"), deleted: false, body: Array("{}".utf8), attachments: [("x", "md5-1")]),
-        ]
-        #expect(Set(variants + [base]).count == 5)
-        #expect(
-            RevisionHash.compute(parent: nil, deleted: false, body: [], attachments: [("a", "1"), ("b", "2")])
-                == RevisionHash.compute(parent: nil, deleted: false, body: [], attachments: [("b", "2"), ("a", "1")]))
-    }
 }
 
 @Suite struct RevTreeLatestTests {

@@ -151,9 +151,9 @@ package final class DropLedger: Sendable, Equatable {
                     guard revs.isEmpty else { return .failure(.conflict) }
                     parent = nil
                 }
-                let digests: [(name: String, digest: String)] = write.attachments.compactMap {
-                    if case .stored(let info) = $0 { return (info.name, info.digest) }
-                    return nil
+                let digests: [RevisionHash.Attachment] = write.attachments.compactMap {
+                    guard case .stored(let info) = $0 else { return nil }
+                    return .init(name: info.name, contentType: info.contentType, digest: info.digest)
                 }
                 rev = RevID(
                     pos: (parent?.pos ?? 0) + 1,

@@ -34,14 +34,18 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
         for (key, value) in pairs { self[key] = value }
     }
 
-    /// An object from parsed members in order, de-duplicating like ``init(_:)``.
+    /// An object from parsed members in order. A repeated key takes its *last* position and value, as CouchDB's
+    /// jiffy (`dedupe_keys`) decodes `{"a":1,"b":2,"a":3}` to `{"b":2,"a":3}`: the stored body and its rev hash
+    /// depend on it.
     ///
     /// The common case, no repeated key, keeps `members` as they are.
     init(parsedMembers: [Element]) {
         if let positions = JSONObject.uniquePositions(parsedMembers) {
             self.init(members: parsedMembers, index: positions)
         } else {
-            self.init(parsedMembers.map { ($0.key, $0.value) })
+            var seen = Set<UTF8Key>()
+            let lastOccurrences = parsedMembers.reversed().filter { seen.insert(UTF8Key(string: $0.key)).inserted }
+            self.init(lastOccurrences.reversed().map { ($0.key, $0.value) })
         }
     }
 

@@ -135,7 +135,7 @@ extension Database {
         let attachments = try resolveAttachments(write.attachments, ancestors: ancestors, newPos: newPos, connection)
         let hash = RevisionHash.compute(
             parent: parent, deleted: write.deleted, body: write.body,
-            attachments: attachments.map { ($0.name, $0.digest) })
+            attachments: attachments.map { .init(name: $0.name, contentType: $0.contentType, digest: $0.digest) })
         let newRev = RevID(pos: newPos, hash: hash)
         guard let existing else {
             try insertAbsent(write, path: [newRev], attachments: attachments, connection, &meta)
@@ -175,8 +175,12 @@ extension Database {
             }
             return nil
         }
+        // In the order given, as CouchDB keeps them (its rev hash depends on it); a repeated name keeps its first
+        // place and takes the last value.
         var byName = [[UInt8]: AttachmentInfo]()
+        var order: [[UInt8]] = []
         for ref in refs {
+            if byName[Array(ref.name.utf8)] == nil { order.append(Array(ref.name.utf8)) }
             switch ref {
             case .stored(var info):
                 if let newPos { info.revpos = newPos }
@@ -189,7 +193,7 @@ extension Database {
                 byName[Array(name.utf8)] = found
             }
         }
-        return byName.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        return order.compactMap { byName[$0] }
     }
 
     /// The attachments stored with the body written by update `seq` (none if that body is gone).

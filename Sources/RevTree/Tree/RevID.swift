@@ -143,12 +143,12 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
         return lhsCount < rhsCount
     }
 
-    private static func isHex32<C: RandomAccessCollection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+    static func isHex32<C: RandomAccessCollection>(_ bytes: C) -> Bool where C.Element == UInt8 {
         bytes.count == 32 && bytes.allSatisfy { hexValue($0) != nil }
     }
 
     /// The `offset`th of the 16 bytes 32 hex digits spell.
-    private static func hexByte<C: RandomAccessCollection>(_ digits: C, _ offset: Int) -> UInt8
+    static func hexByte<C: RandomAccessCollection>(_ digits: C, _ offset: Int) -> UInt8
     where C.Element == UInt8, C.Index == Int {
         let high = hexValue(digits[digits.startIndex + 2 * offset]) ?? 0
         let low = hexValue(digits[digits.startIndex + 2 * offset + 1]) ?? 0

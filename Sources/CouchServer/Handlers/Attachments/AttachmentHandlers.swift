@@ -141,7 +141,8 @@ extension AttachmentHandlers {
             blobKey: stored.key)
         let rev = try documents.rewriteAttachments(database, docID, base: base, user: request.user) { atts in
             atts.removeAll { $0.name.utf8Equals(name) }
-            atts.append(newAttachment)
+            // First, the others after it in their order, as CouchDB's `db_attachment_req` builds the list.
+            atts.insert(newAttachment, at: 0)
         }
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
