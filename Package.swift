@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MediaTests", dependencies: ["MediaDecoding", "MediaSandbox", "Thumbnails", "CThumbnail"],
-            swiftSettings: swiftSettings),
+            exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),

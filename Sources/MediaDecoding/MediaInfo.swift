@@ -45,7 +45,7 @@ public struct MediaInfo: Codable, Sendable, Equatable {
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
         guard let local = formatter.date(from: takenLocal) else { return nil }
-        return local.timeIntervalSince1970 - Double(Self.offsetSeconds(offset ?? "Z"))
+        return (local.timeIntervalSince1970 - Double(Self.offsetSeconds(offset ?? "Z"))).rounded()
     }
 
     /// "+02:00" as 7200, "Z" or anything malformed as 0.
