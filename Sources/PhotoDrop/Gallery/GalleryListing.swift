@@ -21,6 +21,8 @@ final class PhotoTimeline: Sendable {
     }
 
     private struct State {
+        /// The database these entries are of: one deleted and created again under its name starts afresh.
+        var uuid = ""
         var seq = 0
         var byID: [String: Entry] = [:]
         var sorted: [Entry] = []
@@ -34,7 +36,10 @@ final class PhotoTimeline: Sendable {
     func entries(_ database: Database, entry: @Sendable (ChangeRow) throws -> Entry?) throws -> [Entry] {
         updating.lock()
         defer { updating.unlock() }
-        let since = state.withLock { $0.seq }
+        let since = state.withLock { state in
+            if state.uuid != database.uuid { state = State(uuid: database.uuid) }
+            return state.seq
+        }
         var collected: [ChangeRow] = []
         try database.changes(since: since, limit: nil, descending: false) { row in
             collected.append(row)
