@@ -24,6 +24,23 @@ package enum GalleryRoutes {
                 try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
                 try gallery.upload(c)
             },
+            Route([.POST], "/_photos/api/db/{db}/uploads", .anyone, drop: .ownDatabase) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.createUpload(c)
+            },
+            Route(read, "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase) { _, c in
+                try gallery.uploadStatus(c)
+            },
+            // Charged against the drop's `--max-size` as any attachment body is (`.ownDatabase` + `.attachment`).
+            Route([.PUT], "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase, body: .attachment) {
+                app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.appendUpload(c)
+            },
+            Route([.DELETE], "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.cancelUpload(c)
+            },
             Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { _, c in try gallery.photo(c) },
             Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in
                 try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)

@@ -9,9 +9,9 @@ import Foundation
 /// `name`, `taken` (ISO 8601, the file's modification time) and `size`; the file as the one
 /// attachment, under its own name.
 enum PhotoDocument {
-    static func id(sha256: [UInt8]) -> String {
-        "photo-" + String(sha256.hexString.prefix(32))
-    }
+    static func id(sha256: [UInt8]) -> String { id(sha256Hex: sha256.hexString) }
+
+    static func id(sha256Hex: String) -> String { "photo-" + String(sha256Hex.prefix(32)) }
 
     static func fields(name: String, taken: Date, size: Int) -> JSONObject {
         JSONObject([
