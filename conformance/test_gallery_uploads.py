@@ -25,9 +25,9 @@ def uploads(db):
     return f"/_photos/api/db/{db}/uploads"
 
 
-def create(couch, db, body=BODY, sha=None, name="clip.mp4", **kw):
+def create(couch, db, body=BODY, sha=None, name="clip.mp4", params_extra=None, **kw):
     params = {"name": name, "type": "video/mp4", "modified": "1700000000000", "length": str(len(body)),
-              "sha256": sha or hashlib.sha256(body).hexdigest()}
+              "sha256": sha or hashlib.sha256(body).hexdigest(), **(params_extra or {})}
     return couch.post(uploads(db) + "?" + urllib.parse.urlencode(params), **kw)
 
 
@@ -211,3 +211,26 @@ def test_cancelled_upload_is_gone(couch, db):
     append(couch, db, upload["id"], 0, BODY[:100])
     assert couch.delete(f"{uploads(db)}/{upload['id']}").status_code == 200
     assert couch.head(f"{uploads(db)}/{upload['id']}").status_code == 404
+
+
+def test_upload_with_a_pushed_revision_becomes_that_revision(couch, db):
+    fields = '{"type":"photo","name":"clip.mp4","taken":"2026-05-12T14:03:11+02:00","size":%d}' % len(BODY)
+    r = create(couch, db, params_extra={"rev": "1-0123456789abcdef0123456789abcdef", "fields": fields})
+    assert r.status_code == 201, r.text
+    upload = r.json()
+    r = append(couch, db, upload["id"], 0, BODY)
+    assert r.status_code == 201, r.text
+    doc = couch.get(f"/{db}/{r.json()['id']}").json()
+    assert doc["_rev"] == "1-0123456789abcdef0123456789abcdef"
+    assert doc["taken"] == "2026-05-12T14:03:11+02:00" and doc["_attachments"]["clip.mp4"]["length"] == len(BODY)
+
+
+def test_pushed_revision_with_special_fields_is_refused(couch, db):
+    for extra in [{"rev": "1-abc", "fields": '{"_deleted":true}'}, {"rev": "1-abc", "fields": "[1]"},
+                  {"rev": "not-a-rev", "fields": "{}"}, {"fields": "{}"}]:
+        r = create(couch, db, params_extra=extra)
+        assert r.status_code == 400, (extra, r.text)
+
+
+def test_welcome_announces_resumable_uploads_for_push(couch):
+    assert couch.get("/").json()["vendor"]["resumable_uploads"] == 1

@@ -63,6 +63,20 @@ extension GalleryHandlers {
         }
     }
 
+    /// The version of the resumable upload protocol `GET /` announces (`vendor.resumable_uploads`), for
+    /// `couchlite push`; a CouchDB has no such field and gets the plain replication protocol.
+    static let resumableUploadsVersion = 1
+
+    /// CouchDB's welcome, with the resumable uploads announced in `vendor`, the object CouchDB leaves to vendors.
+    static func welcome(serverUUID: String) -> JSON {
+        guard case .object(var welcome) = ServerHandlers.welcome(serverUUID: serverUUID),
+            case .object(var vendor)? = welcome["vendor"]
+        else { return ServerHandlers.welcome(serverUUID: serverUUID) }
+        vendor["resumable_uploads"] = .int(resumableUploadsVersion)
+        welcome["vendor"] = .object(vendor)
+        return .object(welcome)
+    }
+
     static func welcome(_ request: Request, _ reply: Reply) throws {
         var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
         headers.set("Vary", "Accept")

@@ -13,7 +13,9 @@ package enum GalleryRoutes {
         let read: [HTTPMethod] = [.GET, .HEAD]
         return [
             Route(read, "/", .anyone, drop: .open) { app, c in
-                guard GalleryHandlers.prefersHTML(c.request) else { return try app.server.root(c) }
+                guard GalleryHandlers.prefersHTML(c.request) else {
+                    return try c.reply.json(200, GalleryHandlers.welcome(serverUUID: app.serverUUID))
+                }
                 try GalleryHandlers.welcome(c.request, c.reply)
             },
             Route(read, "/_photos", .anyone, drop: .open) { _, c in try gallery.asset(c) },

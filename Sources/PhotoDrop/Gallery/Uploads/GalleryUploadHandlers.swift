@@ -16,6 +16,10 @@ import RevTree
 ///   before that nothing is visible as a photo.
 /// - `DELETE …/uploads/{id}`: gives up on it.
 ///
+/// `couchlite push` adds `rev=R&fields=JSON` to the creation: the completed file then becomes revision R of the
+/// photo's document with those fields, written as a replicator writes (`new_edits=false`), so the replication that
+/// follows finds the revision there. `GET /` announces the protocol (`vendor.resumable_uploads`).
+///
 /// Another user's id, an expired one and a malformed one are all the same 404.
 extension GalleryHandlers {
     /// `POST …/uploads`.
@@ -33,7 +37,7 @@ extension GalleryHandlers {
             owner: ResumableUploads.owner(of: c.user), database: database.name, name: name,
             contentType: query["type"].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream",
             modified: try query.int("modified") ?? Int(Date().timeIntervalSince1970 * 1000), length: length,
-            sha256: query["sha256"] ?? "")
+            sha256: query["sha256"] ?? "", revision: try Self.revision(query))
         if let drop = c.user.drop, created.upload.length - created.offset > drop.maxBytes - drop.bytes.charged {
             // `receive --max-size`: a file that cannot fit is refused before a byte of it is sent.
             if !created.resumed { state.uploads.remove(created.upload.id) }
@@ -85,6 +89,23 @@ extension GalleryHandlers {
         try c.reply.json(200, ["ok": true])
     }
 
+    /// The revision a push names (`rev` and `fields`, both or neither): a valid rev and an object of fields none of
+    /// which is special (`_attachments`, `_deleted`: the file is the one attachment, the revision a live one).
+    private static func revision(_ query: QueryParameters) throws -> (rev: String, fields: JSONObject)? {
+        guard let rev = query["rev"] else {
+            guard query["fields"] == nil else { throw CouchError.badRequest("fields needs a rev") }
+            return nil
+        }
+        _ = try DocumentInput.parseRev(rev)
+        guard let text = query["fields"], let fields = (try? JSON.parse(Array(text.utf8)))?.objectValue else {
+            throw CouchError.badRequest("rev needs fields, the document's fields as a JSON object")
+        }
+        guard !fields.keys.contains(where: { $0.hasBytePrefix("_") }) else {
+            throw CouchError.docValidation("The fields of an uploaded photo cannot include special (_) fields")
+        }
+        return (rev, fields)
+    }
+
     /// Copies the verified file into the blob store and makes its document; the partial file goes either way once
     /// its digest has been checked (a wrong one is removed by `finish`).
     private func complete(_ upload: PartialUpload, in database: Database, _ c: RequestContext) throws {
@@ -99,10 +120,31 @@ extension GalleryHandlers {
         let file = PhotoFile(
             name: upload.name, contentType: upload.contentType,
             modified: Date(timeIntervalSince1970: Double(upload.modified) / 1000))
-        let (status, answer) = try storePhoto(
-            database, file, stored: stored, id: PhotoDocument.id(sha256Hex: upload.sha256), user: c.user)
+        let id = PhotoDocument.id(sha256Hex: upload.sha256)
+        let (status, answer) =
+            try upload.revision.map { try storeRevision(database, $0, file, stored: stored, id: id, user: c.user) }
+            ?? storePhoto(database, file, stored: stored, id: id, user: c.user)
         state.uploads.remove(upload.id)
         try c.reply.json(status, answer)
+    }
+
+    /// Writes the pushed revision with the file as its one attachment, as `PUT ?new_edits=false` would.
+    private func storeRevision(
+        _ database: Database, _ revision: (rev: String, fields: JSONObject), _ file: PhotoFile,
+        stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int), id: String, user: UserContext
+    ) throws -> (Int, JSON) {
+        let rev = try DocumentInput.parseRev(revision.rev)
+        let att = AttachmentInfo(
+            name: file.name, contentType: file.contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
+            length: stored.length, revpos: rev.pos, encoding: nil, encodedLength: nil, blobKey: stored.key)
+        let write = RevisionWrite(
+            docID: id, path: [rev], deleted: false, body: JSON.object(revision.fields).serialized(),
+            attachments: [.stored(att)])
+        guard let outcome = try documents.applyReplicated(database, [write], user: user).first else {
+            throw CouchError.unknownError("store returned no result")
+        }
+        if case .failure(let error) = outcome.result { throw CouchError(error) }
+        return (201, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
     }
 
     private func ownUpload(_ c: RequestContext) throws -> (PartialUpload, Int) {

@@ -19,6 +19,9 @@ struct PartialUpload: Sendable, Equatable {
     let sha256: String
     /// Seconds since 1970: the upload expires `ResumableUploads.Limits.maxAge` after it.
     let created: Int
+    /// The revision `couchlite push` has for the photo, and its fields: with them the completed file becomes that
+    /// very revision (as a replicated write), so the replication that follows finds it there and sends nothing.
+    var revision: (rev: String, fields: JSONObject)? = nil
 
     var json: JSON {
         .object(
@@ -26,6 +29,8 @@ struct PartialUpload: Sendable, Equatable {
                 ("id", .string(id)), ("owner", .string(owner)), ("database", .string(database)),
                 ("name", .string(name)), ("content_type", .string(contentType)), ("modified", .int(modified)),
                 ("length", .int(length)), ("sha256", .string(sha256)), ("created", .int(created)),
+                ("rev", revision.map { .string($0.rev) } ?? .null),
+                ("fields", revision.map { .object($0.fields) } ?? .null),
             ]))
     }
 
@@ -55,6 +60,11 @@ struct PartialUpload: Sendable, Equatable {
         self.init(
             id: id, owner: owner, database: database, name: name, contentType: contentType, modified: modified,
             length: length, sha256: sha256, created: created)
+        if let rev = json["rev"]?.stringValue, let fields = json["fields"]?.objectValue { revision = (rev, fields) }
+    }
+
+    static func == (lhs: PartialUpload, rhs: PartialUpload) -> Bool {
+        lhs.json == rhs.json
     }
 
     /// Whether `text` could be an upload id: anything else is answered as an unknown id, and never reaches a path.

@@ -55,7 +55,7 @@ final class ResumableUploads: Sendable {
     /// (the person picked the same file again): `resumed` then, with the offset to continue at.
     func create(
         owner: String, database: String, name: String, contentType: String, modified: Int, length: Int,
-        sha256: String
+        sha256: String, revision: (rev: String, fields: JSONObject)? = nil
     ) throws -> (upload: PartialUpload, offset: Int, resumed: Bool) {
         guard length >= 0, length <= limits.maxLength else {
             throw CouchError.badRequest("Upload-Length must be a number of bytes between 0 and \(limits.maxLength)")
@@ -81,9 +81,10 @@ final class ResumableUploads: Sendable {
             guard live.count < limits.total else {
                 throw CouchError.serviceUnavailable("Too many unfinished uploads on this server; try again later.")
             }
-            let upload = PartialUpload(
+            var upload = PartialUpload(
                 id: Secrets.randomBytes(16).hexString, owner: owner, database: database, name: name,
                 contentType: contentType, modified: modified, length: length, sha256: sha256, created: now())
+            upload.revision = revision
             let fd = open(partPath(upload.id), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw CouchError.internalError("cannot create upload: \(errnoText())") }
             close(fd)
