@@ -15,53 +15,35 @@ import urllib.parse
 import requests
 
 from receive_support import MAGIC
+from test_push_command import SlowLink
 
 SIZE = 24 * 1024 * 1024 + 3
 
 
-class CuttingLink:
-    """A TCP relay that counts the bytes sent towards the peer on connections carrying a resumable append
-    (`PUT /_photos/api/…`) and drops that connection, once, after `cut_after` of them."""
+class CuttingLink(SlowLink):
+    """A TCP relay (test_push_command's, at full speed) that counts the bytes sent towards the peer on
+    connections carrying a resumable append (`PUT /_photos/api/…`) and drops that connection, once, after
+    `cut_after` of them: closed, not only shut down, so the sender's writes fail at once, as when a link drops."""
 
     def __init__(self, port: int, cut_after: int):
-        self.port, self.cut_after = port, cut_after
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url_port = self.listener.getsockname()[1]
+        self.cut_after = cut_after
         self.append_bytes = 0
         self.cut_done = False
         self.lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(port, rate=None)
 
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.port))
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
-
-    def _pipe(self, source, sink, towards_peer):
+    def _pipe(self, source, sink, limited):
         appending = False
         try:
             while chunk := source.recv(65536):
-                if towards_peer:
-                    if b"PUT /_photos/api/" in chunk:
-                        appending = True
-                    if appending:
-                        with self.lock:
-                            self.append_bytes += len(chunk)
-                            cut = not self.cut_done and self.append_bytes >= self.cut_after
-                            if cut:
-                                self.cut_done = True
-                        if cut:
-                            return
+                if limited:
+                    appending = appending or b"PUT /_photos/api/" in chunk
+                    if appending and self._count(len(chunk)):
+                        return
                 sink.sendall(chunk)
         except OSError:
             pass
         finally:
-            # Closed, not only shut down: the sender's writes fail at once, as when a link drops.
             for s in (source, sink):
                 try:
                     s.shutdown(socket.SHUT_RDWR)
@@ -69,8 +51,13 @@ class CuttingLink:
                 except OSError:
                     pass
 
-    def close(self):
-        self.listener.close()
+    def _count(self, n: int) -> bool:
+        """Counts `n` more bytes of appends; whether the connection is to be cut now."""
+        with self.lock:
+            self.append_bytes += n
+            cut = not self.cut_done and self.append_bytes >= self.cut_after
+            self.cut_done = self.cut_done or cut
+            return cut
 
 
 def test_push_of_a_video_cut_mid_file_resumes_where_the_receiver_stopped(servers, tmp_path):
