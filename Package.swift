@@ -20,6 +20,13 @@ let package = Package(
         .systemLibrary(name: "CQRencode", path: "Sources/CQRencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CJPEG", path: "Sources/CJPEG", providers: [.apt(["libjpeg62-turbo-dev"])]),
         .systemLibrary(name: "CPNG", path: "Sources/CPNG", providers: [.apt(["libpng-dev"])]),
+        // HEIF/AVIF (libheif and its libde265/dav1d/aom plugins), video (FFmpeg) and EXIF (libexif): linked only
+        // through MediaDecoding, which only the sandboxed media worker runs on a file.
+        .systemLibrary(name: "CHeif", path: "Sources/CHeif", providers: [.apt(["libheif-dev"])]),
+        .systemLibrary(
+            name: "CFFmpeg", path: "Sources/CFFmpeg",
+            providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        .systemLibrary(name: "CExif", path: "Sources/CExif", providers: [.apt(["libexif-dev"])]),
         // Duktape, the embedded JavaScript engine of the query-server workers.
         .systemLibrary(name: "CDuktape", path: "Sources/CDuktape", providers: [.apt(["duktape-dev"])]),
         // posix_spawn with closefrom, prctl and setrlimit for the query-server workers.
@@ -42,6 +49,19 @@ let package = Package(
         .target(name: "CThumbnail", dependencies: ["CJPEG", "CPNG"]),
         // Thumbnails of photos and their cache on disk. Knows nothing of HTTP.
         .target(name: "Thumbnails", dependencies: ["CThumbnail", "CJPEG", "CPNG"], swiftSettings: swiftSettings),
+        // Probing (dates, camera, size, duration) and rendering (HEIF/AVIF images, video posters) in C over
+        // libheif, FFmpeg and libexif; JPEG encoding and box downscaling are CThumbnail's.
+        .target(name: "CMediaDecode", dependencies: ["CThumbnail", "CHeif", "CFFmpeg", "CExif"]),
+        // Every decoder behind one Swift API (MediaDecoder, MediaInfo): runs in the media worker process only.
+        .target(
+            name: "MediaDecoding", dependencies: ["CMediaDecode", "CHeif", "CFFmpeg", "CExif", "Thumbnails"],
+            swiftSettings: swiftSettings),
+        // The sandbox around MediaDecoding: the worker's request loop (`couchlite media-worker`) and the server's
+        // pool of such workers (posix_spawn with no inherited descriptors, memory and CPU rlimits, a deadline that
+        // kills and replaces a worker), so a hostile file costs one worker, never the server.
+        .target(
+            name: "MediaSandbox", dependencies: ["MediaDecoding", "QueryServer"],
+            swiftSettings: swiftSettings),
         // The CouchDB API: the route table and its handlers over the store, authentication, views, replication
         // jobs, metrics, and the server process that serves them.
         .target(
@@ -54,6 +74,7 @@ let package = Package(
             name: "PhotoDrop",
             dependencies: [
                 "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails", "Replicator",
+                "MediaDecoding", "MediaSandbox",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -64,7 +85,9 @@ let package = Package(
         // The `couchlite` executable: the command line (subcommands, option tables, stop signals) over the two.
         .executableTarget(
             name: "couchlite",
-            dependencies: ["CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer"],
+            dependencies: [
+                "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer", "MediaSandbox",
+            ],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
@@ -76,6 +99,9 @@ let package = Package(
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MediaTests", dependencies: ["MediaDecoding", "MediaSandbox", "Thumbnails", "CThumbnail"],
+            exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),

@@ -568,4 +568,19 @@ int thumb_make(const char *path, int max_side, size_t memory_limit, uint64_t max
     return result;
 }
 
+unsigned char *thumb_fit_rgb(const unsigned char *pixels, int width, int height, int stride, int channels,
+                             int max_side, int orientation, int *out_width, int *out_height) {
+    if (pixels == NULL || width < 1 || height < 1 || max_side < 1 || (channels != 3 && channels != 4)) return NULL;
+    sampler s;
+    if (sampler_init(&s, width, height, max_side) != 0) {
+        sampler_free(&s);
+        return NULL;
+    }
+    for (int y = 0; y < height; y++) sampler_row(&s, y, pixels + (size_t)y * (size_t)stride, channels);
+    sampler_flush(&s);
+    unsigned char *turned = orient(s.out, s.out_w, s.out_h, orientation, out_width, out_height);
+    sampler_free(&s);
+    return turned;
+}
+
 void thumb_free(void *pointer) { free(pointer); }

@@ -19,7 +19,12 @@ public final class ThumbnailCache: Sendable {
         case placeholder
     }
 
+    /// Makes the JPEG of the file at a path, at most a size on its longer side (the server's: in the media
+    /// sandbox's worker processes; tests': `Thumbnailer` in process).
+    public typealias Render = @Sendable (_ path: String, _ maxSide: Int) -> Result<[UInt8], Thumbnailer.Failure>
+
     public let directory: String
+    private let render: Render
     /// Per-key exclusion, striped: the same key always takes the same lock.
     private let stripes: [NSLock]
     /// Bounds how many decodes run at once (each holds up to `Thumbnailer.memoryLimit`).
@@ -29,8 +34,12 @@ public final class ThumbnailCache: Sendable {
     /// How many thumbnails were made and how many sources failed, since this cache was opened.
     public var generated: (made: Int, failed: Int) { counters.withLock { $0 } }
 
-    public init(directory: String, concurrentDecodes: Int = max(1, ProcessInfo.processInfo.activeProcessorCount)) {
+    public init(
+        directory: String, concurrentDecodes: Int = max(1, ProcessInfo.processInfo.activeProcessorCount),
+        render: @escaping Render = { path, size in Thumbnailer.make(path: path, maxSide: size).map(\.jpeg) }
+    ) {
         self.directory = directory
+        self.render = render
         stripes = (0..<64).map { _ in NSLock() }
         decoders = DispatchSemaphore(value: concurrentDecodes)
     }
@@ -59,12 +68,12 @@ public final class ThumbnailCache: Sendable {
             if access(base + ".bad", F_OK) == 0 { return .placeholder }
             let path = try source()
             decoders.wait()
-            let result = Thumbnailer.make(path: path, maxSide: size)
+            let result = render(path, size)
             decoders.signal()
             try FileManager.default.createDirectory(atPath: fan, withIntermediateDirectories: true)
             switch result {
             case .success(let made):
-                try Self.writeAtomically(made.jpeg, to: base + ".jpg")
+                try Self.writeAtomically(made, to: base + ".jpg")
                 counters.withLock { $0.made += 1 }
                 return .file(base + ".jpg")
             case .failure:

@@ -20,6 +20,8 @@ public enum Thumbnailer {
     /// Why no thumbnail could be made (the file is not an image we read, is corrupt, or too large).
     public struct Failure: Error, Sendable, CustomStringConvertible {
         public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
     /// Budget of libjpeg's own large allocations and of an interlaced PNG's frame, in bytes: a progressive

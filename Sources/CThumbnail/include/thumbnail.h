@@ -49,6 +49,12 @@ int thumb_write_png(const char *path, const unsigned char *rgba, int width, int 
 int thumb_decode_jpeg_memory(const unsigned char *data, size_t length, unsigned char **rgb, int *width,
                              int *height);
 
+/// Packed RGB (or RGBA, composited over white, when `channels` is 4) downscaled by box averaging to at most
+/// `max_side` on its longer side (never enlarged) and turned as EXIF `orientation` (1...8) says: the last step of
+/// a decoder that yields whole frames (HEIF, video). @return a `malloc`ed RGB buffer and its size, or NULL.
+unsigned char *thumb_fit_rgb(const unsigned char *pixels, int width, int height, int stride, int channels,
+                             int max_side, int orientation, int *out_width, int *out_height);
+
 void thumb_free(void *pointer);
 
 #endif

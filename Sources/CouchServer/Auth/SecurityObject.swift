@@ -49,7 +49,7 @@ package struct SecurityObject: Sendable, Equatable {
     }
 
     /// Server admins, and names or roles listed under `admins`.
-    func isAdmin(_ user: UserContext) -> Bool {
+    package func isAdmin(_ user: UserContext) -> Bool {
         SecurityObject.matches(user, names: list("admins", "names"), roles: list("admins", "roles"))
     }
 

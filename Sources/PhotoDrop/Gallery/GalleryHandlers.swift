@@ -2,6 +2,7 @@ import CouchCrypto
 import CouchServer
 import CouchWire
 import Foundation
+import MediaDecoding
 import RevTree
 import Thumbnails
 
@@ -43,6 +44,11 @@ struct GalleryHandlers: Sendable {
     /// `GET /_photos/api/db/{db}/thumb/{id}/{att…}`.
     func thumbnail(_ c: RequestContext) throws {
         try galleryThumbnail(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    }
+
+    /// `GET /_photos/api/db/{db}/preview/{id}/{att…}`.
+    func preview(_ c: RequestContext) throws {
+        try galleryPreview(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
     }
 
     /// `GET /_photos/api/db/{db}/download/{id}/{att…}`.
@@ -132,56 +138,13 @@ extension GalleryHandlers {
             200, ["user": user.json, "databases": .array(names.map(JSON.string)), "albums": .array(albums)])
     }
 
-    /// `GET …/photos?before=SEQ&limit=N`: live documents newest first (by update sequence), a page at a
-    /// time; `next` is the `before` of the next page, `update_seq` where a `_changes` feed picks up.
-    private func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
-        let before = try request.query.int("before") ?? Int.max
-        let limit = min(max(try request.query.int("limit") ?? 60, 1), 500)
-        let updateSeq = database.updateSeq
-        var ids: [(id: String, seq: Int)] = []
-        var more = false
-        try database.changes(since: 0, limit: nil, descending: true) { row in
-            if row.seq >= before || row.deleted || row.id.hasBytePrefix("_design/") { return true }
-            if ids.count == limit {
-                more = true
-                return false
-            }
-            ids.append((row.id, row.seq))
-            return true
-        }
-        var rows: [JSON] = []
-        for (id, seq) in ids {
-            if let item = try galleryItem(database, id, seq: seq) { rows.append(item) }
-        }
-        try reply.json(
-            200,
-            [
-                "rows": .array(rows), "next": more ? .int(ids.last?.seq ?? 0) : .null,
-                "update_seq": .int(updateSeq),
-            ])
-    }
-
     /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
     private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
         guard let info = try database.document(docID), !info.deleted,
-            let item = try galleryItem(database, docID, seq: info.seq)
+            let item = try galleryItem(
+                database, docID, seq: info.seq, admin: security.security(of: database.name).isAdmin(request.user))
         else { throw CouchError.notFound("missing") }
         try reply.json(200, item)
-    }
-
-    private func galleryItem(_ database: Database, _ id: String, seq: Int) throws -> JSON? {
-        guard let revision = try database.revision(id, rev: nil), !revision.deleted else { return nil }
-        let fields = (try? JSON.parse(revision.body ?? Array("{}".utf8))) ?? .object(JSONObject())
-        let attachments: [JSON] = revision.attachments.map { att in
-            [
-                "name": .string(att.name), "content_type": .string(att.contentType), "length": .int(att.length),
-                "digest": .string(att.digest),
-            ]
-        }
-        return [
-            "id": .string(id), "rev": .string(revision.rev.description), "seq": .int(seq), "fields": fields,
-            "attachments": .array(attachments),
-        ]
     }
 
     private func galleryAttachment(_ database: Database, _ docID: String, _ name: String) throws -> AttachmentInfo {
@@ -191,29 +154,39 @@ extension GalleryHandlers {
         return att
     }
 
-    /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the server (cached by digest and size), or a
-    /// placeholder image for a file that is not a photo it can read.
+    /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the media sandbox (cached by digest and size) of a photo
+    /// (JPEG, PNG, HEIC, AVIF) or a video's poster frame, or a placeholder image for a file it cannot read.
     private func galleryThumbnail(
         _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
     ) throws {
-        let att = try galleryAttachment(database, docID, name)
         let size = GalleryState.thumbnailSize(try request.query.int("size"))
+        try serveRendered(database, docID, name, request, reply, cache: state.thumbnails, size: size)
+    }
+
+    /// `GET …/preview/DOC/ATT`: the viewer's full-size JPEG of a photo browsers cannot show (HEIC, AVIF) or of a
+    /// video's poster, made once and cached; Download still gives the original bytes.
+    private func galleryPreview(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
+    ) throws {
+        try serveRendered(database, docID, name, request, reply, cache: state.previews, size: GalleryState.previewSide)
+    }
+
+    private func serveRendered(
+        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply,
+        cache: ThumbnailCache, size: Int
+    ) throws {
+        let att = try galleryAttachment(database, docID, name)
         let etag = "\"\(att.blobKey)-\(size)\""
         var headers = HTTPHeaders()
         headers.set("ETag", etag)
         headers.set("Cache-Control", "private, max-age=86400")
         headers.set("X-Content-Type-Options", "nosniff")
         if request.head.headers["If-None-Match"] == etag { return try reply.bytes(304, [], headers: headers) }
-        let readable =
-            att.encoding == nil && ["image/jpeg", "image/png", "image/jpg"].contains(att.contentType.lowercased())
-        let store = try blobs.store(for: database)
+        // The sandbox goes by the file's first bytes, not the sender's content type; a compressed attachment is
+        // not a file the decoders read.
         let outcome =
-            readable
-            ? try state.thumbnails.thumbnail(key: att.blobKey, size: size) {
-                // A missing blob is an error, not a corrupt image: it must not be remembered as one.
-                guard store.exists(att.blobKey) else { throw CouchError.notFound("missing") }
-                return store.directory + "/" + att.blobKey.prefix(2) + "/" + att.blobKey
-            } : .placeholder
+            att.encoding == nil
+            ? try cache.thumbnail(key: att.blobKey, size: size) { try blobPath(database, att.blobKey) } : .placeholder
         switch outcome {
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path) else {
@@ -246,7 +219,8 @@ extension GalleryHandlers {
     }
 
     /// `POST …/upload?name=N&type=T&modified=MS` with the file's bytes as the body: streamed into the
-    /// blob store while hashed (no size limit but the disk), then one document per file with the
+    /// blob store while hashed (no size limit but the disk), its `taken` the camera's date (EXIF, QuickTime)
+    /// or else `modified`, then one document per file with the
     /// id `couchlite push` gives it. A file already there (same bytes) is not stored again: 200 with
     /// `"existing": true`; a new one is 201.
     private func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
@@ -290,6 +264,9 @@ extension GalleryHandlers {
         _ database: Database, _ file: PhotoFile, stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int),
         id: String, user: UserContext
     ) throws -> (Int, JSON) {
+        // The camera's date when the file has one (read now, in the sandbox, and kept for the listing).
+        let probed = try? state.catalog.info(key: stored.key) { try blobPath(database, stored.key) }
+        let taken = probed?.takenISO ?? ISO8601DateFormatter().string(from: file.modified)
         let existing = try database.document(id)
         if let existing, !existing.deleted {
             return (
@@ -304,8 +281,7 @@ extension GalleryHandlers {
         let write = RevisionWrite(
             // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
             docID: id, path: [], deleted: false,
-            body: JSON.object(PhotoDocument.fields(name: file.name, taken: file.modified, size: stored.length))
-                .serialized(),
+            body: JSON.object(PhotoDocument.fields(name: file.name, taken: taken, size: stored.length)).serialized(),
             attachments: [.stored(att)])
         guard let outcome = try documents.applyEdits(database, [write], user: user).first else {
             throw CouchError.unknownError("store returned no result")

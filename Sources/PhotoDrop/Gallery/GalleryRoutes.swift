@@ -49,6 +49,7 @@ package enum GalleryRoutes {
                 try gallery.delete(c)
             },
             Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .anyone) { _, c in try gallery.thumbnail(c) },
+            Route(read, "/_photos/api/db/{db}/preview/{id}/{path…}", .anyone) { _, c in try gallery.preview(c) },
             Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .anyone) { _, c in try gallery.download(c) },
             Route(HTTPMethod.allCases, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
         ]

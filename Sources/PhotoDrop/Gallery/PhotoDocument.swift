@@ -6,18 +6,16 @@ import Foundation
 /// The documents photos are stored as, the same shape `couchlite push` gives them (its outbox in
 /// Push/Outbox.swift): id `photo-` and the first 32 hex digits of the file's SHA-256, so the same
 /// bytes uploaded from a browser or pushed from a folder are one document; fields `type`,
-/// `name`, `taken` (ISO 8601, the file's modification time) and `size`; the file as the one
+/// `name`, `taken` (ISO 8601: when the camera says it was taken, with its offset when known, else the file's
+/// modification time) and `size`; the file as the one
 /// attachment, under its own name.
 enum PhotoDocument {
     static func id(sha256: [UInt8]) -> String { id(sha256Hex: sha256.hexString) }
 
     static func id(sha256Hex: String) -> String { "photo-" + String(sha256Hex.prefix(32)) }
 
-    static func fields(name: String, taken: Date, size: Int) -> JSONObject {
-        JSONObject([
-            ("type", "photo"), ("name", .string(name)), ("taken", .string(ISO8601DateFormatter().string(from: taken))),
-            ("size", .int(size)),
-        ])
+    static func fields(name: String, taken: String, size: Int) -> JSONObject {
+        JSONObject([("type", "photo"), ("name", .string(name)), ("taken", .string(taken)), ("size", .int(size))])
     }
 }
 

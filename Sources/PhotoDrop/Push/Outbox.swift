@@ -1,15 +1,25 @@
 import CouchServer
 import CouchWire
 import Foundation
+import MediaDecoding
+import MediaSandbox
 import Replicator
 
 /// The local database `couchlite push` sends from: one document per photo, its id from the content
 /// hash, the file as its attachment (streamed from the file into the store, never read whole).
 package struct Outbox {
     package let endpoint: Endpoint
+    /// Reads each file's date taken (EXIF, QuickTime) in a worker process: the files may have come from anyone.
+    package let media: MediaSandbox
 
-    package init(endpoint: Endpoint) {
+    package init(endpoint: Endpoint, media: MediaSandbox = MediaSandbox()) {
         self.endpoint = endpoint
+        self.media = media
+    }
+
+    /// When the camera says it was taken (with its offset when it says), else the file's modification time.
+    func taken(_ photo: PhotoScanner.Photo) -> String {
+        (try? media.probe(path: photo.path).get())?.takenISO ?? ISO8601DateFormatter().string(from: photo.modified)
     }
 
     /// Creates the database unless it exists.
@@ -30,7 +40,7 @@ package struct Outbox {
         existing.discard()
         if existing.status == 200 { return false }
         var fields = JSONObject([("_id", .string(id))])
-        for (key, value) in PhotoDocument.fields(name: photo.name, taken: photo.modified, size: photo.size) {
+        for (key, value) in PhotoDocument.fields(name: photo.name, taken: taken(photo), size: photo.size) {
             fields[key] = value
         }
         fields["_attachments"] = .object(

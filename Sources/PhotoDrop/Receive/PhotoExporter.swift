@@ -1,6 +1,8 @@
 import CouchServer
 import CouchWire
 import Foundation
+import MediaDecoding
+import MediaSandbox
 import RevTree
 import Synchronization
 
@@ -41,6 +43,8 @@ final class PhotoExporter: Sendable {
     private let log: Logger
     private let onExport: @Sendable (Totals, _ file: String, _ bytes: Int) -> Void
     private let onDiskFull: @Sendable (_ full: Bool) -> Void
+    /// Reads each file's date taken (EXIF, QuickTime) in a sandboxed worker; nil: the document's `taken` only.
+    private let media: MediaSandbox?
     private let shared = Mutex(Shared())
     private let finished = DispatchSemaphore(value: 0)
 
@@ -62,7 +66,7 @@ final class PhotoExporter: Sendable {
     ///   - onDiskFull: told when saving stops on a full disk (`true`: the folder, or the data dir where the
     ///     position is kept) and when it carries on (`false`).
     init(
-        database: Database, blobs: BlobStore, folder: PhotoFolder, log: Logger,
+        database: Database, blobs: BlobStore, folder: PhotoFolder, log: Logger, media: MediaSandbox? = nil,
         onDiskFull: @escaping @Sendable (Bool) -> Void = { _ in },
         onExport: @escaping @Sendable (Totals, String, Int) -> Void
     ) {
@@ -72,6 +76,7 @@ final class PhotoExporter: Sendable {
         self.log = log
         self.onDiskFull = onDiskFull
         self.onExport = onExport
+        self.media = media
     }
 
     var totals: Totals { shared.withLock { $0.totals } }
@@ -199,9 +204,16 @@ final class PhotoExporter: Sendable {
             }
             let mtime = PhotoTimestamp.seconds(in: fields)
             for attachment in revision.attachments {
-                try export(attachment, docID: row.id, mtime: mtime, state)
+                try export(attachment, docID: row.id, mtime: takenSeconds(attachment) ?? mtime, state)
             }
         }
+    }
+
+    /// When the file itself says it was taken (the camera's date beats the sender's word), for its mtime.
+    private func takenSeconds(_ attachment: AttachmentInfo) -> Double? {
+        guard let media, attachment.encoding == nil, blobs.exists(attachment.blobKey) else { return nil }
+        let path = blobs.directory + "/" + attachment.blobKey.prefix(2) + "/" + attachment.blobKey
+        return (try? media.probe(path: path).get())?.takenSeconds
     }
 
     private func export(_ attachment: AttachmentInfo, docID: String, mtime: Double?, _ state: ExportState) throws {

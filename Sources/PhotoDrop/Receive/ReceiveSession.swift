@@ -3,6 +3,7 @@ import CouchServer
 import CouchWire
 import Dispatch
 import Foundation
+import MediaSandbox
 import RevTree
 import Synchronization
 
@@ -70,6 +71,7 @@ package final class ReceiveSession: Sendable {
             app.onDiskFull.withLock { $0 = { progress.diskFull(in: "the data dir") } }
             exporter = PhotoExporter(
                 database: database, blobs: try app.blobRegistry.store(for: database.name), folder: folder, log: log,
+                media: MediaSandbox(),
                 onDiskFull: { full in full ? progress.diskFull(in: out) : progress.spaceAvailable() }
             ) { totals, file, bytes in
                 progress.saved(totals, file: file, bytes: bytes)

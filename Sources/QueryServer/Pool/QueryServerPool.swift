@@ -15,6 +15,9 @@ public struct QueryServerConfiguration: Sendable {
     public var maxPayload: Int
     /// Calls after which a worker is retired and replaced (bounds what a long-lived heap accumulates).
     public var maxCallsPerWorker: Int
+    /// The hidden subcommand a worker is started with: `query-server`, or `media-worker` for the media sandbox's
+    /// pool (MediaSandbox), which reuses this pool, its limits and its kill-and-replace.
+    public var subcommand = "query-server"
 
     public init(
         executable: String = QueryServerConfiguration.currentExecutable, maxWorkers: Int = 4,
@@ -39,8 +42,8 @@ public struct QueryServerConfiguration: Sendable {
 /// A small pool of query-server worker processes. A call takes an idle worker (or starts one, up to
 /// `maxWorkers`, or waits for one), sends its request, and returns the worker unless anything went wrong, in
 /// which case the worker has been killed and a fresh one is started on the next call. Thread-safe.
-final class QueryServerPool: Sendable {
-    let configuration: QueryServerConfiguration
+package final class QueryServerPool: Sendable {
+    package let configuration: QueryServerConfiguration
     private let state = Mutex(State())
     private let available = NSCondition()
 
@@ -50,7 +53,7 @@ final class QueryServerPool: Sendable {
         var started = 0
     }
 
-    init(_ configuration: QueryServerConfiguration) {
+    package init(_ configuration: QueryServerConfiguration) {
         self.configuration = configuration
     }
 
@@ -62,12 +65,12 @@ final class QueryServerPool: Sendable {
     }
 
     /// Workers started since the pool was made (a test sees a killed worker replaced).
-    var workersStarted: Int { state.withLock { $0.started } }
+    package var workersStarted: Int { state.withLock { $0.started } }
 
     var idlePIDs: [Int32] { state.withLock { $0.idle.map(\.pid) } }
 
     /// Runs `body` with a worker for at most the configured timeout.
-    func withWorker<T>(_ body: (WorkerProcess, ContinuousClock.Instant) throws(QueryServerError) -> T)
+    package func withWorker<T>(_ body: (WorkerProcess, ContinuousClock.Instant) throws(QueryServerError) -> T)
         throws(QueryServerError) -> T
     {
         let deadline = ContinuousClock.now + configuration.timeout
@@ -119,7 +122,8 @@ final class QueryServerPool: Sendable {
             case .start:
                 do {
                     return try WorkerProcess(
-                        executable: configuration.executable, limits: configuration.limits,
+                        executable: configuration.executable, subcommand: configuration.subcommand,
+                        limits: configuration.limits,
                         maxPayload: configuration.maxPayload)
                 } catch {
                     release()

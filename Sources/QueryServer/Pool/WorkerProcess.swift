@@ -8,8 +8,8 @@ import Foundation
 /// `@unchecked Sendable` for that reason: its mutable state (the frame decoder, `isDead`, the known design
 /// documents, `calls`) is touched only by the thread the pool lent it to; the pool's idle list, behind its
 /// `Mutex`, orders one borrower's accesses before the next's, and the pool kills idle workers only under that lock.
-final class WorkerProcess: @unchecked Sendable {
-    let pid: pid_t
+package final class WorkerProcess: @unchecked Sendable {
+    package let pid: pid_t
     private let toWorker: Int32
     private let fromWorker: Int32
     private var decoder: FrameDecoder
@@ -20,8 +20,10 @@ final class WorkerProcess: @unchecked Sendable {
     let started = ContinuousClock.now
     var calls = 0
 
-    /// Starts a worker: `executable query-server <limits>`.
-    init(executable: String, limits: WorkerLimits, maxPayload: Int) throws(QueryServerError) {
+    /// Starts a worker: `executable <subcommand> <limits>` (`query-server`, or the media sandbox's `media-worker`).
+    init(executable: String, subcommand: String = "query-server", limits: WorkerLimits, maxPayload: Int)
+        throws(QueryServerError)
+    {
         var input: [Int32] = [0, 0]
         var output: [Int32] = [0, 0]
         guard couchlite_pipe(&input) == 0 else { throw .workerFailed("pipe: \(String(cString: strerror(errno)))") }
@@ -30,7 +32,7 @@ final class WorkerProcess: @unchecked Sendable {
             close(input[1])
             throw .workerFailed("pipe: \(String(cString: strerror(errno)))")
         }
-        let argv = [executable, "query-server"] + limits.arguments
+        let argv = [executable, subcommand] + limits.arguments
         var cArgs = argv.map { strdup($0) }
         cArgs.append(nil)
         let pid = couchlite_spawn(executable, &cArgs, input[0], output[1])
@@ -54,7 +56,7 @@ final class WorkerProcess: @unchecked Sendable {
     deinit { kill() }
 
     /// Sends one request and waits for its response until `deadline`; on any failure the worker is killed.
-    func call(_ request: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) throws(QueryServerError)
+    package func call(_ request: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) throws(QueryServerError)
         -> [UInt8]
     {
         guard !isDead else { throw .workerFailed("the worker is gone") }

@@ -8,6 +8,18 @@ public enum QueryWorker {
     /// Runs the worker loop; returns the process's exit status.
     /// - Parameter arguments: `--heap-limit BYTES`, `--address-space BYTES`, `--cpu-seconds N` (each optional).
     public static func run(_ arguments: [String]) -> Int32 {
+        serve(arguments, name: "query-server") { limits throws(QueryServerError) in
+            try DuktapeRuntime(heapLimit: limits.heapBytes).dispatch
+        }
+    }
+
+    /// The loop of any worker the server starts through `QueryServerPool` (`query-server`, `media-worker`): parses
+    /// the limits, applies them, leaves when the server is gone, and answers each framed request with `start`'s
+    /// handler, until its input ends.
+    package static func serve(
+        _ arguments: [String], name: String,
+        start: (WorkerLimits) throws(QueryServerError) -> ([UInt8]) -> [UInt8]
+    ) -> Int32 {
         var limits = WorkerLimits()
         var index = 0
         while index < arguments.count {
@@ -17,7 +29,7 @@ public enum QueryWorker {
             case ("--address-space", let value?): limits.addressSpaceBytes = value
             case ("--cpu-seconds", let value?): limits.cpuSeconds = value
             default:
-                FileHandle.standardError.write(Data("query-server: unknown argument \(arguments[index])\n".utf8))
+                FileHandle.standardError.write(Data("\(name): unknown argument \(arguments[index])\n".utf8))
                 return 64
             }
             index += 2
@@ -35,13 +47,13 @@ public enum QueryWorker {
         if couchlite_limit_process(
             UInt64(max(limits.addressSpaceBytes, 0)), UInt64(max(limits.cpuSeconds, 0))) != 0
         {
-            FileHandle.standardError.write(Data("query-server: setrlimit failed\n".utf8))
+            FileHandle.standardError.write(Data("\(name): setrlimit failed\n".utf8))
         }
-        let runtime: DuktapeRuntime
+        let dispatch: ([UInt8]) -> [UInt8]
         do {
-            runtime = try DuktapeRuntime(heapLimit: limits.heapBytes)
+            dispatch = try start(limits)
         } catch {
-            FileHandle.standardError.write(Data("query-server: \(error.reason)\n".utf8))
+            FileHandle.standardError.write(Data("\(name): \(error.reason)\n".utf8))
             return 70
         }
         var decoder = FrameDecoder()
@@ -53,11 +65,11 @@ public enum QueryWorker {
             decoder.feed(chunk[0..<count])
             do {
                 while let request = try decoder.next() {
-                    let response = runtime.dispatch(request)
+                    let response = dispatch(request)
                     guard writeAll(Frame.encode(response)) else { return 0 }
                 }
             } catch {
-                FileHandle.standardError.write(Data("query-server: bad frame: \(error)\n".utf8))
+                FileHandle.standardError.write(Data("\(name): bad frame: \(error)\n".utf8))
                 return 65
             }
         }
