@@ -30,7 +30,7 @@ def days():
 
 @pytest.fixture(scope="module")
 def seeded(server, workdir, days):
-    """Six documents with explicit `taken`: two today (one written at 00:05 in Tokyo, so its instant is still
+    """Six documents with explicit `taken` (their files carry no EXIF date, so the document's is the one listed): two today (one written at 00:05 in Tokyo, so its instant is still
     yesterday in Berlin), one yesterday at 23:30 in California (today already in Berlin, yet yesterday for the
     camera), two on 12 May 2026 (a photo and a video) and one on New Year's Eve 2025."""
     media = os.path.join(workdir, "timeline-media")
@@ -108,7 +108,11 @@ def test_timeline_headers_group_photos_by_the_cameras_day(server, tab, days, scr
     # The video tile is a video tile with its thumbnail and the duration badge.
     clip = tab.locator('.tile[data-id="may-clip"]')
     assert clip.get_attribute("class") == "tile video"
-    assert clip.locator("img").count() == 1 and clip.locator(".duration").count() == 1
+    assert clip.locator(".duration").text_content() == "▶ 0:02"
+    # Its thumbnail is a frame of the video (a JPEG the server made), not the placeholder.
+    poster = clip.locator("img")
+    wait_js(tab, "(i) => i.complete && i.naturalWidth > 0", poster.element_handle(), what="the poster")
+    assert tab.request.get(server.base + poster.get_attribute("src")).headers["content-type"] == "image/jpeg"
     for img in tab.locator(".tile.image img").all():
         wait_js(tab, "(i) => i.complete && i.naturalWidth > 0", img.element_handle(), what="a thumbnail")
     tab.screenshot(path=os.path.join(screenshots, "timeline.png"))
@@ -120,6 +124,7 @@ def test_viewer_shows_the_date_taken_in_the_cameras_offset(server, tab, screensh
     wait_js(tab, "() => { const i = document.getElementById('full'); return i && i.complete && i.naturalWidth; }",
             what="the photo")
     assert tab.text_content('#v-info dd[data-field="taken"]') == "Tuesday, 12 May 2026, 14:03 (UTC+02:00)"
+    assert tab.text_content('#v-info dd[data-field="size"]') == "640 × 480"
     tab.screenshot(path=os.path.join(screenshots, "photo.png"))
     tab.keyboard.press("Escape")
 
@@ -187,7 +192,10 @@ def test_same_file_picked_again_after_a_reload_resumes(server, tab, workdir):
     assert tab.evaluate("() => window.cuts") is None
     tab.set_input_files("#files", [path])
     row = upload_row(tab, "picked-again.bin")
-    row.locator(".state", has_text="done").wait_for(timeout=120_000)
+    try:
+        row.locator(".state", has_text="done").wait_for(timeout=120_000)
+    except Exception:
+        raise AssertionError("upload row: " + row.text_content() + " " + str(row.get_attribute("class")))
     resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
     assert 0.3 * os.path.getsize(path) < resumed[0] < os.path.getsize(path)
     assert stored(server, path)

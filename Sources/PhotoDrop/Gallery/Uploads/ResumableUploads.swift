@@ -113,6 +113,7 @@ final class ResumableUploads: Sendable {
 
     /// Runs `work` as the only append or completion of `id` at this moment.
     /// - Throws: `Busy` when another is running.
+    @discardableResult
     func exclusively<T>(_ id: String, _ work: () throws -> T) throws -> T {
         guard busy.withLock({ $0.insert(id).inserted }) else { throw Busy() }
         defer { _ = busy.withLock { $0.remove(id) } }
