@@ -477,7 +477,8 @@ async function uploadOne(db, job) {
       if (e.status === 404) saved = { sha256 };
       row.className = 'retrying';
       status.textContent = 'connection lost, retrying…';
-      await sleep(Math.min(30000, 1000 * 2 ** Math.min(attempt, 5)));
+      // 409: the server still holds the cut-off append (it lets go when it notices the connection is gone).
+      await sleep(e.status === 409 ? 2000 : Math.min(30000, 1000 * 2 ** Math.min(attempt, 5)));
     }
   }
 }
