@@ -1,6 +1,7 @@
 """The photo gallery in a real browser, as one visit: sign in, upload, look, play, download,
 delete, watch another client's photo arrive, and the attacks it must shrug off. Tests run in file
 order on one tab (conftest.py); each names what it proves."""
+import datetime
 import http.server
 import os
 import threading
@@ -55,7 +56,7 @@ def test_sign_in(server, page):
 
 
 def test_user_who_may_not_read_a_database_does_not_see_it(server, page):
-    names = page.locator("#dbs a").all_text_contents()
+    names = page.locator("#dbs .album-name").all_text_contents()
     assert "photos" in names
     assert "secret" not in names
     # Nor can the page's own API be asked for it, nor the URL typed in.
@@ -119,9 +120,11 @@ def test_grid_shows_server_thumbnails_newest_first(server, page, files, screensh
     page.wait_for_selector(".tile")
     ids = page.eval_on_selector_all(".tile", "tiles => tiles.map(t => t.dataset.id)")
     api = page.request.get(server.base + "/_photos/api/db/photos/photos").json()
-    assert ids == [row["id"] for row in api["rows"]]
-    seqs = [row["seq"] for row in api["rows"]]
-    assert seqs == sorted(seqs, reverse=True)
+    # Newest taken first (the same moment: newest arrival first), as the listing orders them.
+    def taken(row):
+        return datetime.datetime.fromisoformat((row.get("taken") or row["fields"]["taken"]).replace("Z", "+00:00"))
+    expected = sorted(api["rows"], key=lambda row: (taken(row), row["seq"]), reverse=True)
+    assert ids == [row["id"] for row in expected]
     # Photo tiles show a server-made JPEG, loaded; the video is a video tile.
     for key in ("jpeg", "png"):
         img = tile(page, os.path.basename(files[key])).locator("img")

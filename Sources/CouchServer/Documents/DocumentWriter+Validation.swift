@@ -135,7 +135,7 @@ extension DocumentWriter {
     }
 
     /// `database.applyReplicated` for a single replicated write (`PUT ?new_edits=false`), validated first.
-    func applyReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
+    package func applyReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
         -> [WriteResult]
     {
         for write in writes { try validateWrite(database, write, newEdits: false, user: user) }

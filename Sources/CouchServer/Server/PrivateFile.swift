@@ -7,7 +7,7 @@ import Foundation
 /// The server also sets its umask to `077` at start (`ServerProcess`), so whatever SQLite, the blob
 /// store or Foundation create is owner-only too; these helpers do not rely on it. Nothing is made
 /// readable first and narrowed with `chmod` afterwards.
-enum PrivateFile {
+package enum PrivateFile {
     /// Mode of every file the server creates.
     static let fileMode: mode_t = 0o600
     /// Mode of every directory the server creates.
@@ -19,7 +19,7 @@ enum PrivateFile {
 
     /// Replaces `path` atomically with `bytes`: a new temporary file created `0600` with
     /// `O_CREAT | O_EXCL` beside it is written, synced and renamed over `path`.
-    static func write(_ bytes: [UInt8], to path: String) throws {
+    package static func write(_ bytes: [UInt8], to path: String) throws {
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, fileMode)
         guard fd >= 0 else { throw failure("create", temporary) }
@@ -53,7 +53,7 @@ enum PrivateFile {
 
     /// Creates `path` and any missing parents `0700`. An existing directory that others may enter
     /// (made by an older version) is narrowed to `0700`.
-    static func createDirectory(_ path: String) throws {
+    package static func createDirectory(_ path: String) throws {
         var info = stat()
         if stat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFDIR else { throw Failure(description: "\(path) is not a directory") }

@@ -69,6 +69,20 @@ extension GalleryHandlers {
         }
     }
 
+    /// The version of the resumable upload protocol `GET /` announces (`vendor.resumable_uploads`), for
+    /// `couchlite push`; a CouchDB has no such field and gets the plain replication protocol.
+    static let resumableUploadsVersion = 1
+
+    /// CouchDB's welcome, with the resumable uploads announced in `vendor`, the object CouchDB leaves to vendors.
+    static func welcome(serverUUID: String) -> JSON {
+        guard case .object(var welcome) = ServerHandlers.welcome(serverUUID: serverUUID),
+            case .object(var vendor)? = welcome["vendor"]
+        else { return ServerHandlers.welcome(serverUUID: serverUUID) }
+        vendor["resumable_uploads"] = .int(resumableUploadsVersion)
+        welcome["vendor"] = .object(vendor)
+        return .object(welcome)
+    }
+
     static func welcome(_ request: Request, _ reply: Reply) throws {
         var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
         headers.set("Vary", "Accept")
@@ -81,7 +95,7 @@ extension GalleryHandlers {
     }
 
     /// The database a gallery route names, which its user may read; system databases are not photo albums.
-    private func galleryDatabase(_ c: RequestContext) throws -> Database {
+    func galleryDatabase(_ c: RequestContext) throws -> Database {
         let name = try c.databaseName()
         guard !name.hasBytePrefix("_") else { throw CouchError.notFound("missing") }
         let database: Database
@@ -107,12 +121,21 @@ extension GalleryHandlers {
         if let scope = user.scope {
             return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
         }
-        let names = store.databaseNames().filter { name in
+        let all = store.databaseNames()
+        let names = all.filter { name in
             !name.hasBytePrefix("_") && security.security(of: name).isMember(user)
+        }.sorted()
+        state.albums.keep(only: Set(all))
+        var budget = AlbumSummaries.defaultBudget
+        var albums: [JSON] = []
+        for name in names {
+            // Deleted since it was listed: it is simply not shown.
+            guard let database = try? store.open(name) else { continue }
+            albums.append(
+                try state.albums.summary(of: database, generation: store.deletions(of: name), budget: &budget))
         }
         try reply.json(
-            200,
-            ["user": user.json, "databases": .array(names.sorted().map(JSON.string))])
+            200, ["user": user.json, "databases": .array(names.map(JSON.string)), "albums": .array(albums)])
     }
 
     /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
@@ -222,36 +245,56 @@ extension GalleryHandlers {
             throw error
         }
         let stored = try blobs.commit(upload)
+        let (status, answer) = try storePhoto(
+            database, PhotoFile(name: name, contentType: contentType, modified: modified),
+            stored: stored, id: PhotoDocument.id(sha256: sha256.finalize()), user: request.user)
+        try reply.json(status, answer)
+    }
+
+    /// A photo's file as its uploader described it.
+    struct PhotoFile {
+        let name: String
+        let contentType: String
+        let modified: Date
+    }
+
+    /// Makes the document of a file committed to the blob store, with the id `couchlite push` gives it. A file
+    /// already there (same bytes) is not stored again: 200 with `"existing": true`; a new one is 201.
+    func storePhoto(
+        _ database: Database, _ file: PhotoFile, stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int),
+        id: String, user: UserContext
+    ) throws -> (Int, JSON) {
         // The camera's date when the file has one (read now, in the sandbox, and kept for the listing).
         let probed = try? state.catalog.info(key: stored.key) { try blobPath(database, stored.key) }
-        let taken = probed?.takenISO ?? ISO8601DateFormatter().string(from: modified)
-        let id = PhotoDocument.id(sha256: sha256.finalize())
+        let taken = probed?.takenISO ?? ISO8601DateFormatter().string(from: file.modified)
         let existing = try database.document(id)
         if let existing, !existing.deleted {
-            return try reply.json(
-                200, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true])
+            return (
+                200, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true]
+            )
         }
         let base = existing?.winner
         let att = AttachmentInfo(
-            name: name, contentType: contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
+            name: file.name, contentType: file.contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
             length: stored.length,
             revpos: (base?.pos ?? 0) + 1, encoding: nil, encodedLength: nil, blobKey: stored.key)
         let write = RevisionWrite(
             // No base rev, as a PUT without one: the store puts it on top of a deleted winner.
             docID: id, path: [], deleted: false,
-            body: JSON.object(PhotoDocument.fields(name: name, taken: taken, size: stored.length)).serialized(),
+            body: JSON.object(PhotoDocument.fields(name: file.name, taken: taken, size: stored.length)).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try documents.applyEdits(database, [write], user: request.user).first else {
+        guard let outcome = try documents.applyEdits(database, [write], user: user).first else {
             throw CouchError.unknownError("store returned no result")
         }
         switch outcome.result {
         case .success(let rev):
-            try reply.json(201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
+            return (201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
         case .failure(let error):
             // The same file uploaded at the same moment by someone else: stored once, theirs won.
             if let info = try database.document(id), !info.deleted {
-                return try reply.json(
-                    200, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true])
+                return (
+                    200, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true]
+                )
             }
             throw CouchError(error)
         }

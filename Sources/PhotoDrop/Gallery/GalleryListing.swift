@@ -190,7 +190,10 @@ extension GalleryHandlers {
             let seconds = PhotoTimestamp.seconds(in: fields)
         {
             facts.takenSeconds = seconds
-            facts.taken = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
+            // The document's own text when it is a date (`couchlite push` writes the camera's, with its offset:
+            // the timeline's day is the camera's), else the moment in UTC.
+            let written = fields["taken"]?.stringValue.flatMap { PhotoTimestamp.parse($0) == seconds ? $0 : nil }
+            facts.taken = written ?? ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
         }
         return facts
     }

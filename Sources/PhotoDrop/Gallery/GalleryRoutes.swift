@@ -13,7 +13,9 @@ package enum GalleryRoutes {
         let read: [HTTPMethod] = [.GET, .HEAD]
         return [
             Route(read, "/", .anyone, drop: .open) { app, c in
-                guard GalleryHandlers.prefersHTML(c.request) else { return try app.server.root(c) }
+                guard GalleryHandlers.prefersHTML(c.request) else {
+                    return try c.reply.json(200, GalleryHandlers.welcome(serverUUID: app.serverUUID))
+                }
                 try GalleryHandlers.welcome(c.request, c.reply)
             },
             Route(read, "/_photos", .anyone, drop: .open) { _, c in try gallery.asset(c) },
@@ -23,6 +25,23 @@ package enum GalleryRoutes {
             Route([.POST], "/_photos/api/db/{db}/upload", .anyone, drop: .ownDatabase, body: .attachment) { app, c in
                 try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
                 try gallery.upload(c)
+            },
+            Route([.POST], "/_photos/api/db/{db}/uploads", .anyone, drop: .ownDatabase) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.createUpload(c)
+            },
+            Route(read, "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase) { _, c in
+                try gallery.uploadStatus(c)
+            },
+            // Charged against the drop's `--max-size` as any attachment body is (`.ownDatabase` + `.attachment`).
+            Route([.PUT], "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase, body: .attachment) {
+                app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.appendUpload(c)
+            },
+            Route([.DELETE], "/_photos/api/db/{db}/uploads/{id}", .anyone, drop: .ownDatabase) { app, c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
+                try gallery.cancelUpload(c)
             },
             Route(read, "/_photos/api/db/{db}/photo/{doc}", .anyone) { _, c in try gallery.photo(c) },
             Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .anyone) { app, c in

@@ -6,12 +6,15 @@ import Thumbnails
 
 /// What the gallery keeps for the server's life: the media sandbox that reads every photo and video, the
 /// thumbnail and preview caches under `<data-dir>/thumbnails` and `<data-dir>/previews`, what each file said
-/// about itself under `<data-dir>/media`, and each database's timeline.
+/// about itself under `<data-dir>/media`, each database's timeline, the unfinished resumable uploads under
+/// `<data-dir>/uploads` and the albums' summaries.
 final class GalleryState: Sendable {
     let sandbox: MediaSandbox
     let thumbnails: ThumbnailCache
     let previews: ThumbnailCache
     let catalog: MediaCatalog
+    let uploads: ResumableUploads
+    let albums = AlbumSummaries()
     private let timelines = Mutex<[String: PhotoTimeline]>([:])
 
     init(dataDir: String, sandbox: MediaSandbox = MediaSandbox()) {
@@ -22,6 +25,9 @@ final class GalleryState: Sendable {
         thumbnails = ThumbnailCache(directory: dataDir + "/thumbnails", render: render)
         previews = ThumbnailCache(directory: dataDir + "/previews", render: render)
         catalog = MediaCatalog(directory: dataDir + "/media", sandbox: sandbox)
+        uploads = ResumableUploads(directory: dataDir + "/uploads")
+        // What expired while the server was down goes now, not at the next upload.
+        uploads.sweep()
     }
 
     /// The timeline of the database `name` (one per database for the server's life; a few bytes a photo).

@@ -10,9 +10,9 @@ import Foundation
 /// modification time) and `size`; the file as the one
 /// attachment, under its own name.
 enum PhotoDocument {
-    static func id(sha256: [UInt8]) -> String {
-        "photo-" + String(sha256.hexString.prefix(32))
-    }
+    static func id(sha256: [UInt8]) -> String { id(sha256Hex: sha256.hexString) }
+
+    static func id(sha256Hex: String) -> String { "photo-" + String(sha256Hex.prefix(32)) }
 
     static func fields(name: String, taken: String, size: Int) -> JSONObject {
         JSONObject([("type", "photo"), ("name", .string(name)), ("taken", .string(taken)), ("size", .int(size))])

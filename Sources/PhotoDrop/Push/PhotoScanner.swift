@@ -69,6 +69,11 @@ package struct PhotoScanner {
     /// The document id of a file: `photo-` and the first 32 hex digits of its SHA-256, so the same
     /// photo found twice (or sent again) is the same document.
     static func documentID(_ path: String) throws -> String {
+        PhotoDocument.id(sha256Hex: try sha256Hex(path))
+    }
+
+    /// The SHA-256 of the file at `path` as hex, read a MiB at a time.
+    static func sha256Hex(_ path: String) throws -> String {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw PushError.local("cannot read \(path)") }
         defer { try? handle.close() }
         let digest = Digest(.sha256)
@@ -77,7 +82,7 @@ package struct PhotoScanner {
             if chunk.isEmpty { break }
             chunk.withUnsafeBytes { digest.update($0) }
         }
-        return PhotoDocument.id(sha256: digest.finalize())
+        return digest.finalize().hexString
     }
 }
 

@@ -85,7 +85,7 @@ extension Commands {
             var added = 0
             for photo in photos where try outbox.add(photo) { added += 1 }
             display.message("push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox")
-            return try send(outbox, to: target, app: app, display: display)
+            return try send(outbox, photos, to: target, app: app, display: display)
         } catch let error as PushError {
             display.message("couchlite push: \(error.description)")
             if case .usage = error { return 64 }
@@ -101,10 +101,15 @@ extension Commands {
     }
 
     /// Replicates the outbox to the peer with a progress display; counts only what the peer lacks.
-    private static func send(_ outbox: Outbox, to target: Endpoint, app: App, display: ProgressDisplay) throws -> Int32
-    {
+    private static func send(
+        _ outbox: Outbox, _ photos: [PhotoScanner.Photo], to target: Endpoint, app: App, display: ProgressDisplay
+    ) throws -> Int32 {
         let contents = try outbox.contents()
         let missing = try missingOnPeer(contents, target)
+        // A couchlite receiver takes the big files resumably first; the replication then finds them there.
+        if ResumablePush.supported(by: target) {
+            try ResumablePush(target: target, outbox: outbox, display: display).send(photos, missing: missing)
+        }
         let totalBytes = contents.filter { missing.contains($0.id) }.reduce(0) { $0 + $1.size }
         var options = ReplicationOptions()
         options.createTarget = true

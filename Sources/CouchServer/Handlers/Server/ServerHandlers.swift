@@ -16,7 +16,7 @@ package struct ServerHandlers: Sendable {
     }
 
     /// The body of `GET /`, which `_node/{node}` also answers when it names the node outright.
-    static func welcome(serverUUID: String) -> JSON {
+    package static func welcome(serverUUID: String) -> JSON {
         [
             "couchdb": "Welcome",
             "version": .string(App.couchDBVersion),

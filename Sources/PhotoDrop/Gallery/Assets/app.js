@@ -54,11 +54,75 @@ function displayName(item) {
   return name || (att && att.name) || item.id;
 }
 
-function kindOf(att) {
+function kindOf(att, item) {
+  if (item && item.kind === 'video') return 'video';
   const type = (att && att.content_type || '').toLowerCase();
   if (type.startsWith('video/')) return 'video';
   if (type.startsWith('image/')) return 'image';
   return 'file';
+}
+
+// MARK: dates taken
+// A photo's day is the camera's local day: the date as `taken` writes it in its own offset (a photo taken at
+// 23:30 in Tokyo belongs to that evening wherever it is looked at), as phone photo apps show it. A time without
+// an offset, or in UTC ("Z", a file's time rather than the camera's), is placed in this browser's time zone.
+
+function takenOf(item) {
+  if (typeof item.taken === 'string') return item.taken;
+  const taken = item.fields && item.fields.taken;
+  return typeof taken === 'string' ? taken : null;
+}
+
+function instantOf(item) {
+  const time = Date.parse(takenOf(item) || '');
+  return isNaN(time) ? -Infinity : time;
+}
+
+const pad2 = (n) => String(n).padStart(2, '0');
+const localDay = (date) => date.getFullYear() + '-' + pad2(date.getMonth() + 1) + '-' + pad2(date.getDate());
+
+/// The camera's local date and time written in `taken` ("2026-05-12", "14:03"), or the browser's for UTC.
+function localParts(taken) {
+  const written = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?([+-]\d{2}:?\d{2})$/.exec(taken || '');
+  if (written) return { day: written[1], time: written[2], offset: written[3] };
+  const date = new Date(taken || '');
+  if (isNaN(date)) return null;
+  return { day: localDay(date), time: pad2(date.getHours()) + ':' + pad2(date.getMinutes()), offset: null };
+}
+
+function dayKey(item) {
+  const parts = localParts(takenOf(item));
+  return parts ? parts.day : 'undated';
+}
+
+/// "Saturday, 12 May 2026" in the browser's language, for a "YYYY-MM-DD" day.
+function longDate(day) {
+  const [year, month, date] = day.split('-').map(Number);
+  const utc = new Date(Date.UTC(year, month - 1, date));
+  const name = (options) => utc.toLocaleDateString(undefined, Object.assign({ timeZone: 'UTC' }, options));
+  return name({ weekday: 'long' }) + ', ' + date + ' ' + name({ month: 'long' }) + ' ' + year;
+}
+
+function dayTitle(day) {
+  if (day === 'undated') return 'No date';
+  const now = new Date();
+  if (day === localDay(now)) return 'Today';
+  if (day === localDay(new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1))) return 'Yesterday';
+  return longDate(day);
+}
+
+function duration(seconds) {
+  const total = Math.round(Number(seconds));
+  if (!isFinite(total) || total < 0) return '';
+  const h = Math.floor(total / 3600), m = Math.floor(total / 60) % 60, s = total % 60;
+  return (h ? h + ':' + pad2(m) : String(m)) + ':' + pad2(s);
+}
+
+function cameraName(camera) {
+  if (!camera) return '';
+  const make = typeof camera.make === 'string' ? camera.make.trim() : '';
+  const model = typeof camera.model === 'string' ? camera.model.trim() : '';
+  return model.toLowerCase().startsWith(make.toLowerCase()) ? model : [make, model].filter(Boolean).join(' ');
 }
 
 // MARK: routing
@@ -133,14 +197,48 @@ $('signout').addEventListener('click', async () => {
 
 async function showDatabases() {
   stopGrid();
+  const token = state.live;
   $('crumb').textContent = '';
-  const reply = await api('/_photos/api/dbs');
-  const list = el('ul', { class: 'dbs', id: 'dbs' });
-  for (const name of reply.databases) {
-    list.append(el('li', null, el('a', { href: '#/db/' + enc(name), text: name })));
+  let reply = await api('/_photos/api/dbs');
+  setMain(el('h1', { text: 'Albums' }), reply.databases.length ? albumList(reply)
+    : el('p', { text: 'There is no database you may read.' }));
+  // A huge album is counted over several requests: ask again until every count is complete.
+  for (let round = 0; round < 30 && (reply.albums || []).some((a) => !a.complete); round++) {
+    await sleep(1000);
+    if (state.live !== token) return;
+    reply = await api('/_photos/api/dbs');
+    if (state.live !== token) return;
+    $('dbs').replaceWith(albumList(reply));
   }
-  setMain(el('h1', { text: 'Albums' }),
-    reply.databases.length ? list : el('p', { text: 'There is no database you may read.' }));
+}
+
+function albumList(reply) {
+  const list = el('ul', { class: 'dbs', id: 'dbs' });
+  const albums = new Map((reply.albums || []).map((album) => [album.name, album]));
+  for (const name of reply.databases) {
+    const album = albums.get(name);
+    const cover = el('span', { class: 'cover' });
+    if (album && album.cover) {
+      cover.append(el('img', { alt: '', loading: 'lazy', src: dbPath(name) + '/thumb/' + enc(album.cover.id) + '/' +
+        enc(album.cover.name) + '?size=320&v=' + enc(album.cover.digest) }));
+    }
+    const counts = album ? [plural(album.photos, 'photo'), album.videos ? plural(album.videos, 'video') : '']
+      .filter(Boolean).join(' · ') + (album.complete ? '' : ' so far') : '';
+    list.append(el('li', { 'data-name': name }, el('a', { href: '#/db/' + enc(name) }, cover,
+      el('span', { class: 'album-name', text: name }),
+      el('span', { class: 'album-counts', text: counts }),
+      el('span', { class: 'album-dates', text: album ? dateRange(album.first, album.last) : '' }))));
+  }
+  return list;
+}
+
+const plural = (n, noun) => n + ' ' + noun + (n === 1 ? '' : 's');
+
+function dateRange(first, last) {
+  const from = localParts(first), to = localParts(last);
+  if (!from || !to) return '';
+  const short = (day) => longDate(day).replace(/^[^,]*, /, '');
+  return from.day === to.day ? short(from.day) : short(from.day) + ' – ' + short(to.day);
 }
 
 // MARK: drop (one-time credentials of `couchlite receive`: send only, nothing to read back)
@@ -179,7 +277,7 @@ async function showGrid(db) {
   $('crumb').textContent = '/ ' + db;
   const input = el('input', { type: 'file', id: 'files', multiple: '' });
   input.addEventListener('change', () => { upload(Array.from(input.files)); input.value = ''; });
-  const grid = el('div', { class: 'grid', id: 'grid' });
+  const grid = el('div', { class: 'timeline', id: 'grid' });
   const more = el('div', { class: 'more', id: 'more' });
   setMain(el('div', { class: 'toolbar' },
     el('label', { class: 'button primary', for: 'files', text: 'Upload…' }), input,
@@ -202,7 +300,7 @@ async function loadPage() {
     const query = '?limit=60' + (state.next !== null ? '&before=' + state.next : '');
     const page = await api(dbPath(db) + '/photos' + query);
     if (db !== state.db) return null;
-    for (const item of page.rows) addItem(item, false);
+    for (const item of page.rows) addItem(item);
     state.next = page.next;
     $('more').textContent = page.next === null ? (state.items.length ? '' : 'No photos yet.') : 'Loading…';
     updateCount();
@@ -217,48 +315,70 @@ function updateCount() {
 
 function tile(item) {
   const att = mainAttachment(item);
-  const kind = kindOf(att);
+  const kind = kindOf(att, item);
   const name = displayName(item);
   const link = el('a', { class: 'tile ' + kind, href: '#/db/' + enc(state.db) + '/photo/' + enc(item.id),
     'data-id': item.id, title: name });
-  if (att && kind === 'image') {
+  if (att && kind !== 'file') {
+    // A video's thumbnail is its poster frame.
     const src = dbPath(state.db) + '/thumb/' + enc(item.id) + '/' + enc(att.name) + '?size=320&v=' +
       enc(att.digest);
     link.append(el('img', { src, alt: name, loading: 'lazy', decoding: 'async' }));
   } else {
-    link.append(el('span', { class: 'kind', text: kind === 'video' ? '▶' : '📄' }));
+    link.append(el('span', { class: 'kind', text: '📄' }));
+  }
+  if (kind === 'video') {
+    link.append(el('span', { class: 'duration', text: '▶ ' + (item.duration ? duration(item.duration) : '') }));
   }
   link.append(el('span', { class: 'label', text: name }));
   return link;
 }
 
-function addItem(item, atTop) {
+/// Newest taken first; the same moment by arrival, newest first.
+const before = (a, b) => instantOf(a) > instantOf(b) || (instantOf(a) === instantOf(b) && a.seq > b.seq);
+
+/// The day's section of the grid, made in its place (newest day first, undated last) when missing.
+function daySection(day) {
   const grid = $('grid');
-  if (!grid) return;
-  const old = state.byId.get(item.id);
-  const node = tile(item);
-  if (old) {
-    const index = state.items.indexOf(old);
-    state.items[index] = item;
-    const oldNode = grid.querySelector('[data-id="' + CSS.escape(item.id) + '"]');
-    if (oldNode) oldNode.replaceWith(node);
-  } else if (atTop) {
-    state.items.unshift(item);
-    grid.prepend(node);
-  } else {
-    state.items.push(item);
-    grid.append(node);
-  }
-  state.byId.set(item.id, item);
+  const existing = grid.querySelector('section[data-day="' + CSS.escape(day) + '"]');
+  if (existing) return existing.querySelector('.tiles');
+  const section = el('section', { class: 'day', 'data-day': day },
+    el('h2', { class: 'day-title', text: dayTitle(day) }), el('div', { class: 'tiles' }));
+  const later = Array.from(grid.children).find((other) =>
+    day !== 'undated' && (other.dataset.day === 'undated' || other.dataset.day < day));
+  grid.insertBefore(section, later || null);
+  return section.querySelector('.tiles');
 }
 
-function removeItem(id) {
+function tileNode(id) {
+  return $('grid') && $('grid').querySelector('.tile[data-id="' + CSS.escape(id) + '"]');
+}
+
+function addItem(item) {
+  if (!$('grid')) return;
+  if (state.byId.has(item.id)) removeItem(item.id, true);
+  let index = state.items.findIndex((other) => before(item, other));
+  if (index < 0) index = state.items.length;
+  state.items.splice(index, 0, item);
+  state.byId.set(item.id, item);
+  const day = dayKey(item);
+  const tiles = daySection(day);
+  const next = state.items.slice(index + 1).find((other) => dayKey(other) === day);
+  tiles.insertBefore(tile(item), (next && tileNode(next.id)) || null);
+}
+
+function removeItem(id, replacing) {
   const item = state.byId.get(id);
   if (!item) return;
   state.items.splice(state.items.indexOf(item), 1);
   state.byId.delete(id);
-  const node = $('grid') && $('grid').querySelector('[data-id="' + CSS.escape(id) + '"]');
-  if (node) node.remove();
+  const node = tileNode(id);
+  if (node) {
+    const section = node.closest('section');
+    node.remove();
+    if (section && !section.querySelector('.tile')) section.remove();
+  }
+  if (replacing) return;
   updateCount();
   if (state.open === id) closeViewer(true);
 }
@@ -274,7 +394,7 @@ async function live(db, since, token) {
       for (const change of reply.results) {
         if (change.id.startsWith('_design/')) continue;
         if (change.deleted) { removeItem(change.id); continue; }
-        try { addItem(await api(dbPath(db) + '/photo/' + enc(change.id)), true); updateCount(); }
+        try { addItem(await api(dbPath(db) + '/photo/' + enc(change.id))); updateCount(); }
         catch (e) { if (e.status === 404) removeItem(change.id); }
       }
     } catch (e) { await sleep(2000); }
@@ -314,42 +434,184 @@ async function upload(files) {
   await Promise.all([worker(), worker()]);
 }
 
-function uploadOne(db, job) {
-  return new Promise((done) => {
-    const { file, bar, status, row } = job;
+// Resumable: the file is announced with its length and SHA-256, then sent from the byte the server has. A cut
+// connection is retried (waiting longer each time) from the server's offset, and so is the same file picked again
+// later (remembered by name, size and time, and found by the server by its digest).
+
+const MAX_ATTEMPTS = 40;
+
+async function uploadOne(db, job) {
+  const { file, bar, status, row } = job;
+  const key = 'couchlite-upload:' + db + ':' + file.name + ':' + file.size + ':' + file.lastModified;
+  let saved = null;
+  try { saved = JSON.parse(localStorage.getItem(key) || 'null'); } catch (e) { saved = null; }
+  const sha256 = saved && saved.sha256 || await digestFile(file, (done) => {
+    status.textContent = 'checking ' + Math.floor(done * 100 / Math.max(file.size, 1)) + ' %';
+  });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const upload = await resumeOrCreate(db, file, sha256, saved && saved.id);
+      saved = { id: upload.id, sha256 };
+      try { localStorage.setItem(key, JSON.stringify(saved)); } catch (e) { /* private mode: no resume later */ }
+      if (upload.offset > 0) row.dataset.resumedFrom = (row.dataset.resumedFrom ? row.dataset.resumedFrom + ',' : '') +
+        upload.offset;
+      const reply = await sendFrom(db, upload, file, job);
+      localStorage.removeItem(key);
+      bar.value = 100;
+      status.textContent = reply.existing ? 'already there' : 'done';
+      row.className = 'done';
+      if (state.db === db && !state.dropOnly) {
+        try { addItem(await api(dbPath(db) + '/photo/' + enc(reply.id))); updateCount(); }
+        catch (e) { /* the live feed will bring it */ }
+      }
+      return;
+    } catch (e) {
+      // A refusal is final (a wrong digest, no room, not allowed); a lost connection or a busy server is not.
+      const final = e.status && e.status !== 404 && e.status !== 409 && e.status !== 429 && e.status < 500;
+      if (final || attempt + 1 >= MAX_ATTEMPTS) {
+        if (e.status === 400) localStorage.removeItem(key);
+        status.textContent = 'failed: ' + e.message;
+        row.className = 'failed';
+        return;
+      }
+      if (e.status === 404) saved = { sha256 };
+      row.className = 'retrying';
+      status.textContent = 'connection lost, retrying…';
+      // 409: the server still holds the cut-off append (it lets go when it notices the connection is gone).
+      await sleep(e.status === 409 ? 2000 : Math.min(30000, 1000 * 2 ** Math.min(attempt, 5)));
+    }
+  }
+}
+
+/// The upload to continue: the one remembered for this file if the server still has it, else a new one (the
+/// server answers with the offset of its own if this user already started the same bytes).
+async function resumeOrCreate(db, file, sha256, id) {
+  if (id) {
+    const response = await fetch(dbPath(db) + '/uploads/' + enc(id), { method: 'HEAD', credentials: 'same-origin',
+      cache: 'no-store' });
+    if (response.ok) return { id, offset: Number(response.headers.get('Upload-Offset')) };
+    if (response.status !== 404) throw Object.assign(new Error('HTTP ' + response.status), { status: response.status });
+  }
+  const query = '?name=' + enc(file.name) + '&type=' + enc(file.type || 'application/octet-stream') +
+    '&modified=' + enc(String(file.lastModified || Date.now())) + '&length=' + file.size + '&sha256=' + sha256;
+  return api(dbPath(db) + '/uploads' + query, { method: 'POST' });
+}
+
+/// Sends the file from `upload.offset` to its end; resolves with the photo's `{id, rev}` once the server has
+/// verified it, rejects with a status (409: the server has another offset) or as a lost connection.
+function sendFrom(db, upload, file, job) {
+  return new Promise((resolve, reject) => {
+    const { bar, status } = job;
     const xhr = new XMLHttpRequest();
-    const query = '?name=' + enc(file.name) + '&type=' + enc(file.type || 'application/octet-stream') +
-      '&modified=' + enc(String(file.lastModified || Date.now()));
-    xhr.open('POST', dbPath(db) + '/upload' + query);
-    xhr.setRequestHeader('Content-Type', 'application/octet-stream');
-    xhr.upload.addEventListener('progress', (event) => {
-      if (!event.lengthComputable) return;
-      bar.value = Math.floor(event.loaded * 100 / event.total);
-      status.textContent = humanSize(event.loaded);
-    });
-    xhr.addEventListener('load', async () => {
+    xhr.open('PUT', dbPath(db) + '/uploads/' + enc(upload.id));
+    xhr.setRequestHeader('Content-Type', 'application/offset+octet-stream');
+    xhr.setRequestHeader('Upload-Offset', String(upload.offset));
+    const show = (sent) => {
+      bar.value = Math.floor(sent * 100 / Math.max(file.size, 1));
+      status.textContent = humanSize(sent);
+    };
+    xhr.upload.addEventListener('progress', (event) => show(upload.offset + event.loaded));
+    xhr.addEventListener('load', () => {
       let reply = null;
       try { reply = JSON.parse(xhr.responseText); } catch (e) { reply = null; }
-      if (xhr.status === 201 || xhr.status === 200) {
-        bar.value = 100;
-        status.textContent = xhr.status === 200 ? 'already there' : 'done';
-        row.className = 'done';
-        if (state.db === db && reply && !state.dropOnly) {
-          try { addItem(await api(dbPath(db) + '/photo/' + enc(reply.id)), true); updateCount(); }
-          catch (e) { /* the live feed will bring it */ }
-        }
-      } else {
-        status.textContent = 'failed: ' + ((reply && reply.reason) || xhr.status);
-        row.className = 'failed';
-      }
-      done();
+      if ((xhr.status === 201 || xhr.status === 200) && reply && reply.rev) return resolve(reply);
+      const error = new Error((reply && reply.reason) || ('HTTP ' + xhr.status));
+      // 200 without a photo: the server kept less than was sent; ask it where to go on.
+      error.status = xhr.status === 200 ? 409 : xhr.status;
+      reject(error);
     });
-    xhr.addEventListener('error', () => { status.textContent = 'failed: network'; row.className = 'failed';
-      done(); });
-    status.textContent = '0 B';
-    xhr.send(file);
+    const lost = () => reject(new Error('network'));
+    xhr.addEventListener('error', lost);
+    xhr.addEventListener('abort', lost);
+    xhr.addEventListener('timeout', lost);
+    show(upload.offset);
+    xhr.send(file.slice(upload.offset));
   });
 }
+
+/// The file's SHA-256 as hex, read a slice at a time (WebCrypto has no streaming digest, and none at all on a
+/// plain-HTTP LAN address, where the drop page is used).
+async function digestFile(file, progress) {
+  const sha = new Sha256();
+  const step = 4 * 1024 * 1024;
+  for (let offset = 0; offset < file.size; offset += step) {
+    progress(offset);
+    sha.update(new Uint8Array(await file.slice(offset, offset + step).arrayBuffer()));
+  }
+  return sha.hex();
+}
+
+/// SHA-256 (FIPS 180-4), incremental.
+class Sha256 {
+  constructor() {
+    this.h = new Uint32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c,
+      0x1f83d9ab, 0x5be0cd19]);
+    this.w = new Uint32Array(64);
+    this.pending = new Uint8Array(64);
+    this.pendingLength = 0;
+    this.length = 0;
+  }
+
+  update(bytes) {
+    this.length += bytes.length;
+    let i = 0;
+    if (this.pendingLength) {
+      i = Math.min(64 - this.pendingLength, bytes.length);
+      this.pending.set(bytes.subarray(0, i), this.pendingLength);
+      this.pendingLength += i;
+      if (this.pendingLength < 64) return;
+      this.block(this.pending, 0);
+      this.pendingLength = 0;
+    }
+    for (; i + 64 <= bytes.length; i += 64) this.block(bytes, i);
+    this.pending.set(bytes.subarray(i), 0);
+    this.pendingLength = bytes.length - i;
+  }
+
+  block(bytes, at) {
+    const w = this.w, k = Sha256.K;
+    for (let t = 0; t < 16; t++) {
+      const j = at + 4 * t;
+      w[t] = (bytes[j] << 24) | (bytes[j + 1] << 16) | (bytes[j + 2] << 8) | bytes[j + 3];
+    }
+    for (let t = 16; t < 64; t++) {
+      const x = w[t - 15], y = w[t - 2];
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+      w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
+    }
+    let [a, b, c, d, e, f, g, h] = this.h;
+    for (let t = 0; t < 64; t++) {
+      const s1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
+      const t1 = (h + s1 + ((e & f) ^ (~e & g)) + k[t] + w[t]) | 0;
+      const s0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
+      const t2 = (s0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+      h = g; g = f; f = e; e = (d + t1) | 0; d = c; c = b; b = a; a = (t1 + t2) | 0;
+    }
+    const H = this.h;
+    H[0] += a; H[1] += b; H[2] += c; H[3] += d; H[4] += e; H[5] += f; H[6] += g; H[7] += h;
+  }
+
+  hex() {
+    const bits = this.length * 8;
+    const tail = new Uint8Array((this.pendingLength < 56 ? 64 : 128) - this.pendingLength);
+    tail[0] = 0x80;
+    const view = new DataView(tail.buffer);
+    view.setUint32(tail.length - 8, Math.floor(bits / 0x100000000));
+    view.setUint32(tail.length - 4, bits >>> 0);
+    this.update(tail);
+    return Array.from(this.h, (word) => word.toString(16).padStart(8, '0')).join('');
+  }
+}
+
+Sha256.K = new Uint32Array([0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+  0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7,
+  0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85,
+  0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+  0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c,
+  0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+  0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2]);
 
 // MARK: viewer
 
@@ -360,7 +622,7 @@ async function openPhoto(id) {
   }
   state.open = id;
   const att = mainAttachment(item);
-  const kind = kindOf(att);
+  const kind = kindOf(att, item);
   const stage = $('stage');
   stage.replaceChildren();
   if (att && kind === 'image') {
@@ -372,10 +634,17 @@ async function openPhoto(id) {
     stage.append(el('div', { class: 'file', text: '📄' }));
   }
   $('v-name').textContent = displayName(item);
-  const taken = item.fields && item.fields.taken ? new Date(item.fields.taken) : null;
-  const when = taken && !isNaN(taken) ? taken.toLocaleString() : '';
-  $('v-meta').textContent = [att ? humanSize(att.length) : '', when, att ? att.content_type : '']
+  $('v-meta').textContent = [att ? humanSize(att.length) : '', att ? att.content_type : '']
     .filter(Boolean).join(' · ');
+  const taken = localParts(takenOf(item));
+  const info = [
+    ['Taken', taken ? longDate(taken.day) + ', ' + taken.time + (taken.offset ? ' (UTC' + taken.offset + ')' : '') : ''],
+    ['Camera', cameraName(item.camera)],
+    ['Size', item.width > 0 && item.height > 0 ? item.width + ' × ' + item.height : ''],
+    ['Length', item.duration ? duration(item.duration) : ''],
+  ].filter(([, value]) => value);
+  $('v-info').replaceChildren(...info.flatMap(([key, value]) =>
+    [el('dt', { text: key }), el('dd', { text: value, 'data-field': key.toLowerCase() })]));
   const rows = [['id', item.id], ['rev', item.rev]];
   for (const [key, value] of Object.entries(item.fields || {})) {
     rows.push([key, typeof value === 'string' ? value : JSON.stringify(value)]);

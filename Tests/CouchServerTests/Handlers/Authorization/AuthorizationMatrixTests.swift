@@ -52,6 +52,13 @@ import Testing
         Expectation("GET", "/_node/_local/_stats", [401, 401, 401, 401, 200, 403]),
         Expectation("POST", "/_replicate", "{}", [401, 401, 401, 401, 400, 403]),
         Expectation("GET", "/_photos/api/dbs", [200, 200, 200, 200, 200, 200]),
+        // The gallery's resumable uploads: members and the drop credentials start them (anonymous requests carry
+        // neither an Origin nor credentials, so the cross-site check refuses them first); an id not one's own is 404.
+        Expectation(
+            "POST", "/_photos/api/db/m/uploads?name={who}.jpg&length=3&sha256=\(String(repeating: "ab", count: 32))",
+            [403, 403, 201, 201, 201, 201]),
+        Expectation(
+            "HEAD", "/_photos/api/db/m/uploads/\(String(repeating: "0", count: 32))", [401, 403, 404, 404, 404, 404]),
         // The database.
         Expectation("GET", "/m", [401, 403, 200, 200, 200, 200]),
         Expectation("HEAD", "/m", [401, 403, 200, 200, 200, 200]),
