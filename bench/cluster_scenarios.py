@@ -2,8 +2,8 @@
 """couchlite <-> a CouchDB cluster: the scale-out scenarios end to end (issue 28; not in CI, it needs a cluster).
 
 Runs against any cluster and any couchlite given by URL; killing and restarting nodes and couchlite goes through
-the control scripts of ../shared/peers/cluster (`--ctl DIR`: start-node.sh N, stop-node.sh N [KILL],
-start-couchlite.sh, stop-couchlite.sh); without `--ctl` the steps that kill something are left out (say so).
+the control scripts of a copy of the peers' cluster folder (shared/peers/cluster beside the checkout; `--ctl DIR`:
+start-node.sh N, stop-node.sh N [KILL], start-couchlite.sh, stop-couchlite.sh); without `--ctl` the steps that kill something are left out (say so).
 
     python3 bench/cluster_scenarios.py --ctl /tmp/cluster                      # all of a..f, 3 nodes on 127.0.0.1
     python3 bench/cluster_scenarios.py --nodes http://admin:pass@h1:5984,http://admin:pass@h2:5984,... \
@@ -31,7 +31,7 @@ parser.add_argument("--nodes", default="http://admin:pass@127.0.0.1:15984,http:/
                     "http://admin:pass@127.0.0.1:35984", help="every cluster node's URL, admin credentials in it")
 parser.add_argument("--couchlite", default="http://admin:pass@127.0.0.1:16984")
 parser.add_argument("--couchlite-bin", help="the couchlite binary for scenario c (default: CTL/couchlite)")
-parser.add_argument("--ctl", help="a ../shared/peers/cluster copy whose scripts stop and start nodes and couchlite")
+parser.add_argument("--ctl", help="a copy of the peers' cluster folder whose scripts stop and start nodes and couchlite")
 parser.add_argument("--out", help="where results go (default: results.json, or results-STEPS.json)")
 ARGS = parser.parse_args()
 
