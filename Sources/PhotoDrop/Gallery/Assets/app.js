@@ -615,6 +615,23 @@ Sha256.K = new Uint32Array([0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x39
 
 // MARK: viewer
 
+// Browsers show these themselves. Anything else (HEIC and HEIF from iPhones, AVIF, which not every browser shows)
+// is shown as the server's full-size JPEG preview, made once and cached; Download still gives the original bytes.
+const BROWSER_IMAGES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+function viewerSource(db, id, att) {
+  const type = (att.content_type || '').toLowerCase();
+  return BROWSER_IMAGES.has(type) ? attPath(db, id, att.name)
+    : dbPath(db) + '/preview/' + enc(id) + '/' + enc(att.name);
+}
+
+// A Live Photo (a still and its video in one document): the still, and a button that plays the moment.
+function liveButton(stage, still, videoSrc) {
+  return el('button', { type: 'button', class: 'live', text: 'LIVE', title: 'Play the Live Photo', id: 'live',
+    onclick: () => stage.replaceChildren(el('video', { src: videoSrc, poster: still.src, controls: '',
+      autoplay: '', playsinline: '', id: 'player' })) });
+}
+
 async function openPhoto(id) {
   let item = state.byId.get(id);
   if (!item) {
@@ -626,7 +643,9 @@ async function openPhoto(id) {
   const stage = $('stage');
   stage.replaceChildren();
   if (att && kind === 'image') {
-    stage.append(el('img', { src: attPath(state.db, id, att.name), alt: displayName(item), id: 'full' }));
+    const still = el('img', { src: viewerSource(state.db, id, att), alt: displayName(item), id: 'full' });
+    stage.append(still);
+    if (typeof item.live === 'string') stage.append(liveButton(stage, still, attPath(state.db, id, item.live)));
   } else if (att && kind === 'video') {
     stage.append(el('video', { src: attPath(state.db, id, att.name), controls: '', preload: 'metadata',
       id: 'player', playsinline: '' }));
