@@ -34,6 +34,12 @@ public enum QueryWorker {
             }
             index += 2
         }
+        // A worker has no network: the bytes it is given come from strangers (a design function, a photo), so a
+        // worker they take over can reach nothing beyond the pipes to the server.
+        if couchlite_deny_network() != 0 {
+            FileHandle.standardError.write(Data("\(name): cannot take the network away (seccomp)\n".utf8))
+            return 71
+        }
         // A worker never outlives the server. Not PR_SET_PDEATHSIG: it fires when the *thread* that spawned the
         // worker ends (a connection thread), not the server. An idle worker sees its input close; a busy one
         // (a script in a loop) is ended by this watchdog within a second of being orphaned.
