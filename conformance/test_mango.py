@@ -160,6 +160,27 @@ def test_index_create_exists_list_and_design_document(couch, mdb):
                                      "partitioned": False, "def": {"fields": [{"taken": "asc"}]}}
 
 
+def test_index_list_pages_with_limit_and_skip(couch, mdb):
+    for field in ("a", "b", "c"):
+        body = {"index": {"fields": [field]}, "name": "by-" + field, "ddoc": "idx"}
+        assert couch.post(f"/{mdb}/_index", json=body).status_code == 200
+    names = lambda r: [i["name"] for i in r.json()["indexes"]]  # noqa: E731
+    everything = couch.get(f"/{mdb}/_index")
+    assert names(everything) == ["_all_docs", "by-a", "by-b", "by-c"]
+    page = couch.get(f"/{mdb}/_index", params={"limit": "2", "skip": "1"})
+    assert page.status_code == 200 and page.json()["total_rows"] == 4 and names(page) == ["by-a", "by-b"]
+    assert names(couch.get(f"/{mdb}/_index", params={"skip": "9"})) == []
+    assert names(couch.get(f"/{mdb}/_index", params={"limit": "+1"})) == ["_all_docs"]
+
+
+@pytest.mark.parametrize("params", [{"limit": "0"}, {"skip": "-1"}, {"limit": "x"}, {"skip": "1.5"}, {"limit": ""}])
+def test_index_list_bad_limit_or_skip(couch, mdb, params):
+    r = couch.get(f"/{mdb}/_index", params=params)
+    assert r.status_code == 500
+    assert r.json()["error"] == "invalid_list_index_params"
+    assert r.json()["reason"] == "Index parameter ranges: limit > 1, skip > 0"
+
+
 def test_index_default_names_and_partial_filter(couch, mdb):
     r = couch.post(f"/{mdb}/_index", json={"index": {"fields": ["size"]}}).json()
     assert r["result"] == "created" and r["id"] == "_design/" + r["name"] and len(r["name"]) == 40

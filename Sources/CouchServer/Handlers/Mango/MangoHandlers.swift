@@ -31,11 +31,30 @@ struct MangoHandlers: Sendable {
 
     // MARK: _index
 
+    /// `GET /db/_index[?limit=N&skip=M]`: every index (`_all_docs` first), a page of them when asked. As
+    /// `mango_httpd`: a limit under 1, a negative skip or a non-integer is a 500 `invalid_list_index_params`; a skip
+    /// past the end is an empty page; `total_rows` counts them all.
     func listIndexes(_ c: RequestContext) throws {
         let indexes = try MangoIndex.list(try c.database())
+        let limit = try Self.indexListParameter(c.query["limit"]) ?? indexes.count
+        let skip = try Self.indexListParameter(c.query["skip"]) ?? 0
+        guard limit >= 1, skip >= 0 else { throw Self.invalidListIndexParameters }
+        let page = indexes.dropFirst(min(skip, indexes.count)).prefix(limit)
         try c.reply.json(
-            200,
-            .object(JSONObject([("total_rows", .int(indexes.count)), ("indexes", .array(indexes.map(\.json)))])))
+            200, .object(JSONObject([("total_rows", .int(indexes.count)), ("indexes", .array(page.map(\.json)))])))
+    }
+
+    private static let invalidListIndexParameters = CouchError.mango(
+        "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0", status: 500)
+
+    /// An integer as Erlang's `list_to_integer` reads one (an optional sign, then digits), nil when absent.
+    private static func indexListParameter(_ text: String?) throws(CouchError) -> Int? {
+        guard let text else { return nil }
+        let digits = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int(text) else {
+            throw invalidListIndexParameters
+        }
+        return value
     }
 
     func createIndex(_ c: RequestContext) throws {
