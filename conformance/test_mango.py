@@ -181,6 +181,30 @@ def test_index_list_bad_limit_or_skip(couch, mdb, params):
     assert r.json()["reason"] == "Index parameter ranges: limit > 1, skip > 0"
 
 
+# Names CouchDB 3.4.3 generated for these requests (mango_idx:gen_name: the SHA-1 of the Erlang term of the
+# definition and the validated options), so an index created without a name is named alike on both servers.
+@pytest.mark.parametrize("body,design,name", [
+    ({"index": {"fields": ["size"]}},
+     "_design/6a4693997737e072a86f4c2e110887a1d45c2a1a", "6a4693997737e072a86f4c2e110887a1d45c2a1a"),
+    ({"index": {"fields": ["size"]}, "ddoc": "dd"}, "_design/dd", "b55b676f6c9cc40140734ee3ed76d0931eab26df"),
+    ({"index": {"fields": ["size"]}, "name": "nn"}, "_design/c58c9867862c7b653f15c85a3fbe74257187a450", "nn"),
+    ({"index": {"fields": ["size", "taken"]}, "w": 3, "partitioned": False},
+     "_design/0b700f706689fee07b092aaf3ca663f6190618dc", "0b700f706689fee07b092aaf3ca663f6190618dc"),
+    ({"index": {"fields": [{"size": "desc"}], "partial_filter_selector": {"type": "photo"}}, "type": "json"},
+     "_design/e76bbb664b5acd7b0527a302f3e96dd16edd7b3f", "e76bbb664b5acd7b0527a302f3e96dd16edd7b3f"),
+])
+def test_index_default_names_are_couchdbs(couch, mdb, body, design, name):
+    r = couch.post(f"/{mdb}/_index", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"result": "created", "id": design, "name": name}
+
+
+def test_index_bad_w_is_refused(couch, mdb):
+    r = couch.post(f"/{mdb}/_index", json={"index": {"fields": ["size"]}, "w": 0})
+    assert r.status_code == 400
+    assert r.json() == {"error": "invalid_pos_integer", "reason": "0 is not an integer greater than zero"}
+
+
 def test_index_default_names_and_partial_filter(couch, mdb):
     r = couch.post(f"/{mdb}/_index", json={"index": {"fields": ["size"]}}).json()
     assert r["result"] == "created" and r["id"] == "_design/" + r["name"] and len(r["name"]) == 40

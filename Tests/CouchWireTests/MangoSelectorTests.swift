@@ -117,11 +117,11 @@ private func refusal(_ selector: String) -> SelectorError? {
     }
 
     @Test func erlangTermsQuoteArgumentsAsCouchDBDoes() {
-        #expect(ErlangTerm.format(.string("ab")) == "<<97,98>>")
-        #expect(ErlangTerm.format(.string("ab"), pretty: true) == #"<<"ab">>"#)
+        #expect(ErlangText.format(.string("ab")) == "<<97,98>>")
+        #expect(ErlangText.format(.string("ab"), pretty: true) == #"<<"ab">>"#)
         #expect(
-            ErlangTerm.format((try? JSON.parse(#"{"a":[1,2.5,null,true]}"#)) ?? .null)
+            ErlangText.format((try? JSON.parse(#"{"a":[1,2.5,null,true]}"#)) ?? .null)
                 == "{[{<<97>>,[1,2.5,null,true]}]}")
-        #expect(ErlangTerm.format(.double(-0.5)) == "-0.5")
+        #expect(ErlangText.format(.double(-0.5)) == "-0.5")
     }
 }

@@ -30,7 +30,7 @@ struct MangoSort: Sendable {
         guard case .array(let specs) = json else {
             throw .mango(
                 "invalid_sort_json",
-                "Sort must be an array of sort specs, not: \(ErlangTerm.format(json, pretty: true))")
+                "Sort must be an array of sort specs, not: \(ErlangText.format(json, pretty: true))")
         }
         var directions: Set<String> = []
         for spec in specs {
@@ -40,12 +40,12 @@ struct MangoSort: Sendable {
                 directions.insert("asc")
             case .object(let object) where object.count == 1:
                 guard let direction = object[0].value.stringValue, direction == "asc" || direction == "desc" else {
-                    throw .mango("invalid_sort_dir", "Invalid sort direction: \(ErlangTerm.format(object[0].value))")
+                    throw .mango("invalid_sort_dir", "Invalid sort direction: \(ErlangText.format(object[0].value))")
                 }
                 fields.append(object[0].key)
                 directions.insert(direction)
             default:
-                throw .mango("invalid_sort_field", "Invalid sort field: \(ErlangTerm.format(spec, pretty: true))")
+                throw .mango("invalid_sort_field", "Invalid sort field: \(ErlangText.format(spec, pretty: true))")
             }
         }
         guard directions.count <= 1 else {
@@ -89,7 +89,7 @@ struct FindOptions: Sendable {
         let selectorJSON = try body.mangoRequired("selector", allowed: FindOptions.keys)
         guard case .object = selectorJSON else {
             throw .mango(
-                "invalid_selector_json", "Selector must be a JSON object, not: \(ErlangTerm.format(selectorJSON))")
+                "invalid_selector_json", "Selector must be a JSON object, not: \(ErlangText.format(selectorJSON))")
         }
         do {
             selector = try Selector(selectorJSON)
@@ -108,18 +108,18 @@ struct FindOptions: Sendable {
         sort = try MangoSort(body["sort"])
         if let value = body["fields"] {
             guard case .array(let items) = value else {
-                throw .mango("invalid_value", "Invalid value for fields: \(ErlangTerm.format(value))")
+                throw .mango("invalid_value", "Invalid value for fields: \(ErlangText.format(value))")
             }
             for item in items {
                 guard case .string(let field) = item else {
-                    throw .mango("invalid_value", "Invalid value for fields: \(ErlangTerm.format(value))")
+                    throw .mango("invalid_value", "Invalid value for fields: \(ErlangText.format(value))")
                 }
                 fields.append(field)
             }
         }
         if let value = body["r"] {
             guard let count = value.intValue, count > 0 else {
-                throw .mango("invalid_pos_integer", "\(ErlangTerm.format(value)) is not an integer greater than zero")
+                throw .mango("invalid_pos_integer", "\(ErlangText.format(value)) is not an integer greater than zero")
             }
             r = count
         }
@@ -135,7 +135,7 @@ struct FindOptions: Sendable {
             switch value {
             case "ok": stale = true
             case false: stale = false
-            default: throw .mango("invalid_value", "Invalid value for stale: \(ErlangTerm.format(value))")
+            default: throw .mango("invalid_value", "Invalid value for stale: \(ErlangText.format(value))")
             }
         }
     }
@@ -146,7 +146,7 @@ struct FindOptions: Sendable {
         case .array(let items) where items.count <= 2 && items.allSatisfy({ $0.stringValue != nil }):
             return items.compactMap(\.stringValue)
         default:
-            throw .mango("invalid_index_name", "Invalid index name: \(ErlangTerm.format(value))")
+            throw .mango("invalid_index_name", "Invalid index name: \(ErlangText.format(value))")
         }
     }
 
@@ -158,7 +158,7 @@ struct FindOptions: Sendable {
         guard case .number(let number) = value, let integer = number.intValue, integer >= 0 else {
             throw .mango(
                 "invalid_non_neg_integer",
-                "\(ErlangTerm.format(value)) is not an integer greater than or equal to zero")
+                "\(ErlangText.format(value)) is not an integer greater than or equal to zero")
         }
         return integer
     }
@@ -166,7 +166,7 @@ struct FindOptions: Sendable {
     private static func boolean(_ value: JSON?, default fallback: Bool) throws(CouchError) -> Bool {
         guard let value else { return fallback }
         guard case .bool(let flag) = value else {
-            throw .mango("invalid_boolean", "Invalid boolean value: \(ErlangTerm.format(value))")
+            throw .mango("invalid_boolean", "Invalid boolean value: \(ErlangText.format(value))")
         }
         return flag
     }

@@ -15,7 +15,7 @@ public struct SelectorError: Error, CustomStringConvertible, Equatable {
 
     static func badArgument(_ operator: String, _ argument: JSON) -> SelectorError {
         SelectorError(
-            error: "bad_arg", reason: "Bad argument for operator \(`operator`): \(ErlangTerm.format(argument))")
+            error: "bad_arg", reason: "Bad argument for operator \(`operator`): \(ErlangText.format(argument))")
     }
 
     static func invalidOperator(_ operator: String) -> SelectorError {
@@ -28,7 +28,7 @@ public struct SelectorError: Error, CustomStringConvertible, Equatable {
 
     static func badField(_ selector: JSON) -> SelectorError {
         SelectorError(
-            error: "bad_field", reason: "Invalid field normalization on selector: \(ErlangTerm.format(selector))")
+            error: "bad_field", reason: "Invalid field normalization on selector: \(ErlangText.format(selector))")
     }
 
     static let missingFieldName = SelectorError(

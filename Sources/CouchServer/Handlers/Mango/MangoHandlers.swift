@@ -99,7 +99,7 @@ struct MangoHandlers: Sendable {
             let value = body["docids"] ?? .null
             throw CouchError.mango(
                 "invalid_bulk_docs",
-                "Bulk Delete requires an array of non-null docids. Docids: \(ErlangTerm.format(value))")
+                "Bulk Delete requires an array of non-null docids. Docids: \(ErlangText.format(value))")
         }
         var success: [JSON] = []
         var fail: [JSON] = []

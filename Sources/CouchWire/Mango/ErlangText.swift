@@ -4,7 +4,7 @@ import Foundation
 /// argument in its error reasons (`Bad argument for operator $exists: <<120>>`): strings as binaries of byte
 /// values, objects as `{[{Key,Value}]}`, `null`/`true`/`false` as atoms.
 /// With `pretty` (`~p`), printable binaries read as text: `<<"a">>`.
-public enum ErlangTerm {
+public enum ErlangText {
     public static func format(_ value: JSON, pretty: Bool = false) -> String {
         var out = ""
         append(value, pretty: pretty, to: &out)
