@@ -134,3 +134,154 @@ def make_video(path, size="320x240", seconds=3, creation_time=None, rotate=None,
     run(*args, path)
     os.unlink(first)
     return path
+
+
+# --- A grid-tiled, rotated HEIC as an iPhone writes it --------------------------------------------------------------
+# heif-enc 1.15 writes one coded image per file, neither grids nor `irot`; an iPhone photo is a `grid` item of
+# 512 x 512 HEVC tiles, turned by `irot`, with an `Exif` item describing it. `grid_heic` assembles exactly that
+# structure (ISO/IEC 23008-12: `iinf`, `iref` dimg/cdsc, `iprp` with `ispe` and `irot`, `iloc` into one `mdat`)
+# from tiles heif-enc coded, so the sample is made with Debian's encoder and a few boxes written by hand.
+
+def _box(kind, payload):
+    return struct.pack(">I4s", 8 + len(payload), kind.encode()) + payload
+
+
+def _full_box(kind, version, flags, payload):
+    return _box(kind, bytes([version]) + flags.to_bytes(3, "big") + payload)
+
+
+def _children(data, start, end):
+    """(type, start, end, payload start) of the boxes in data[start:end] (32-bit sizes: what heif-enc writes)."""
+    found = []
+    while start < end:
+        size, kind = struct.unpack(">I4s", data[start:start + 8])
+        found.append((kind.decode("latin-1"), start, start + size, start + 8))
+        start += size
+    return found
+
+
+def _find(boxes, kind):
+    return next(b for b in boxes if b[0] == kind)
+
+
+def _meta(data):
+    meta = _find(_children(data, 0, len(data)), "meta")
+    return _children(data, meta[3] + 4, meta[2])
+
+
+def _items(data, meta):
+    """{item id: bytes} from `iloc` (versions 0-2, construction method 0: offsets into the file)."""
+    _, _, _, body = _find(meta, "iloc")
+    version, pos = data[body], body + 4
+    sizes = data[pos] << 8 | data[pos + 1]
+    widths = (sizes >> 12, (sizes >> 8) & 15, (sizes >> 4) & 15, sizes & 15 if version else 0)
+    pos += 2
+
+    def read(n):
+        nonlocal pos
+        value = int.from_bytes(data[pos:pos + n], "big")
+        pos += n
+        return value
+    items = {}
+    for _ in range(read(2) if version < 2 else read(4)):
+        item = read(2) if version < 2 else read(4)
+        if version:
+            read(2)
+        read(2)
+        base = read(widths[2])
+        parts = []
+        for _ in range(read(2)):
+            read(widths[3])
+            offset, length = read(widths[0]), read(widths[1])
+            parts.append(data[base + offset:base + offset + length])
+        items[item] = b"".join(parts)
+    return items
+
+
+def _item_types(data, meta):
+    _, _, end, body = _find(meta, "iinf")
+    wide = data[body] != 0
+    types = {}
+    for _, _, _, entry in _children(data, body + 4 + (4 if wide else 2), end):
+        types[struct.unpack(">H", data[entry + 4:entry + 6])[0]] = data[entry + 8:entry + 12].decode("latin-1")
+    return types
+
+
+def _coded_tile(path):
+    """The `hvcC` box and the coded bytes of a one-image HEIC by heif-enc."""
+    data = open(path, "rb").read()
+    meta = _meta(data)
+    iprp = _find(meta, "iprp")
+    ipco = _find(_children(data, iprp[3], iprp[2]), "ipco")
+    hvcc = _find(_children(data, ipco[3], ipco[2]), "hvcC")
+    return data[hvcc[1]:hvcc[2]], _items(data, meta)[1]
+
+
+def exif_item(path):
+    """The `Exif` item of a HEIF file (the 4-byte TIFF offset, then the block)."""
+    data = open(path, "rb").read()
+    meta = _meta(data)
+    items = _items(data, meta)
+    return next(items[i] for i, kind in _item_types(data, meta).items() if kind == "Exif")
+
+
+def grid_heic(tiles, columns, rows, tile_size, rotation, exif=None, mirror=False):
+    """A HEIC whose primary image is a `grid` of `tiles` ((hvcC box, coded bytes), row by row, each
+    `tile_size` square), turned by `irot` `rotation` (quarter turns anticlockwise) or, with `mirror`, mirrored left
+    to right by `imir` instead, with an optional `Exif` item."""
+    count = len(tiles)
+    grid, exif_id = count + 1, count + 2
+    width, height = columns * tile_size, rows * tile_size
+    payloads = [coded for _, coded in tiles] + [bytes([0, 0, rows - 1, columns - 1]) + struct.pack(">HH", width, height)]
+    ids = list(range(1, grid + 1))
+    if exif:
+        payloads.append(exif)
+        ids.append(exif_id)
+    ipco = _box("ipco", b"".join(h for h, _ in tiles) + _full_box("ispe", 0, 0, struct.pack(">II", tile_size, tile_size))
+                + _full_box("ispe", 0, 0, struct.pack(">II", width, height))
+                + (_box("imir", bytes([0])) if mirror else _box("irot", bytes([rotation & 3]))))
+    # Property indexes are 1-based: the tiles' hvcC, then the tile ispe, the grid ispe, irot or imir (essential).
+    associations = b"".join(struct.pack(">HBBB", i, 2, 0x80 | i, count + 1) for i in range(1, count + 1))
+    associations += struct.pack(">HBBB", grid, 2, count + 2, 0x80 | (count + 3))
+    iprp = _box("iprp", ipco + _full_box("ipma", 0, 0, struct.pack(">I", count + 1) + associations))
+
+    def infe(item, kind, hidden):
+        return _full_box("infe", 2, 1 if hidden else 0, struct.pack(">HH", item, 0) + kind.encode() + b"\0")
+    entries = [infe(i, "hvc1", True) for i in range(1, count + 1)] + [infe(grid, "grid", False)]
+    references = _box("dimg", struct.pack(">HH", grid, count) + b"".join(struct.pack(">H", i) for i in range(1, grid)))
+    if exif:
+        entries.append(infe(exif_id, "Exif", False))
+        references += _box("cdsc", struct.pack(">HHH", exif_id, 1, grid))
+    head = (_full_box("hdlr", 0, 0, bytes(4) + b"pict" + bytes(13)) + _full_box("pitm", 0, 0, struct.pack(">H", grid)))
+    tail = (_full_box("iinf", 0, 0, struct.pack(">H", len(entries)) + b"".join(entries))
+            + _full_box("iref", 0, 0, references) + iprp)
+
+    def iloc(offsets):  # version 0: 4-byte offsets and lengths, one extent per item
+        rows_ = b"".join(struct.pack(">HHHII", i, 0, 1, o, len(p)) for i, o, p in zip(ids, offsets, payloads))
+        return _full_box("iloc", 0, 0, bytes([0x44, 0]) + struct.pack(">H", len(ids)) + rows_)
+    ftyp = _box("ftyp", b"heic" + bytes(4) + b"mif1heic")
+    at = len(ftyp) + len(_full_box("meta", 0, 0, head + iloc([0] * len(ids)) + tail)) + 8
+    offsets = []
+    for payload in payloads:
+        offsets.append(at)
+        at += len(payload)
+    return ftyp + _full_box("meta", 0, 0, head + iloc(offsets) + tail) + _box("mdat", b"".join(payloads))
+
+
+def make_grid_heic(path, exif_from=None, mirror=False):
+    """A grid of 64 x 64 tiles with the `Exif` item of `exif_from` (a HEIC) if given. Without `mirror`: 128 x 64,
+    red then green, turned a quarter anticlockwise by `irot` (shown 64 x 128, green on top). With `mirror`:
+    128 x 128, red and green over blue and yellow, mirrored by `imir` (axis 0)."""
+    colours = ("red", "green", "blue", "yellow") if mirror else ("red", "green")
+    tiles = []
+    for index, colour in enumerate(colours):
+        png, heic = f"{path}.{index}.png", f"{path}.{index}.heic"
+        run("ffmpeg", "-y", "-f", "lavfi", "-i", f"color=c={colour}:size=64x64", "-frames:v", "1", png)
+        run("heif-enc", "-q", "50", png, "-o", heic)
+        tiles.append(_coded_tile(heic))
+        os.unlink(png)
+        os.unlink(heic)
+    rows = 2 if mirror else 1
+    with open(path, "wb") as f:
+        f.write(grid_heic(tiles, 2, rows, 64, 1, exif_item(exif_from) if exif_from else None, mirror))
+    return path

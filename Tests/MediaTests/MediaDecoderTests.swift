@@ -85,6 +85,49 @@ import Testing
         #expect(image.width == width && image.height == height)
     }
 
+    /// An iPhone's HEIC: the primary item is a `grid` of HEVC tiles turned by `irot`, its EXIF an item of its own.
+    /// The sample (`grid-rotated.heic`) is two 64 x 64 tiles, red then green, a quarter turn anticlockwise.
+    @Test func gridTiledRotatedHEICIsAssembledTurnedAndDated() throws {
+        let path = MediaFiles.sample("grid-rotated.heic")
+        let info = try MediaDecoder.probe(path: path).get()
+        #expect(info.kind == .photo && info.format == "heic")
+        #expect(info.width == 64 && info.height == 128)
+        #expect(info.takenISO == "2026-05-12T14:03:11+02:00" && info.make == "Apple")
+        let jpeg = try MediaDecoder.render(path: path, maxSide: 128).get()
+        let image = try #require(MediaFiles.decode(jpeg))
+        #expect(image.width == 64 && image.height == 128)
+        // Both tiles are there, turned: the right (green) tile on top, the left (red) one below.
+        let top = (8 * image.width + 32) * 3
+        let bottom = (120 * image.width + 32) * 3
+        #expect(image.rgb[top + 1] > 90 && image.rgb[top] < 60, "top is not the green tile")
+        #expect(image.rgb[bottom] > 200 && image.rgb[bottom + 1] < 60, "bottom is not the red tile")
+    }
+
+    /// `imir` on a grid: `grid-mirrored.heic` is red and green over blue and yellow, mirrored (axis 0). The image
+    /// comes out mirrored; which way is libheif's reading of the axis (1.15 flips top and bottom for axis 0).
+    @Test func gridTiledMirroredHEICIsMirrored() throws {
+        let jpeg = try MediaDecoder.render(path: MediaFiles.sample("grid-mirrored.heic"), maxSide: 128).get()
+        let image = try #require(MediaFiles.decode(jpeg))
+        #expect(image.width == 128 && image.height == 128)
+        func colour(_ x: Int, _ y: Int) -> String {
+            let at = (y * image.width + x) * 3
+            let (r, g, b) = (image.rgb[at], image.rgb[at + 1], image.rgb[at + 2])
+            switch (r > 160, g > 90, b > 160) {
+            case (true, false, false): return "red"
+            case (false, true, false): return "green"
+            case (false, false, true): return "blue"
+            case (true, true, false): return "yellow"
+            default: return "rgb(\(r),\(g),\(b))"
+            }
+        }
+        let quadrants = [colour(32, 32), colour(96, 32), colour(32, 96), colour(96, 96)]
+        let stored = ["red", "green", "blue", "yellow"]
+        #expect(quadrants != stored, "imir was not applied")
+        #expect(
+            quadrants == ["green", "red", "yellow", "blue"] || quadrants == ["blue", "yellow", "red", "green"],
+            "not a mirror image: \(quadrants)")
+    }
+
     @Test func previewIsTheFullSize() throws {
         let jpeg = try MediaDecoder.render(path: MediaFiles.sample("exif-photo.heic"), maxSide: 8192).get()
         let image = try #require(MediaFiles.decode(jpeg))

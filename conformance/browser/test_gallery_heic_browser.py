@@ -1,7 +1,8 @@
 """Photos as iPhones write them, in a real browser that cannot decode HEIC itself (Chromium): a HEIC gets a
 thumbnail in the grid and a full-size JPEG preview in the viewer while Download still gives the original bytes,
-and a Live Photo (a HEIC still and its MOV in one document) plays its video from the viewer. The samples are the
-committed ones of Tests/MediaTests/Samples (made with heif-enc and ffmpeg; see its README)."""
+a grid-tiled, rotated HEIC (an iPhone's structure) is shown whole and upright, and a Live Photo (a HEIC still and
+its MOV in one document) plays its video from the viewer. The samples are the committed ones of
+Tests/MediaTests/Samples (made with heif-enc and ffmpeg; see its README)."""
 import base64
 import os
 
@@ -29,6 +30,10 @@ def seeded(server):
     r = server.admin("PUT", f"/{DB}/heic", json={
         "type": "photo", "name": "IMG_0001.HEIC",
         "_attachments": {"IMG_0001.HEIC": inline(sample("exif-photo.heic"), "image/heic")}})
+    assert r.status_code == 201, r.text
+    r = server.admin("PUT", f"/{DB}/grid", json={
+        "type": "photo", "name": "IMG_0003.HEIC",
+        "_attachments": {"IMG_0003.HEIC": inline(sample("grid-rotated.heic"), "image/heic")}})
     assert r.status_code == 201, r.text
     r = server.admin("PUT", f"/{DB}/live", json={
         "type": "photo", "name": "IMG_0002.HEIC",
@@ -71,6 +76,18 @@ def test_heic_is_visible_in_the_grid_and_the_viewer(server, tab):
                         "document.getElementById('full').naturalHeight]") == [320, 240]
     download = tab.request.get(server.base + tab.get_attribute("#download", "href"))
     assert download.body() == sample("exif-photo.heic")
+    tab.keyboard.press("Escape")
+
+
+def test_grid_tiled_rotated_heic_is_shown_whole_and_upright(server, tab):
+    """As an iPhone writes it: a grid of tiles turned by irot (two 64 x 64 tiles, shown 64 x 128)."""
+    tab.goto(server.base + f"/_photos/#/db/{DB}")
+    loaded(tab, '.tile[data-id="grid"] img', "the grid HEIC's thumbnail")
+    tab.click('.tile[data-id="grid"]')
+    tab.wait_for_selector("#viewer:not([hidden])")
+    loaded(tab, "#full", "the grid HEIC in the viewer")
+    assert tab.evaluate("() => [document.getElementById('full').naturalWidth, "
+                        "document.getElementById('full').naturalHeight]") == [64, 128]
     tab.keyboard.press("Escape")
 
 
