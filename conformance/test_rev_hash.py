@@ -4,11 +4,13 @@ Every expected rev below was recorded from CouchDB 3.4.3 by running this file ag
 `REV_HASH_RECORD=1` (it prints the table instead of asserting). The edits exercise what the hash covers: the
 body as jiffy decodes it (strings, integers small and beyond 64 bits, floats written `1.0`, `1e2`, `-0.0`,
 unicode, nesting, empty containers, lists of small integers), the deleted flag, the parent rev, and the
-attachments (inline, standalone PUT, stubs, DELETE) with their names, content types, md5s and order.
+attachments (inline, standalone PUT, stubs, DELETE) with their names, content types, md5s and order, and the
+text-like attachments (`text/*`, JSON, JavaScript, XML) whose md5 CouchDB takes from the gzip it stores them as.
 """
 
 import base64
 import os
+import random
 
 import pytest
 
@@ -120,6 +122,12 @@ EXPECTED = {
     'att/5-standalone-replace': '5-65b9e7555ffe3b09db33e9e57dc0c316',
     'att/standalone-new-doc': '1-da0c51a1a3244cf160e1c8d5fd0bb5d8',
     'att/inline-default-type': '1-019b5b0e82a5a69933a089968803ae6a',
+    'text/1-inline': '1-49d20925c22b8d93c209dcc0e08af699',
+    'text/2-stub': '2-839f0a86dbb2d1bde23fda0c053da37e',
+    'text/json-html-png': '1-191befd6e4a6799aa364b147f5e3a802',
+    'text/standalone-200k': '2-f15109be4b3e4eb4067e12c89ad928d6',
+    'text/standalone-200k-stub': '3-6928a3d2a57d4480437f702868a0654b',
+    'text/js-xml-empty': '1-ca7834c7b881d16adae12511d817c43a',
 }
 
 
@@ -211,3 +219,29 @@ def test_rev_of_attachment_without_content_type(couch, db, revs):
     revs.check("att/standalone-new-doc", ok_rev(r))
     r = couch.put(f"/{db}/inline", json={"_attachments": {"x": {"data": "AAE="}}})
     revs.check("att/inline-default-type", ok_rev(r))
+
+
+def test_rev_of_text_like_attachments(couch, db, revs):
+    """CouchDB gzips text-like attachments (level 8) and hashes the md5 of that gzip; couchlite stores them as sent
+    and hashes CouchDB's md5 all the same, also when the attachment comes back as a stub."""
+    doc = {"a": 1, "_attachments": {"note.txt": inline(b"hello hello hello\n", "text/plain")}}
+    first = ok_rev(couch.put(f"/{db}/t1", json=doc))
+    revs.check("text/1-inline", first)
+    stub = {"_rev": first, "a": 2, "_attachments": {"note.txt": {"stub": True}}}
+    revs.check("text/2-stub", ok_rev(couch.put(f"/{db}/t1", json=stub)))
+    mixed = {"x": True, "_attachments": {
+        "d.json": inline(b'{"k":[1,2,3]}', "application/json; charset=utf-8"),
+        "p.html": inline(b"<p>hi</p>", "TEXT/HTML"), "bin": inline(b"\x89PNG....", "image/png")}}
+    revs.check("text/json-html-png", ok_rev(couch.put(f"/{db}/t2", json=mixed)))
+    # 200 KB through the standalone API: many deflate blocks, then kept as a stub.
+    rng = random.Random(7)
+    big = ("".join(rng.choice("abcdefghij ") for _ in range(200_000)) + "\n").encode()
+    base = ok_rev(couch.put(f"/{db}/t3", json={"y": 1}))
+    second = ok_rev(couch.put(f"/{db}/t3/big.txt", params={"rev": base}, data=big,
+                              headers={"Content-Type": "text/plain"}))
+    revs.check("text/standalone-200k", second)
+    stub = {"_rev": second, "y": 2, "_attachments": {"big.txt": {"stub": True}}}
+    revs.check("text/standalone-200k-stub", ok_rev(couch.put(f"/{db}/t3", json=stub)))
+    scripts = {"_attachments": {"s.js": inline(b"function(){}", "application/javascript"),
+                                "x.xml": inline(b"<a/>", "application/xml"), "e.txt": inline(b"", "text/plain")}}
+    revs.check("text/js-xml-empty", ok_rev(couch.put(f"/{db}/t4", json=scripts)))

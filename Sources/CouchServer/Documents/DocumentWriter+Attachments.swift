@@ -35,7 +35,8 @@ extension DocumentWriter {
     /// not: the digest is the md5 of what is stored, which is what every peer checks
     /// (`couch_util:check_md5` compares a `follows` part with its identity md5, and a gzip part
     /// with the md5 of the gzip bytes, both of which match what we send), and no client predicts
-    /// CouchDB's compressed digests. Attachments that arrive gzip-encoded stay gzip-encoded.
+    /// CouchDB's compressed digests. Only the rev hash needs CouchDB's md5, and gets it from
+    /// `CouchDBAttachmentDigest`. Attachments that arrive gzip-encoded stay gzip-encoded.
     func ingestAttachments(
         _ database: Database, _ attachments: JSONObject?, newRevPos: Int, replicated: Bool,
         followed: FollowedAttachments?

@@ -8,7 +8,10 @@ import RevTree
 package enum LocalApp {
     package static func open(dataDir: String, log: Logger) throws -> App {
         try DataDirectory.create(dataDir)
-        let store = try Store(directory: dataDir + "/databases", alwaysOpen: App.systemDatabases)
+        let blobRegistry = BlobRegistry(root: dataDir + "/attachments")
+        let store = try Store(
+            directory: dataDir + "/databases", alwaysOpen: App.systemDatabases,
+            attachmentHashDigest: CouchDBAttachmentDigest(blobs: blobRegistry).hook)
         let uuid = try DataDirectory.serverUUID(dataDir)
         var options = Options()
         options.dataDir = dataDir
@@ -20,7 +23,7 @@ package enum LocalApp {
             security: try SecurityStore(directory: dataDir + "/security"),
             cors: CORSPolicy(origins: [], credentials: options.corsCredentials))
         return App(
-            store: store, blobRegistry: BlobRegistry(root: dataDir + "/attachments"), serverUUID: uuid,
+            store: store, blobRegistry: blobRegistry, serverUUID: uuid,
             options: options, access: access, log: log)
     }
 

@@ -42,14 +42,15 @@ package final class ServerProcess: Sendable {
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.
         let tls = try Self.tlsContext(options)
+        let blobRegistry = BlobRegistry(root: options.dataDir + "/attachments")
         let store = try Store(
             directory: options.dataDir + "/databases", maxOpenDatabases: options.maxDatabasesOpen,
-            alwaysOpen: App.systemDatabases)
+            alwaysOpen: App.systemDatabases, attachmentHashDigest: CouchDBAttachmentDigest(blobs: blobRegistry).hook)
         let uuid = try DataDirectory.serverUUID(options.dataDir)
         let (access, generated) = try AccessControl.setUp(options: options, store: store)
         generatedAdmin = generated
         app = App(
-            store: store, blobRegistry: BlobRegistry(root: options.dataDir + "/attachments"), serverUUID: uuid,
+            store: store, blobRegistry: blobRegistry, serverUUID: uuid,
             options: options, access: access, log: log, productRoutes: productRoutes)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind

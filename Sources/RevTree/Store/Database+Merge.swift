@@ -116,7 +116,12 @@ extension Database {
         return true
     }
 
-    static func edit(_ write: RevisionWrite, _ connection: SQLiteConnection, _ meta: inout Meta) throws -> RevID {
+    /// - Parameter hashDigest: the digest CouchDB would hash for an attachment, when not its own (see
+    ///   `AttachmentHashDigest`).
+    static func edit(
+        _ write: RevisionWrite, _ connection: SQLiteConnection, _ meta: inout Meta,
+        hashDigest: (@Sendable (AttachmentInfo) -> String?)? = nil
+    ) throws -> RevID {
         let existing = try loadDocument(write.docID, connection)
         let before = existing?.tree ?? RevTree()
         let parent: RevID?
@@ -135,7 +140,9 @@ extension Database {
         let attachments = try resolveAttachments(write.attachments, ancestors: ancestors, newPos: newPos, connection)
         let hash = RevisionHash.compute(
             parent: parent, deleted: write.deleted, body: write.body,
-            attachments: attachments.map { .init(name: $0.name, contentType: $0.contentType, digest: $0.digest) })
+            attachments: attachments.map {
+                .init(name: $0.name, contentType: $0.contentType, digest: hashDigest?($0) ?? $0.digest)
+            })
         let newRev = RevID(pos: newPos, hash: hash)
         guard let existing else {
             try insertAbsent(write, path: [newRev], attachments: attachments, connection, &meta)

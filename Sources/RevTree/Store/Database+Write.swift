@@ -27,11 +27,15 @@ extension Database {
     /// - Parameter abortOnInvalid: as for `applyReplicated`; conflicts stay per-document results.
     /// - Returns: one result per write, in order; success carries the new rev.
     public func applyEdits(_ writes: [RevisionWrite], abortOnInvalid: Bool = false) throws -> [WriteResult] {
-        try applyBatch(writes, abortOnInvalid: abortOnInvalid) { write in
+        let name = self.name
+        let hashDigest = registry?.attachmentHashDigest.map { provider in
+            { @Sendable (attachment: AttachmentInfo) in provider(name, attachment) }
+        }
+        return try applyBatch(writes, abortOnInvalid: abortOnInvalid) { write in
             guard write.path.count <= 1 else { throw StoreError.invalidRev }
             if !write.path.isEmpty { try RevID.validate(path: write.path) }
         } apply: { write, connection, meta in
-            try Database.edit(write, connection, &meta)
+            try Database.edit(write, connection, &meta, hashDigest: hashDigest)
         }
     }
 

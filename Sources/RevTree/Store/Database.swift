@@ -25,7 +25,7 @@ public final class Database: Sendable {
     /// The open engine and how many users hold it.
     private let usage = Mutex(Usage())
     /// The bound this database counts against; nil for one opened outside a `Store`'s bound.
-    private let registry: OpenDatabases?
+    let registry: OpenDatabases?
     /// When the engine was last leased, on the registry's clock (least recently used closes first).
     let lastUse = Atomic<UInt64>(0)
 

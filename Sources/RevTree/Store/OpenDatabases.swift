@@ -26,7 +26,14 @@ final class OpenDatabases: Sendable {
     /// Who hears of databases created, written and deleted (`_db_updates`).
     let events = DatabaseEventObserver()
 
-    init(limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget) {
+    /// What an interactive edit hashes for an attachment whose CouchDB md5 is not its digest (see `Store.init`).
+    let attachmentHashDigest: AttachmentHashDigest?
+
+    init(
+        limit: Int, exempt: Set<String>, writerCache: WriterCacheBudget,
+        attachmentHashDigest: AttachmentHashDigest? = nil
+    ) {
+        self.attachmentHashDigest = attachmentHashDigest
         self.limit = max(1, limit)
         self.exempt = exempt
         self.writerCache = writerCache

@@ -26,11 +26,12 @@ public final class Store: Sendable {
     ///   - writerCacheKiB: the page cache the open databases' writers share (``WriterCacheBudget``).
     public init(
         directory: String, maxOpenDatabases: Int = Store.defaultMaxOpenDatabases, alwaysOpen: Set<String> = [],
-        writerCacheKiB: Int = WriterCacheBudget.defaultKiB
+        writerCacheKiB: Int = WriterCacheBudget.defaultKiB, attachmentHashDigest: AttachmentHashDigest? = nil
     ) throws {
         self.directory = directory
         self.bound = OpenDatabases(
-            limit: maxOpenDatabases, exempt: alwaysOpen, writerCache: WriterCacheBudget(kib: writerCacheKiB))
+            limit: maxOpenDatabases, exempt: alwaysOpen, writerCache: WriterCacheBudget(kib: writerCacheKiB),
+            attachmentHashDigest: attachmentHashDigest)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
