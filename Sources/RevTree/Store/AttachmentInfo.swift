@@ -30,6 +30,12 @@ public struct AttachmentInfo: Sendable, Equatable {
     }
 }
 
+/// The `md5-…` digest CouchDB hashes into a new revision for an attachment when it is not the attachment's own
+/// digest (a text-like attachment stored identity, whose CouchDB md5 is that of its gzip), or nil to hash its own.
+/// Given the database's name and the attachment (its bytes are in that database's blob store under `blobKey`).
+/// Called in the writer's transaction: it must be quick or cached.
+public typealias AttachmentHashDigest = @Sendable (_ database: String, _ attachment: AttachmentInfo) -> String?
+
 /// An attachment as written: new bytes already in the blob store, or a stub naming an ancestor's attachment.
 public enum AttachmentRef: Sendable, Equatable {
     /// New data. For `applyEdits` the store sets `revpos` to the new revision's generation (CouchDB does the same

@@ -25,12 +25,6 @@ import Foundation
 /// `AttachmentHashDigest` for that md5 (the server recomputes CouchDB's gzip of the stored bytes) and hashes it in
 /// the attachment's place. A body the term reader refuses (beyond `JiffyTerm`'s bounds; CouchDB refuses
 /// those bodies itself) is hashed as one binary of its bytes, still deterministic.
-/// The `md5-…` digest CouchDB hashes into a new revision for an attachment when it is not the attachment's own
-/// digest (a text-like attachment stored identity, whose CouchDB md5 is that of its gzip), or nil to hash its own.
-/// Given the database's name and the attachment (its bytes are in that database's blob store under `blobKey`).
-/// Called in the writer's transaction: it must be quick or cached.
-public typealias AttachmentHashDigest = @Sendable (_ database: String, _ attachment: AttachmentInfo) -> String?
-
 public enum RevisionHash {
     /// One attachment as the hash sees it.
     public struct Attachment: Sendable {
