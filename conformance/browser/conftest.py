@@ -6,6 +6,7 @@ driven by Playwright, against a couchlite this conftest starts (COUCHLITE_BIN) o
 GALLERY_SCREENSHOTS=DIR writes the grid and photo-view screenshots there (docs/screenshots in the
 repository were made so); otherwise they go to a temporary directory.
 """
+import contextlib
 import os
 import shutil
 import socket
@@ -165,3 +166,20 @@ def page(context):
     page.on("pageerror", lambda error: page.errors.append(str(error)))
     yield page
     page.close()
+
+
+@contextlib.contextmanager
+def signed_in_tab(browser, server, **options):
+    """A tab in a browser context of its own (`options` as Playwright's `new_context`), signed in as the server
+    admin, collecting the page's script errors in `tab.errors`."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, **options)
+    tab = context.new_page()
+    tab.set_default_timeout(30_000)
+    tab.errors = []
+    tab.on("pageerror", lambda error: tab.errors.append(str(error)))
+    r = tab.request.post(server.base + "/_session", data={"name": ADMIN[0], "password": ADMIN[1]})
+    assert r.status == 200
+    try:
+        yield tab
+    finally:
+        context.close()

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import ADMIN
+from conftest import signed_in_tab
 from test_gallery_browser import wait_js
 
 DB = "iphone"
@@ -44,15 +44,8 @@ def seeded(server):
 
 @pytest.fixture(scope="module")
 def tab(browser, server, seeded):
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    r = page.request.post(server.base + "/_session", data={"name": ADMIN[0], "password": ADMIN[1]})
-    assert r.status == 200
-    yield page
-    context.close()
+    with signed_in_tab(browser, server) as tab:
+        yield tab
 
 
 def loaded(page, selector, what):

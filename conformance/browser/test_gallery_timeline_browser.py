@@ -1,7 +1,8 @@
 """The gallery's timeline, album list and resumable uploads in a real browser, signed in as the server admin in
 a browser set to Berlin time: photos seeded with explicit `taken` dates (as `couchlite push` writes them, in the
 camera's own offset) land under the right day headers, the album list shows cover, counts and dates, and an
-upload cut at 60 % continues from the byte the server has, both by itself and when the file is picked again."""
+upload cut at 60 % (by a link in between) continues from the byte the server has, both by itself and when the
+file is picked again after a reload."""
 import base64
 import datetime
 import hashlib
@@ -11,7 +12,8 @@ import zoneinfo
 
 import pytest
 
-from conftest import ADMIN
+from conftest import signed_in_tab
+from tcp_link import AppendCut, Link
 from test_gallery_browser import wait_js
 
 DB = "timeline"
@@ -61,16 +63,8 @@ def seeded(server, workdir, days):
 
 @pytest.fixture(scope="module")
 def tab(browser, server, seeded):
-    context = browser.new_context(viewport={"width": 1280, "height": 860}, timezone_id="Europe/Berlin",
-                                  locale="en-GB")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    r = page.request.post(server.base + "/_session", data={"name": ADMIN[0], "password": ADMIN[1]})
-    assert r.status == 200
-    yield page
-    context.close()
+    with signed_in_tab(browser, server, timezone_id="Europe/Berlin", locale="en-GB") as tab:
+        yield tab
 
 
 def sections(page):
@@ -129,23 +123,6 @@ def test_viewer_shows_the_date_taken_in_the_cameras_offset(server, tab, screensh
     tab.keyboard.press("Escape")
 
 
-CUT_AT_60_PERCENT = """(mode) => {
-    window.cuts = [];
-    const send = XMLHttpRequest.prototype.send;
-    XMLHttpRequest.prototype.send = function (body) {
-        if (body instanceof Blob && window.cuts.length === 0) {
-            this.upload.addEventListener('progress', (event) => {
-                if (window.cuts.length || event.loaded < 0.6 * event.total) return;
-                window.cuts.push(event.loaded);
-                this.abort();
-                if (mode === 'reload') location.reload();
-            });
-        }
-        return send.call(this, body);
-    };
-}"""
-
-
 def make_file(workdir, name, size):
     path = os.path.join(workdir, name)
     with open(path, "wb") as f:
@@ -164,57 +141,49 @@ def stored(server, path):
     return hashlib.sha256(body).hexdigest() == digest
 
 
-# Chromium reports upload progress every ~50 ms: on a loaded machine a loopback upload can go from under 60 % to
-# all sent between two reports, and the "cut" then cuts nothing (the file arrives whole). Such a try proves
-# nothing either way, so each test makes a fresh file and tries again, up to three times, until a cut happened.
-ATTEMPTS = 3
-
-
 def test_upload_cut_at_60_percent_resumes_from_the_servers_offset(server, tab, workdir):
-    for attempt in range(ATTEMPTS):
-        path = make_file(workdir, f"cut-at-60-{attempt}.bin", 48 * 1024 * 1024)
-        size = os.path.getsize(path)
-        tab.goto(server.base + f"/_photos/#/db/{DB}")
+    path = make_file(workdir, "cut-at-60.bin", 48 * 1024 * 1024)
+    size = os.path.getsize(path)
+    # The page talks to the server through a link that drops the connection carrying the upload at 60 %.
+    cut = AppendCut(after=size * 6 // 10)
+    link = Link(server.port, cut=cut)
+    try:
+        tab.goto(f"http://127.0.0.1:{link.port}/_photos/#/db/{DB}")
         tab.wait_for_selector("#grid", state="attached")
-        tab.evaluate(CUT_AT_60_PERCENT, "retry")
         tab.set_input_files("#files", [path])
         row = upload_row(tab, os.path.basename(path))
         row.locator(".state", has_text="done").wait_for(timeout=120_000)
-        cut = tab.evaluate("() => window.cuts")
-        assert len(cut) == 1 and cut[0] >= 0.6 * size
-        if cut[0] >= size:
-            continue  # everything was sent before the cut: try again
-        # The retry asked the server where to go on, and went on from the middle, not from zero.
-        resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
-        assert resumed and 0.3 * size < resumed[0] < size
-        assert stored(server, path)
-        return
-    pytest.fail(f"no upload was cut before it was all sent in {ATTEMPTS} tries")
+    finally:
+        link.close()
+    assert cut.done.is_set()
+    # The retry asked the server where to go on, and went on from there (what it had of the 60 %), not from zero.
+    resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
+    assert 0.5 * size < resumed[0] <= 0.6 * size
+    assert stored(server, path)
 
 
 def test_same_file_picked_again_after_a_reload_resumes(server, tab, workdir):
-    for attempt in range(ATTEMPTS):
-        path = make_file(workdir, f"picked-again-{attempt}.bin", 48 * 1024 * 1024)
-        size = os.path.getsize(path)
-        tab.goto(server.base + f"/_photos/#/db/{DB}")
+    path = make_file(workdir, "picked-again.bin", 48 * 1024 * 1024)
+    size = os.path.getsize(path)
+    # This link holds the upload at 60 %: the page goes on sending into the void until it is reloaded, and its
+    # upload loop is gone; the server keeps what it received.
+    cut = AppendCut(after=size * 6 // 10, hold=True)
+    link = Link(server.port, cut=cut)
+    try:
+        tab.goto(f"http://127.0.0.1:{link.port}/_photos/#/db/{DB}")
         tab.wait_for_selector("#grid", state="attached")
-        tab.evaluate(CUT_AT_60_PERCENT, "reload")
-        # The page reloads at 60 %: its upload loop is gone, the server keeps what it received.
-        with tab.expect_event("load", timeout=120_000):
-            tab.set_input_files("#files", [path])
+        tab.set_input_files("#files", [path])
+        assert cut.done.wait(120)
+        tab.reload()
         tab.wait_for_selector("#grid", state="attached")
-        assert tab.evaluate("() => window.cuts") is None
         tab.set_input_files("#files", [path])
         row = upload_row(tab, os.path.basename(path))
-        row.locator(".state", has_text="already there").or_(row.locator(".state", has_text="done")).wait_for(
-            timeout=120_000)
-        if row.locator(".state").text_content() == "already there":
-            continue  # the whole file was sent before the reload: nothing to resume, try again
-        resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
-        assert 0.3 * size < resumed[0] < size
-        assert stored(server, path)
-        return
-    pytest.fail(f"no upload was cut before it was all sent in {ATTEMPTS} tries")
+        row.locator(".state", has_text="done").wait_for(timeout=120_000)
+    finally:
+        link.close()
+    resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
+    assert 0.5 * size < resumed[0] <= 0.6 * size
+    assert stored(server, path)
 
 
 def test_no_script_errors(tab):

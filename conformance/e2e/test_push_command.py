@@ -11,15 +11,14 @@ import pty
 import random
 import select
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import requests
 
 from conftest import free_port
 from receive_support import MAGIC
+from tcp_link import Link
 
 AWKWARD = ["plain.jpg", "with space.JPG", "sub dir/été 雪.jpeg", "sub dir/deeper/video clip.mov",
            "quote'and\"dq.png", "#hash&amp;.mp4"]
@@ -95,57 +94,6 @@ def test_push_include_and_exclude(servers, tmp_path):
     assert set(peer_docs(peer, "drop")) == {"plain.jpg"}
 
 
-class SlowLink:
-    """A TCP relay to `port` that passes at most `rate` bytes a second towards the peer, so a push lasts
-    long enough to be interrupted on any machine, however fast; `rate = None` lifts the limit."""
-
-    def __init__(self, port: int, rate: int | None):
-        self.port, self.rate = port, rate
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url_port = self.listener.getsockname()[1]
-        self.open: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.port))
-            self.open += [client, upstream]
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
-
-    def _pipe(self, source, sink, limited):
-        try:
-            while chunk := source.recv(16384):
-                if limited and self.rate:
-                    time.sleep(len(chunk) / self.rate)
-                sink.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def cut(self):
-        """Drops every open connection and what it still holds, as a link that fails."""
-        for s in self.open:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self.open.clear()
-
-    def close(self):
-        self.cut()
-        self.listener.close()
-
-
 def test_interrupted_push_resumes_with_what_did_not_arrive(servers, tmp_path):
     peer = servers("peer")
     folder = tmp_path / "photos"
@@ -154,8 +102,8 @@ def test_interrupted_push_resumes_with_what_did_not_arrive(servers, tmp_path):
     data_dir = str(tmp_path / "sender")
     binary = os.environ["COUCHLITE_BIN"]
     # 20 MB at 2 MB/s: about 10 s to push, so the interrupt after three photos always lands mid-push.
-    link = SlowLink(peer.port, rate=2_000_000)
-    target = f"http://admin:pass@127.0.0.1:{link.url_port}/drop"
+    link = Link(peer.port, rate=2_000_000)
+    target = f"http://admin:pass@127.0.0.1:{link.port}/drop"
     proc = subprocess.Popen([binary, "push", str(folder), target, "--data-dir", data_dir],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

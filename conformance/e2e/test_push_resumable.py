@@ -7,58 +7,16 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
-import threading
 import urllib.parse
 
 import requests
 
 from receive_support import MAGIC
-from test_push_command import SlowLink
+from tcp_link import AppendCut, Link
 
 # COUCHLITE_RESUME_BYTES=1073741827 runs the same test on a 1 GiB video, by hand (BENCHMARKS.md has the figures).
 SIZE = int(os.environ.get("COUCHLITE_RESUME_BYTES", 24 * 1024 * 1024 + 3))
-
-
-class CuttingLink(SlowLink):
-    """A TCP relay (test_push_command's, at full speed) that counts the bytes sent towards the peer on
-    connections carrying a resumable append (`PUT /_photos/api/…`) and drops that connection, once, after
-    `cut_after` of them: closed, not only shut down, so the sender's writes fail at once, as when a link drops."""
-
-    def __init__(self, port: int, cut_after: int):
-        self.cut_after = cut_after
-        self.append_bytes = 0
-        self.cut_done = False
-        self.lock = threading.Lock()
-        super().__init__(port, rate=None)
-
-    def _pipe(self, source, sink, limited):
-        appending = False
-        try:
-            while chunk := source.recv(65536):
-                if limited:
-                    appending = appending or b"PUT /_photos/api/" in chunk
-                    if appending and self._count(len(chunk)):
-                        return
-                sink.sendall(chunk)
-        except OSError:
-            pass
-        finally:
-            for s in (source, sink):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                    s.close()
-                except OSError:
-                    pass
-
-    def _count(self, n: int) -> bool:
-        """Counts `n` more bytes of appends; whether the connection is to be cut now."""
-        with self.lock:
-            self.append_bytes += n
-            cut = not self.cut_done and self.append_bytes >= self.cut_after
-            self.cut_done = self.cut_done or cut
-            return cut
 
 
 def test_push_of_a_video_cut_mid_file_resumes_where_the_receiver_stopped(servers, tmp_path):
@@ -71,8 +29,9 @@ def test_push_of_a_video_cut_mid_file_resumes_where_the_receiver_stopped(servers
     (folder / "long clip.mp4").write_bytes(video)
     small = MAGIC["jpg"] + random.Random(2).randbytes(100_000)
     (folder / "small.jpg").write_bytes(small)
-    link = CuttingLink(peer.port, cut_after=SIZE * 6 // 10)
-    target = f"http://admin:pass@127.0.0.1:{link.url_port}/drop"
+    cut = AppendCut(after=SIZE * 6 // 10)
+    link = Link(peer.port, cut=cut)
+    target = f"http://admin:pass@127.0.0.1:{link.port}/drop"
     try:
         out = subprocess.run([os.environ["COUCHLITE_BIN"], "push", str(folder), target, "--data-dir",
                               str(tmp_path / "sender")], capture_output=True, timeout=300 + SIZE // 2**22)
@@ -80,15 +39,15 @@ def test_push_of_a_video_cut_mid_file_resumes_where_the_receiver_stopped(servers
         link.close()
     err = out.stderr.decode()
     assert out.returncode == 0, err
-    assert link.cut_done
+    assert cut.done.is_set()
     # It went on from the middle: the appends carried the file once and a bit, never twice.
     assert "resumes at byte" in err, err
     resumed_at = int(err.split("resumes at byte ")[1].split()[0])
     assert SIZE * 4 // 10 < resumed_at < SIZE, err
-    assert link.append_bytes < SIZE * 13 // 10, (link.append_bytes, SIZE)
-    cut_at = link.cut_after
+    assert cut.appended < SIZE * 13 // 10, (cut.appended, SIZE)
+    cut_at = cut.after
     print(f"\nresume: {SIZE} bytes, cut after {cut_at} appended, resumed at {resumed_at} "
-          f"(lost {cut_at - resumed_at} bytes in flight), {link.append_bytes} bytes of appends in all")
+          f"(lost {cut_at - resumed_at} bytes in flight), {cut.appended} bytes of appends in all")
     rows = requests.get(f"{peer.url}/drop/_all_docs?include_docs=true", timeout=10).json()["rows"]
     docs = {row["doc"]["name"]: row["doc"] for row in rows}
     assert set(docs) == {"long clip.mp4", "small.jpg"}
