@@ -16,8 +16,9 @@ public final class MediaSandbox: Sendable {
     }
 
     public struct Configuration: Sendable {
-        /// The executable with the hidden `media-worker` subcommand (this process's own by default).
-        public var executable = Configuration.defaultExecutable
+        /// The executable with the hidden `media-worker` subcommand (this process's own by default, or in a test
+        /// bundle the `couchlite` beside it).
+        public var executable = QueryServerConfiguration.currentExecutable
         /// Workers at once: one per core, as decodes are CPU-bound.
         public var maxWorkers = max(1, ProcessInfo.processInfo.activeProcessorCount)
         /// Longest one file may take (a 50 Mpx HEIC decodes in ~2 s on a slow core).
@@ -29,14 +30,6 @@ public final class MediaSandbox: Sendable {
         public var limits = MediaDecoder.Limits()
 
         public init() {}
-
-        /// This process's executable; in a test bundle (which would run its tests, not a worker) the `couchlite`
-        /// SwiftPM builds beside it.
-        public static let defaultExecutable: String = {
-            let current = QueryServerConfiguration.currentExecutable
-            guard current.hasSuffix(".xctest") else { return current }
-            return (current as NSString).deletingLastPathComponent + "/couchlite"
-        }()
     }
 
     private let pool: QueryServerPool

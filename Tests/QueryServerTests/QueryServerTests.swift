@@ -34,6 +34,15 @@ func docs(_ json: String) throws -> [JSON] { try JSON.parse(json).arrayValue ?? 
 
 @Suite("Query server", .serialized)
 struct QueryServerTests {
+    /// A pool made with the defaults inside a test bundle must start `couchlite`, not the bundle: the bundle would
+    /// run the whole test suite again as each "worker".
+    @Test func defaultWorkerExecutableInATestBundleIsTheCouchliteBesideIt() {
+        let executable = QueryServerConfiguration().executable
+        #expect(!executable.hasSuffix(".xctest"))
+        #expect(executable == couchliteExecutable() || ProcessInfo.processInfo.environment["COUCHLITE_BIN"] != nil)
+        #expect(FileManager.default.isExecutableFile(atPath: executable))
+    }
+
     @Test func filterSeesDocReqAndThis() throws {
         let server = makeServer()
         let design = try ddoc(

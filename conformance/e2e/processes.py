@@ -134,6 +134,25 @@ def status_field(pid: int, name: str) -> int:
     raise AssertionError(f"no {name} in /proc/{pid}/status")
 
 
+def children(pid: int, subcommand: str | None = None) -> list[tuple[str, int]]:
+    """`(subcommand, pid)` of each child of `pid` that runs with an argument (`couchlite query-server`,
+    `couchlite media-worker`), only those running `subcommand` if it is given."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and len(argv) > 1 and subcommand in (None, argv[1].decode(errors="replace")):
+            found.append((argv[1].decode(errors="replace"), int(entry)))
+    return found
+
+
 def process_fixture(request, prefix: str, make: Callable[[str, int], Process]) -> Iterator[Callable[..., Process]]:
     """The body of a fixture handing out processes made by `make(root, index, …)` in one temporary root; all
     are stopped and the root removed afterwards, and their output printed when the test failed.

@@ -11,23 +11,12 @@ import time
 
 import requests
 
+from processes import children
+
 
 def workers_of(pid: int) -> list[int]:
     """Pids of the `couchlite query-server` children of `pid`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid and len(argv) > 1 and argv[1] == b"query-server":
-            found.append(int(entry))
-    return found
+    return [child for _, child in children(pid, "query-server")]
 
 
 def alive(pid: int) -> bool:

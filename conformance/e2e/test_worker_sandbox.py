@@ -8,28 +8,11 @@ of the real workers a running server started. The filter itself is tested in Que
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import requests
 
-
-def children(pid: int) -> dict[str, int]:
-    """`{subcommand: pid}` of the worker children of `pid`."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid and len(argv) > 1:
-            found[argv[1].decode()] = int(entry)
-    return found
+from processes import children
 
 
 def status(pid: int) -> dict[str, str]:
@@ -53,7 +36,7 @@ def test_a_hijacked_worker_cannot_open_a_socket(servers, tmp_path):
     r = s.get(a.url + "/_photos/api/db/db/thumb/p/a.jpg?size=160")
     assert r.status_code == 200 and r.headers["Content-Type"] == "image/jpeg"
 
-    workers = children(a.proc.pid)
+    workers = dict(children(a.proc.pid))
     assert {"query-server", "media-worker"} <= workers.keys(), workers
     for name in ("query-server", "media-worker"):
         fields = status(workers[name])

@@ -3,7 +3,8 @@ import CouchWire
 import RevTree
 
 /// The body of `POST /db/_index`, validated as `mango_opts:validate_idx_create/1` and `mango_idx:new/2` do:
-/// the index definition, its name and design document (both defaulting to a hash of the definition).
+/// the index definition, its name and design document (both defaulting to CouchDB's hash of the definition and the
+/// options, `generatedName`).
 struct IndexRequest {
     static let keys: Set<String> = ["index", "type", "name", "ddoc", "w", "partitioned"]
 

@@ -33,9 +33,13 @@ public struct QueryServerConfiguration: Sendable {
         self.maxCallsPerWorker = maxCallsPerWorker
     }
 
-    /// This process's own executable, resolved once (a replaced binary on disk is not what runs).
+    /// This process's own executable, resolved once (a replaced binary on disk is not what runs); in a test bundle,
+    /// which would run its tests rather than serve as a worker, the `couchlite` SwiftPM builds beside it.
     public static let currentExecutable: String = {
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let current =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        guard current.hasSuffix(".xctest") else { return current }
+        return (current as NSString).deletingLastPathComponent + "/couchlite"
     }()
 }
 
