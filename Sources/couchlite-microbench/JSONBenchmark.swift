@@ -93,7 +93,7 @@ enum JSONBenchmark {
                 "count": .int(Int(next() % 100_000)),
                 "price": .number(JSONNumber("\(next() % 1000).\(next() % 100)") ?? JSONNumber(0)),
                 "ratio": .number(JSONNumber("1.5e-\(next() % 9)") ?? JSONNumber(0)),
-                "flags": ["archived": .bool(next() % 2 == 0), "starred": .bool(next() % 2 == 0), "owner": nil],
+                "flags": ["archived": .bool(next() % 2 == 0), "starred": .bool(next() % 2 == 0), "owner": .null],
                 "tags": .array(tags),
                 "location": [
                     "lat": .double(Double(next() % 180_000) / 1000 - 90),

@@ -79,7 +79,7 @@ private func parseError(_ text: String) -> JSONError? { parseError(Array(text.ut
     }
 
     @Test func literalsBuildOrderedValues() {
-        let json: JSON = ["z": 1, "a": [true, nil, 2.5, "s"], "m": ["x": -3]]
+        let json: JSON = ["z": 1, "a": [true, .null, 2.5, "s"], "m": ["x": -3]]
         #expect(json.serializedString == #"{"z":1,"a":[true,null,2.5,"s"],"m":{"x":-3}}"#)
         #expect(json["m"]?["x"]?.intValue == -3)
         #expect(json["a"]?[1]?.isNull == true)

@@ -55,9 +55,8 @@ struct MangoIndex: Sendable {
                 Direction(rawValue: member.value.stringValue ?? "").map { (member.key, $0) }
             }
             guard fields.count == mapFields.count, !fields.isEmpty else { continue }
-            // (Not a `?:` with `nil`: JSON is ExpressibleByNilLiteral, so that would give `.null`.)
-            var partial: JSON?
-            if let filter = map["partial_filter_selector"], filter.objectValue?.isEmpty == false { partial = filter }
+            let filter = map["partial_filter_selector"]
+            let partial = filter?.objectValue?.isEmpty == false ? filter : nil
             found.append(
                 MangoIndex(
                     designID: designID, name: name, type: "json", fields: fields, partialFilter: partial,

@@ -1,6 +1,5 @@
-extension JSON: ExpressibleByNilLiteral {
-    public init(nilLiteral: ()) { self = .null }
-}
+// JSON is deliberately not `ExpressibleByNilLiteral`: with it, `cond ? value : nil` and `["k": nil]` silently became
+// JSON `null` where `Optional.none` was meant, and `json == nil` could mean either. A JSON null is spelled `.null`.
 
 extension JSON: ExpressibleByBooleanLiteral {
     public init(booleanLiteral value: Bool) { self = .bool(value) }

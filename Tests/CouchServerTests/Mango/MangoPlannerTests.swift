@@ -96,7 +96,7 @@ private func mangoError(_ body: () throws -> Void) -> String? {
         #expect(map.key(try JSON.parse(#"{"type":"photo","exif":{"iso":200}}"#)) == ["photo", 200])
         #expect(map.key(try JSON.parse(#"{"type":"photo"}"#)) == nil)
         #expect(map.key(try JSON.parse(#"{"type":"video","exif":{"iso":200}}"#)) == nil)
-        #expect(map.key(try JSON.parse(#"{"type":null,"exif":{"iso":null}}"#)) == [nil, nil])
+        #expect(map.key(try JSON.parse(#"{"type":null,"exif":{"iso":null}}"#)) == [.null, .null])
         let empty = MangoViewEngine.IndexMap(#"{"fields":{}}"#)
         #expect(empty.key(try JSON.parse("{}")) == [])
     }
