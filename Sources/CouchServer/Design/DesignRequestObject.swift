@@ -5,10 +5,21 @@ import RevTree
 /// The `req` object design functions get (filters, shows, lists, updates), built as CouchDB's
 /// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method`,
 /// `requested_path` (the raw target split at `/`, query included, as CouchDB splits it), `path`, `raw_path`,
-/// `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers`, `body` (`"undefined"` without
-/// one), `peer`, `form` (a POST or PUT of `application/x-www-form-urlencoded`), `cookie` (always `{}`), `userCtx` and
-/// `secObj` — of the request's own database only: a design function is never handed another database.
+/// `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers` (`DesignRequestHeaders`),
+/// `body` (`"undefined"` without one), `peer`, `form` (a POST or PUT of `application/x-www-form-urlencoded`),
+/// `cookie` (always `{}`), `userCtx` and `secObj` — of the request's own database only: a design function is never
+/// handed another database.
 struct DesignRequestObject {
+    /// What `req.body` holds.
+    enum Body {
+        /// No body at all: the string `"undefined"` (mochiweb's answer for a request without one).
+        case none
+        /// The request's bytes, as a string.
+        case raw([UInt8])
+        /// A POSTed list's body as CouchDB parsed it before the list ran (`req_body = {Props}`): the object.
+        case parsed(JSONObject)
+    }
+
     let security: SecurityStore
     let compactions: Compactions
 
@@ -19,7 +30,7 @@ struct DesignRequestObject {
     /// Query parameters CouchDB decodes as JSON (`chttpd_external:json_query_keys`).
     private static let jsonQueryKeys: Set<String> = ["key", "startkey", "endkey", "descending"]
 
-    func json(_ database: Database, _ request: Request, id: String?, body: [UInt8]?) throws -> JSON {
+    func json(_ database: Database, _ request: Request, id: String?, body: Body) throws -> JSON {
         var req = JSONObject()
         req["info"] = try DatabaseInfo.json(of: database, compactions: compactions)
         req["uuid"] = .string(Secrets.randomBytes(16).hexString)
@@ -35,13 +46,13 @@ struct DesignRequestObject {
             query[name] = decoded ?? .string(value)
         }
         req["query"] = .object(query)
-        var headers = JSONObject()
-        for (name, value) in request.head.headers
-        where !DesignRequestObject.credentialHeaders.contains(name.lowercased()) {
-            headers[name] = .string(value)
+        req["headers"] = .object(
+            DesignRequestHeaders.json(request.head.headers, excluding: DesignRequestObject.credentialHeaders))
+        switch body {
+        case .none: req["body"] = "undefined"
+        case .raw(let bytes): req["body"] = .string(String(decoding: bytes, as: UTF8.self))
+        case .parsed(let object): req["body"] = .object(object)
         }
-        req["headers"] = .object(headers)
-        req["body"] = body.map { .string(String(decoding: $0, as: UTF8.self)) } ?? "undefined"
         req["peer"] = request.head.remoteAddress.map { .string($0) } ?? .null
         req["form"] = .object(try DesignRequestObject.form(request, body))
         req["cookie"] = .object(JSONObject())
@@ -51,9 +62,9 @@ struct DesignRequestObject {
     }
 
     /// The fields of a form body (`mochiweb_util:parse_qs`), only for POST and PUT, as CouchDB.
-    private static func form(_ request: Request, _ body: [UInt8]?) throws -> JSONObject {
+    private static func form(_ request: Request, _ body: Body) throws -> JSONObject {
         var form = JSONObject()
-        guard let body, request.method == "POST" || request.method == "PUT",
+        guard case .raw(let body) = body, request.method == "POST" || request.method == "PUT",
             request.contentType == "application/x-www-form-urlencoded"
         else { return form }
         let text = String(decoding: body, as: UTF8.self).split(separator: "+", omittingEmptySubsequences: false)
