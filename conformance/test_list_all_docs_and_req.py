@@ -131,6 +131,10 @@ def test_list_req_object_is_couchdbs(couch, app):
     assert [v for v in req["path"]] == path
     # requested_path is the raw target split at "/", query string and all.
     assert req["requested_path"] == path[:-1] + ["v?limit=1&startkey=1&foo=bar"]
+    r = couch.get(f"/{app}/_design/d/_list/req/v", params={"limit": "0", "s": 'x/y "z"+'})
+    assert r.url.endswith("?limit=0&s=x%2Fy+%22z%22%2B")
+    # ... each part percent-decoded, `+` a space (mochiweb_util:unquote), after the split.
+    assert r.json()["requested_path"] == path[:-1] + ['v?limit=0&s=x/y "z"+']
     assert req["raw_path"] == f"/{app}/_design/d/_list/req/v?limit=1&startkey=1&foo=bar"
     assert req["query"] == [("limit", "1"), ("startkey", 1), ("foo", "bar")]
     assert (req["form"], req["cookie"]) == ([], [])

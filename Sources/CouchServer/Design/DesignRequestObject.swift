@@ -4,7 +4,7 @@ import RevTree
 
 /// The `req` object design functions get (filters, shows, lists, updates), built as CouchDB's
 /// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method`,
-/// `requested_path` (the raw target split at `/`, query included, as CouchDB splits it), `path`, `raw_path`,
+/// `requested_path` (the raw target split at `/`, query included, each part decoded, as CouchDB splits it), `path`, `raw_path`,
 /// `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers` (`DesignRequestHeaders`),
 /// `body` (`"undefined"` without one), `peer`, `form` (a POST or PUT of `application/x-www-form-urlencoded`),
 /// `cookie` (always `{}`), `userCtx` and `secObj` — of the request's own database only: a design function is never
@@ -36,8 +36,7 @@ struct DesignRequestObject {
         req["uuid"] = .string(Secrets.randomBytes(16).hexString)
         req["id"] = id.map { .string($0) } ?? .null
         req["method"] = .string(request.method)
-        req["requested_path"] = .array(
-            request.head.target.split(separator: "/", omittingEmptySubsequences: true).map { .string(String($0)) })
+        req["requested_path"] = .array(Self.requestedPath(request.head.target).map { .string($0) })
         req["path"] = .array(request.segments.map { .string($0) })
         req["raw_path"] = .string(request.head.target)
         var query = JSONObject()
@@ -59,6 +58,14 @@ struct DesignRequestObject {
         req["userCtx"] = request.user.designJSON(database: database.name)
         req["secObj"] = .object(security.security(of: database.name).json)
         return .object(req)
+    }
+
+    /// `requested_path_parts`: the raw target, query string and all, split at `/` and each part percent-decoded
+    /// with `+` as a space (`mochiweb_util:unquote`); a part that does not decode to UTF-8 stays as sent.
+    static func requestedPath(_ target: String) -> [String] {
+        target.split(separator: "/", omittingEmptySubsequences: true).map { part in
+            PercentEncoding.decode(part, plusIsSpace: true) ?? String(part)
+        }
     }
 
     /// The fields of a form body (`mochiweb_util:parse_qs`), only for POST and PUT, as CouchDB.

@@ -69,3 +69,19 @@ import Testing
         #expect(tags.count == 50_000 && tags.allSatisfy { $0 == "\"x\"" })
     }
 }
+
+/// `req.requested_path` as chttpd splits and unquotes the raw target.
+@Suite struct RequestedPathTests {
+    @Test func partsAreSplitThenDecodedWithPlusAsSpace() {
+        #expect(
+            DesignRequestObject.requestedPath("/db/_design/d/_show/s/a%2Fb+c?q=%22x%22&p=1+2")
+                == ["db", "_design", "d", "_show", "s", "a/b c?q=\"x\"&p=1 2"])
+    }
+
+    @Test func emptyPartsAreDroppedAndUndecodablePartsStayAsSent() {
+        #expect(DesignRequestObject.requestedPath("//db///x%") == ["db", "x%"])
+        #expect(DesignRequestObject.requestedPath("/db/%zz/%E9") == ["db", "%zz", "%E9"])
+        #expect(DesignRequestObject.requestedPath("").isEmpty)
+        #expect(DesignRequestObject.requestedPath("/").isEmpty)
+    }
+}
