@@ -14,12 +14,14 @@ DDOC = {
     "shows": {
         "req": "function(doc, req) { return {body: JSON.stringify(req), headers: {'Content-Type': 'text/plain'}}; }",
         "hello": "function(doc, req) { return 'Hello ' + (doc ? doc._id : 'none'); }",
+        "method": "function(doc, req) { return {body: 'x', headers: {'X-Method': req.method}}; }",
     },
     "lists": {
         "ids": "function(head, req) { var r; while (r = getRow()) send(r.id + ';'); return 'end'; }",
         "dump": "function(head, req) { start({headers: {'Content-Type': 'application/json'}}); var r, rows = []; "
                 "while (r = getRow()) rows.push(r); send(JSON.stringify({head: head, req: req, rows: rows})); }",
         "req": "function(head, req) { return JSON.stringify(req); }",
+        "method": "function(head, req) { start({headers: {'X-Method': req.method}}); send('x'); }",
     },
     "views": {"v": {"map": "function(doc) { if (doc.k) emit(doc.k, doc.v); }"}},
 }
@@ -141,6 +143,13 @@ def test_list_req_object_is_couchdbs(couch, app):
     assert req["query"] == [("limit", "1"), ("startkey", 1), ("foo", "bar")]
     assert (req["form"], req["cookie"]) == ([], [])
     assert dict(req["userCtx"]) == {"db": app, "name": couch.user, "roles": ["_admin"]}
+
+
+def test_a_head_request_is_a_get_to_the_function(couch, app):
+    for path in (f"/{app}/_design/d/_show/method", f"/{app}/_design/d/_list/method/v"):
+        r = couch.head(path)
+        assert (r.status_code, r.headers["X-Method"]) == (200, "GET"), path
+        assert couch.get(path).headers["X-Method"] == "GET"
 
 
 def raw_headers(couch, path, headers):

@@ -35,7 +35,8 @@ struct DesignRequestObject {
         req["info"] = try DatabaseInfo.json(of: database, compactions: compactions)
         req["uuid"] = .string(Secrets.randomBytes(16).hexString)
         req["id"] = id.map { .string($0) } ?? .null
-        req["method"] = .string(request.method)
+        // chttpd aliases HEAD to GET before anything sees the method (mochiweb drops the body).
+        req["method"] = .string(request.method == "HEAD" ? "GET" : request.method)
         req["requested_path"] = .array(Self.requestedPath(request.head.target).map { .string($0) })
         req["path"] = .array(request.segments.map { .string($0) })
         req["raw_path"] = .string(request.head.target)
