@@ -139,6 +139,13 @@ def test_list_req_object_is_couchdbs(couch, app):
     assert r.url.endswith("?limit=0&s=x%2Fy+%22z%22%2B")
     # ... each part percent-decoded, `+` a space (mochiweb_util:unquote), after the split.
     assert r.json()["requested_path"] == path[:-1] + ['v?limit=0&s=x/y "z"+']
+    # A rewriting proxy's headers name it instead (the vhost one first), decoded the same way.
+    r = couch.get(f"/{app}/_design/d/_list/req/v", params={"limit": "0"},
+                  headers={"X-CouchDB-Requested-Path": "/a/b%20c?x"})
+    assert (r.json()["requested_path"], r.json()["path"]) == (["a", "b c?x"], path)
+    r = couch.get(f"/{app}/_design/d/_list/req/v", params={"limit": "0"},
+                  headers={"X-CouchDB-Requested-Path": "/a", "X-CouchDB-Vhost-Path": "/v/w"})
+    assert r.json()["requested_path"] == ["v", "w"]
     assert req["raw_path"] == f"/{app}/_design/d/_list/req/v?limit=1&startkey=1&foo=bar"
     assert req["query"] == [("limit", "1"), ("startkey", 1), ("foo", "bar")]
     assert (req["form"], req["cookie"]) == ([], [])

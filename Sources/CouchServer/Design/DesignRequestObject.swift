@@ -37,7 +37,7 @@ struct DesignRequestObject {
         req["id"] = id.map { .string($0) } ?? .null
         // chttpd aliases HEAD to GET before anything sees the method (mochiweb drops the body).
         req["method"] = .string(request.method == "HEAD" ? "GET" : request.method)
-        req["requested_path"] = .array(Self.requestedPath(request.head.target).map { .string($0) })
+        req["requested_path"] = .array(Self.requestedPath(Self.requestedTarget(request.head)).map { .string($0) })
         req["path"] = .array(request.segments.map { .string($0) })
         req["raw_path"] = .string(request.head.target)
         var query = JSONObject()
@@ -59,6 +59,12 @@ struct DesignRequestObject {
         req["userCtx"] = request.user.designJSON(database: database.name)
         req["secObj"] = .object(security.security(of: database.name).json)
         return .object(req)
+    }
+
+    /// The path the client says it asked for, as chttpd takes it: `X-CouchDB-Vhost-Path`, else
+    /// `X-CouchDB-Requested-Path` (headers a rewriting proxy sets; only the function reads them), else the target.
+    static func requestedTarget(_ head: HTTPRequestHead) -> String {
+        head.headers["X-CouchDB-Vhost-Path"] ?? head.headers["X-CouchDB-Requested-Path"] ?? head.target
     }
 
     /// `requested_path_parts`: the raw target, query string and all, split at `/` and each part percent-decoded
