@@ -3,12 +3,12 @@ import CouchWire
 import RevTree
 
 /// The `req` object design functions get (filters, shows, lists, updates), built as CouchDB's
-/// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method`,
-/// `requested_path` (the raw target split at `/`, query included, each part decoded, as CouchDB splits it), `path`, `raw_path`,
-/// `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers` (`DesignRequestHeaders`),
-/// `body` (`"undefined"` without one), `peer`, `form` (a POST or PUT of `application/x-www-form-urlencoded`),
-/// `cookie` (always `{}`), `userCtx` and `secObj` — of the request's own database only: a design function is never
-/// handed another database.
+/// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method` (HEAD is GET),
+/// `requested_path` (the raw target split at `/`, query included, each part decoded, as CouchDB splits it),
+/// `path`, `raw_path`, `query` (`key`, `startkey`, `endkey` and `descending` decoded as JSON), `headers`
+/// (`DesignRequestHeaders`), `body` (`"undefined"` without one), `peer`, `form` (a POST or PUT of
+/// `application/x-www-form-urlencoded`), `cookie` (always `{}`), `userCtx` and `secObj` — of the request's own
+/// database only: a design function is never handed another database.
 struct DesignRequestObject {
     /// What `req.body` holds.
     enum Body {
