@@ -147,7 +147,8 @@ package final class App: Sendable {
         designViews = ViewHandlers(views: views)
         designRender = DesignRenderHandlers(
             queryServer: queryServer, writer: documentWriter,
-            requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews)
+            requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews,
+            allDocs: allDocs)
         mango = MangoHandlers(views: views, documents: documentWriter)
         sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         users = UserHandlers(

@@ -41,14 +41,33 @@ func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
     }
 
     @Test func revisionsPathRejectsHostileStarts() {
-        #expect(throws: RevTreeError.self) { try RevID.path(start: 0, ids: ["a"]) }
+        #expect(throws: RevTreeError.self) { try RevID.path(start: -1, ids: ["a"]) }
         #expect(throws: RevTreeError.self) { try RevID.path(start: -3, ids: ["a"]) }
-        #expect(throws: RevTreeError.self) { try RevID.path(start: 1, ids: ["a", "b"]) }
+        #expect(throws: RevTreeError.self) { try RevID.path(start: 1, ids: ["a", "b", "c"]) }
+        #expect(throws: RevTreeError.self) { try RevID.path(start: 0, ids: ["a", "b"]) }
+        #expect(throws: RevTreeError.self) { try RevID.path(start: Int.min, ids: ["a"]) }
         #expect(throws: RevTreeError.self) { try RevID.path(start: 3, ids: []) }
         #expect(throws: RevTreeError.pathTooLong(100_000)) {
             try RevID.path(start: 100_000, ids: Array(repeating: "a", count: 100_000))
         }
         #expect((try? RevID.path(start: 3, ids: ["c", "b"])) == [r("3-c"), r("2-b")])
+    }
+
+    /// CouchDB 3.4.3 stores a replicated generation 0 (`0-x`, `0-`, or the oldest id of `_revisions`).
+    @Test func generationZeroIsARevisionLikeAnyOther() throws {
+        #expect(try RevID.path(start: 0, ids: ["a"]) == [RevID(pos: 0, hash: "a")])
+        #expect(try RevID.path(start: 1, ids: ["b", ""]) == [r("1-b"), RevID(pos: 0, hash: "")])
+        try RevID.validate(path: [RevID(pos: 1, hash: "b"), RevID(pos: 0, hash: "a")])
+        #expect(throws: RevTreeError.self) { try RevID.validate(path: [RevID(pos: -1, hash: "a")]) }
+        #expect(throws: RevTreeError.self) {
+            try RevID.validate(path: [RevID(pos: 0, hash: "b"), RevID(pos: -1, hash: "a")])
+        }
+        #expect(try RevID(parsing: "0-") == RevID(pos: 0, hash: ""))
+        #expect(RevID(pos: 0, hash: "z") < RevID(pos: 1, hash: ""))
+        var tree = RevTree()
+        #expect(try tree.merge(path: [RevID(pos: 0, hash: "a")], deleted: false).outcome == .newLeaf)
+        #expect(try tree.merge(path: [r("1-b"), RevID(pos: 0, hash: "a")], deleted: false).changed)
+        #expect(tree.winner?.rev == r("1-b"))
     }
 
     @Test func nonHexHashesAreAcceptedLikeCouchDB() throws {

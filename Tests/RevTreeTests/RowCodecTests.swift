@@ -101,15 +101,21 @@ import Testing
         #expect(throws: StoreError.self) { try decodeTree(string.bytes) }
     }
 
-    @Test func aNodeWithGenerationZeroOrAParentOutOfRangeIsRefused() {
-        var zero = ByteWriter(capacity: 16)
-        zero.bytes.append(RowCodec.treeFormat)
-        zero.varint(1)
-        zero.varint(0)
-        zero.string("a")
-        zero.varint(0)
-        zero.bytes.append(0)
-        #expect(throws: StoreError.self) { try decodeTree(zero.bytes) }
+    /// Generation 0 is CouchDB's too (a replicated `0-x`); a negative one is damage.
+    @Test func aNodeWithANegativeGenerationOrAParentOutOfRangeIsRefused() throws {
+        func node(pos: Int) -> [UInt8] {
+            var writer = ByteWriter(capacity: 16)
+            writer.bytes.append(RowCodec.treeFormat)
+            writer.varint(1)
+            writer.varint(pos)
+            writer.string("a")
+            writer.varint(0)
+            writer.bytes.append(0)
+            return writer.bytes
+        }
+        #expect(try decodeTree(node(pos: 0)).tree.winner?.rev == RevID(pos: 0, hash: "a"))
+        #expect(throws: StoreError.self) { try decodeTree(node(pos: -1)) }
+        #expect(throws: StoreError.self) { try decodeTree(node(pos: Int.min)) }
         var parent = ByteWriter(capacity: 16)
         parent.bytes.append(RowCodec.treeFormat)
         parent.varint(1)

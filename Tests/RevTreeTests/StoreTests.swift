@@ -242,13 +242,34 @@ func replicated(_ id: String, _ revs: String..., deleted: Bool = false, atts: [A
             RevisionWrite(docID: hugeID, path: [r("1-a")], body: body("{}")),
             RevisionWrite(docID: "", path: [r("1-a")], body: body("{}")),
             RevisionWrite(docID: "gap", path: [r("3-a"), r("1-b")], body: body("{}")),
-            RevisionWrite(docID: "zero", path: [RevID(pos: 0, hash: "a")], body: body("{}")),
+            RevisionWrite(docID: "negative", path: [RevID(pos: -1, hash: "a")], body: body("{}")),
             RevisionWrite(docID: "big", path: [r("1-a")], body: [UInt8](repeating: 32, count: 8_000_001)),
             RevisionWrite(docID: "ctl", path: [RevID(pos: 1, hash: "a\nb")], body: body("{}")),
         ])
         #expect(results.allSatisfy { (try? $0.result.get()) == nil })
         #expect(throws: StoreError.self) { try Database.validateDocID(bytes: [0x61, 0xff, 0x62]) }
         #expect(db.updateSeq == 0)
+    }
+
+    /// A replicated generation 0 is stored, read back after a reopen (the tree's codec takes it), and edited on.
+    @Test func generationZeroIsStoredAndSurvivesAReopen() throws {
+        let zero = RevID(pos: 0, hash: "abc")
+        let results = try db.applyReplicated([
+            RevisionWrite(docID: "z", path: [zero], body: body(#"{"v":1}"#)),
+            RevisionWrite(docID: "bare", path: [RevID(pos: 0, hash: "")], body: body("{}")),
+        ])
+        #expect(results.allSatisfy { (try? $0.result.get()) != nil })
+        #expect(try db.document("z")?.winner == zero)
+        let edited = try db.applyEdits([RevisionWrite(docID: "z", path: [zero], body: body(#"{"v":2}"#))])
+        let rev = try #require(try? edited[0].result.get())
+        #expect(rev.pos == 1)
+        let directory = store.directory
+        store.close()
+        let again = try Store(directory: directory)
+        let reopened = try again.open("db")
+        #expect(try reopened.document("z")?.winner == rev)
+        #expect(try reopened.document("bare")?.winner == RevID(pos: 0, hash: ""))
+        again.close()
     }
 
     @Test func integrityAfterReopen() throws {

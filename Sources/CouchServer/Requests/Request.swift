@@ -85,6 +85,14 @@ package struct Request {
         }
     }
 
+    /// The JSON object body of a POSTed query (`_view`, `_all_docs`, `_list`), nil for other methods: 415 for
+    /// another content type, at most `Limits.bulkRequestBytes`.
+    func postedQueryBody() throws(CouchError) -> JSONObject? {
+        guard method == "POST" else { return nil }
+        try requireJSONContent()
+        return try jsonObjectBody(limit: Limits.bulkRequestBytes)
+    }
+
     /// Reads a JSON body that must be an object.
     func jsonObjectBody(limit: Int) throws(CouchError) -> JSONObject {
         guard case .object(let object) = try jsonBody(limit: limit) else {

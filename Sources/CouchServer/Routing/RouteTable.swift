@@ -206,12 +206,14 @@ extension App {
             Route(every, "/{db}/_design/{design}/_list/{list}", .member) { _, _ in
                 try Refusal.invalidPath("list_error")
             },
-            Route(read + [.POST], "/{db}/_design/{design}/_list/{list}/{view}", .member, body: .bulk) { app, c in
-                try app.designRender.list(c)
-            },
-            Route(read + [.POST], "/{db}/_design/{design}/_list/{list}/{viewDesign}/{view}", .member, body: .bulk) {
-                app, c in try app.designRender.list(c)
-            },
+            Route(
+                [.GET, .POST, .HEAD], "/{db}/_design/{design}/_list/{list}/{view}", .member, body: .bulk,
+                notAllowedReason: "GET,POST,HEAD"
+            ) { app, c in try app.designRender.list(c) },
+            Route(
+                [.GET, .POST, .HEAD], "/{db}/_design/{design}/_list/{list}/{viewDesign}/{view}", .member, body: .bulk,
+                notAllowedReason: "GET,POST,HEAD"
+            ) { app, c in try app.designRender.list(c) },
             Route(every, "/{db}/_design/{design}/_update", .member) { _, _ in
                 try Refusal.invalidPath("update_error")
             },

@@ -32,9 +32,12 @@ struct ViewQuery {
     var sorted = true
 
     init(_ request: Request) throws {
-        if request.method == "POST" {
-            try request.requireJSONContent()
-            let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        try self.init(request, body: request.postedQueryBody())
+    }
+
+    /// The parameters of `request`, whose POST body was already read as `body`.
+    init(_ request: Request, body: JSONObject?) throws {
+        if let body {
             for (name, value) in body { try apply(name, decoded: value) }
             // `treat_single_keys_as_key`: one key in the body is a `keys` query all the same.
         }

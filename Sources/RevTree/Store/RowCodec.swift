@@ -87,7 +87,7 @@ enum RowCodec {
             let parent = try input.varint()
             let flags = try input.byte()
             let body = flags & bodyFlag != 0 ? BodyRef(seq: try input.varint(), externalSize: try input.varint()) : nil
-            guard pos >= 1, parent >= 0, parent <= count else { throw damaged("revision tree node") }
+            guard pos >= 0, parent >= 0, parent <= count else { throw damaged("revision tree node") }
             nodes.append(
                 RevTree.LinkedNode(
                     rev: RevID(pos: pos, hash: hash), parent: parent == 0 ? nil : parent - 1,

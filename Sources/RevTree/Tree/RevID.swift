@@ -157,14 +157,16 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Builds the path of a replicated revision from `_revisions {start, ids}`: leaf first, then its consecutive
     /// ancestors (`start`, `start-1`, …).
-    /// - Throws: `.invalidRevisions` when `ids` is empty, `start < ids.count` (generations would reach 0 or below),
+    /// Generation 0 is a revision like any other (CouchDB 3.4.3 stores a replicated `0-x` and edits on top of it);
+    /// generations below 0, which CouchDB also stores, are refused.
+    /// - Throws: `.invalidRevisions` when `ids` is empty, `start < ids.count - 1` (generations would go below 0),
     ///   `.pathTooLong` above `RevTreeLimits.maxPathLength`, `.invalidRevFormat` for a bad hash, `.invalidHexRevID`
     ///   for 32 characters that are not hex digits. Hashes are normalized as `init(parsing:)` does.
     public static func path(start: Int, ids: [String]) throws(RevTreeError) -> [RevID] {
         guard !ids.isEmpty else { throw .invalidRevisions("_revisions.ids is empty") }
         guard ids.count <= RevTreeLimits.maxPathLength else { throw .pathTooLong(ids.count) }
-        guard start >= 1, start >= ids.count, start < 1_000_000_000_000_000 else {
-            throw .invalidRevisions("_revisions.start must be at least the number of ids")
+        guard start >= ids.count - 1, start < 1_000_000_000_000_000 else {
+            throw .invalidRevisions("_revisions.start must be at least the number of ids minus one")
         }
         var path = [RevID]()
         path.reserveCapacity(ids.count)
@@ -181,12 +183,12 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
         return path
     }
 
-    /// Checks that a path is non-empty, leaf first, consecutive, with generations ≥ 1 and valid hashes.
+    /// Checks that a path is non-empty, leaf first, consecutive, with generations ≥ 0 and valid hashes.
     public static func validate(path: [RevID]) throws(RevTreeError) {
         guard let leaf = path.first else { throw .invalidRevisions("empty revision path") }
         guard path.count <= RevTreeLimits.maxPathLength else { throw .pathTooLong(path.count) }
         for (offset, rev) in path.enumerated() {
-            guard rev.pos == leaf.pos - offset, rev.pos >= 1 else {
+            guard rev.pos == leaf.pos - offset, rev.pos >= 0 else {
                 throw .invalidRevisions("revision path is not consecutive")
             }
             try validateHash(rev.hash)

@@ -12,6 +12,8 @@ struct DesignRenderHandlers: Sendable {
     let writer: DocumentWriter
     let requestObject: DesignRequestObject
     let views: ViewHandlers
+    /// `_all_docs` rows, which a list may read as it reads a view's.
+    let allDocs: AllDocsHandlers
 
     /// Largest request body handed to a show or update function (it crosses to the worker as one string).
     static let maxBodyBytes = Limits.documentBytes
@@ -22,9 +24,7 @@ struct DesignRenderHandlers: Sendable {
     func show(_ c: RequestContext) throws {
         let call = try DocumentCall(self, c, section: "shows", capture: "show")
         let etag = Self.showETag(call, c)
-        if c.request.head.headers["If-None-Match"] == etag {
-            return try c.reply.bytes(304, [], headers: ["ETag": etag, "Vary": "Accept"])
-        }
+        if c.request.ifNoneMatch(etag) { return try c.reply.bytes(304, [], headers: ["ETag": etag]) }
         let rendered = try Self.run { () throws(QueryServerError) in
             try queryServer.show(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
@@ -32,7 +32,8 @@ struct DesignRenderHandlers: Sendable {
     }
 
     /// CouchDB's show ETag (`show_etag`): the design document's and the document's revisions, `Accept` and the
-    /// user; the request target too here, so `?format=` or any query the function reads makes its own entry.
+    /// user's roles; the user's name and the request target too here (CouchDB leaves them out), so `?format=` or
+    /// anything else the function reads from the URL or `userCtx` cannot be answered 304 from another's copy.
     private static func showETag(_ call: DocumentCall, _ c: RequestContext) -> String {
         var parts = [call.ddoc.key, call.doc.objectValue?["_rev"]?.stringValue ?? "", c.request.head.target]
         parts.append(c.request.head.headers["Accept"] ?? "")
@@ -69,17 +70,29 @@ struct DesignRenderHandlers: Sendable {
     // MARK: List
 
     /// `/db/_design/d/_list/l/[otherddoc/]view` (GET, HEAD, POST with `keys`): the view's rows, queried with every
-    /// `_view` parameter, go one at a time to the list function, and what it sends streams to the client.
+    /// `_view` parameter, go one at a time to the list function, and what it sends streams to the client. The view
+    /// may be `_all_docs` (`chttpd_show:handle_view_list`). As in CouchDB 3.4, a list's response has no `ETag`
+    /// (the clustered list never sets one) and is never 304.
     func list(_ c: RequestContext) throws {
         let database = try c.database()
         let name = try c.parameter("list")
         let ddoc = try function(database, c, section: "lists", name: name)
         let viewDesign = try c.parameters["viewDesign"] ?? c.parameter("design")
-        let req = try requestObject.json(database, c.request, id: nil, body: nil)
+        let view = try c.parameter("view")
+        // A POST's body is read once, for the query and for `req.body` (CouchDB hands the list the parsed object).
+        let body = try c.request.postedQueryBody()
+        let req = try requestObject.json(database, c.request, id: nil, body: body.map { .parsed($0) } ?? .none)
         var sink = ListRowSink(server: queryServer, ddoc: ddoc, name: name, request: req, reply: c.reply)
         defer { sink.close() }
         do {
-            try views.query(c, design: viewDesign, view: c.parameter("view"), into: &sink)
+            if view == "_all_docs" {
+                guard try DesignFunctionCache.designDocument(database, "_design/" + viewDesign) != nil else {
+                    throw CouchError.notFound("missing")
+                }
+                try allDocs.list(c, body: body, into: &sink)
+            } else {
+                try views.query(c, design: viewDesign, view: view, body: body, into: &sink)
+            }
         } catch let error as QueryServerError {
             throw Self.couchError(error)
         }
@@ -122,11 +135,11 @@ struct DesignRenderHandlers: Sendable {
         return ddoc
     }
 
-    /// The request's body as the function sees it, at most `maxBodyBytes`: nil (`"undefined"`) when the request
+    /// The request's body as the function sees it, at most `maxBodyBytes`: none (`"undefined"`) when the request
     /// has no body at all, empty for `Content-Length: 0`, as mochiweb reads it.
-    private func readBody(_ request: Request) throws -> [UInt8]? {
-        guard request.body.contentLength != nil || request.body.isChunked else { return nil }
-        return try request.rawBody(limit: Self.maxBodyBytes)
+    private func readBody(_ request: Request) throws -> DesignRequestObject.Body {
+        guard request.body.contentLength != nil || request.body.isChunked else { return .none }
+        return .raw(try request.rawBody(limit: Self.maxBodyBytes))
     }
 
     /// The winning revision with its `_conflicts` (`couch_httpd_db:couch_doc_open(Db, Id, nil, [conflicts])`),

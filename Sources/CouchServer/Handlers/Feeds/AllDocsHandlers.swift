@@ -24,10 +24,27 @@ struct AllDocsHandlers: Sendable {
         try list(c, designOnly: true)
     }
 
+    /// `/db/_design/d/_list/l/_all_docs`: the same rows, each handed whole to a list function (`sink`), documents
+    /// with attachment stubs as a view's rows give them. `body` is a POST's parsed body (the list read it first).
+    func list(_ c: RequestContext, body: JSONObject?, into sink: inout some ViewRowSink) throws {
+        var rows = AllDocsListRows(sink: sink)
+        defer { sink = rows.sink }
+        do {
+            try list(c.database(), AllDocsQuery(c.request, body: body), designOnly: false, into: &rows)
+        } catch is ViewRowsStop {
+            try rows.sink.finish()
+        }
+    }
+
     private func list(_ c: RequestContext, designOnly: Bool) throws {
-        let database = try c.database()
-        let reply = c.reply
-        var query = try AllDocsQuery(c.request)
+        var response = AllDocsResponse(writer: FeedWriter(reply: c.reply), blobs: blobs)
+        try list(c.database(), AllDocsQuery(c.request), designOnly: designOnly, into: &response)
+    }
+
+    private func list(
+        _ database: Database, _ query: AllDocsQuery, designOnly: Bool, into out: inout some AllDocsRowSink
+    ) throws {
+        var query = query
         let info = try database.info()
         var range = query.range
         var total = info.docCount
@@ -51,27 +68,21 @@ struct AllDocsHandlers: Sendable {
         var head: [UInt8] = Array("{\"total_rows\":\(total),\"offset\":".utf8)
         offset.serialize(into: &head)
         if query.updateSeq {
+            // Like `offset`, null for a `keys` query (fabric's all_docs sends no sequence for one).
             head += Array(",\"update_seq\":".utf8)
-            Seq.json(info.updateSeq).serialize(into: &head)
+            (query.keys == nil ? Seq.json(info.updateSeq) : .null).serialize(into: &head)
         }
         head += Array(",\"rows\":[\r\n".utf8)
-        try reply.begin(200)
-        var out = FeedWriter(reply: reply)
-        try out.append(head)
-        var rows = 0
-        func emit(_ doc: DocumentInfo?, key: JSON) throws {
-            if rows > 0 { try out.append(",\r\n") }
-            rows += 1
-            guard let doc else {
-                return try out.append(JSON.object(JSONObject([("key", key), ("error", "not_found")])).serialized())
-            }
-            try emitRow(doc, database, query, &out)
-        }
+        try out.start(head)
         if let keys = query.keys {
             var ordered = keys
             if range.descending { ordered.reverse() }
             for key in ordered.dropFirst(query.skip).prefix(query.limit ?? Int.max) {
-                try emit(try key.stringValue.flatMap { try database.document($0) }, key: key)
+                if let doc = try key.stringValue.flatMap({ try database.document($0) }) {
+                    try out.found(doc, database, query)
+                } else {
+                    try out.missing(key)
+                }
             }
         } else {
             var remaining = query.limit ?? Int.max
@@ -88,21 +99,29 @@ struct AllDocsHandlers: Sendable {
                     return true
                 }
                 skip = 0
-                for doc in page { try emit(doc, key: .string(doc.id)) }
+                for doc in page { try out.found(doc, database, query) }
                 remaining -= page.count
                 guard let last = page.last, page.count == AllDocsHandlers.pageSize else { break }
                 after = last.id
             }
         }
-        try out.append("\r\n]}\n")  // the newline CouchDB ends every JSON response with
-        try out.send()
-        try reply.finish()
+        try out.finish()
     }
+}
 
-    /// One `{"id","key","value":{"rev","deleted"?},"doc"?}` row.
-    private func emitRow(_ doc: DocumentInfo, _ database: Database, _ query: AllDocsQuery, _ out: inout FeedWriter)
-        throws
-    {
+/// Where an `_all_docs` listing sends its head and rows: the JSON response, or a list function.
+protocol AllDocsRowSink {
+    mutating func start(_ head: [UInt8]) throws
+    /// The row of a document (deleted ones too, when a `keys` query names them).
+    mutating func found(_ doc: DocumentInfo, _ database: Database, _ query: AllDocsQuery) throws
+    /// The row of a `keys` entry that names no document.
+    mutating func missing(_ key: JSON) throws
+    mutating func finish() throws
+}
+
+extension AllDocsRowSink {
+    /// `{"id","key","value":{"rev","deleted"?}}`, CouchDB's member order.
+    static func row(_ doc: DocumentInfo) -> JSONObject {
         var value = JSONObject()
         value["rev"] = .string(doc.winner.description)
         if doc.deleted { value["deleted"] = true }
@@ -110,12 +129,85 @@ struct AllDocsHandlers: Sendable {
         row["id"] = .string(doc.id)
         row["key"] = .string(doc.id)
         row["value"] = .object(value)
-        guard query.includeDocs else { return try out.appendRow(row, doc: nil, database: database, blobs: blobs) }
-        guard !doc.deleted, let revision = try database.revision(doc.id, rev: nil) else {
+        return row
+    }
+
+    /// The document of an `include_docs` row: nil (`null`) when it is deleted.
+    static func revision(_ doc: DocumentInfo, _ database: Database) throws -> StoredRevision? {
+        guard !doc.deleted else { return nil }
+        return try database.revision(doc.id, rev: nil)
+    }
+}
+
+/// The `_all_docs` JSON response, streamed. The framing is CouchDB's (`{"total_rows":…,"offset":…,"rows":[\r\n`
+/// … `,\r\n` … `\r\n]}`); inline attachments (`attachments=true`) stream from their blobs.
+private struct AllDocsResponse: AllDocsRowSink {
+    var writer: FeedWriter
+    let blobs: BlobRegistry
+    private var rows = 0
+
+    init(writer: FeedWriter, blobs: BlobRegistry) {
+        self.writer = writer
+        self.blobs = blobs
+    }
+
+    mutating func start(_ head: [UInt8]) throws {
+        try writer.reply.begin(200)
+        try writer.append(head)
+    }
+
+    mutating func found(_ doc: DocumentInfo, _ database: Database, _ query: AllDocsQuery) throws {
+        try separate()
+        var row = Self.row(doc)
+        guard query.includeDocs else { return try writer.appendRow(row, doc: nil, database: database, blobs: blobs) }
+        guard let revision = try Self.revision(doc, database) else {
             row["doc"] = .null
-            return try out.appendRow(row, doc: nil, database: database, blobs: blobs)
+            return try writer.appendRow(row, doc: nil, database: database, blobs: blobs)
         }
         let rendered = try FeedWriter.document(revision, id: doc.id, info: doc, options: query.render)
-        try out.appendRow(row, doc: rendered, database: database, blobs: blobs)
+        try writer.appendRow(row, doc: rendered, database: database, blobs: blobs)
     }
+
+    mutating func missing(_ key: JSON) throws {
+        try separate()
+        try writer.append(JSON.object(JSONObject([("key", key), ("error", "not_found")])).serialized())
+    }
+
+    mutating func finish() throws {
+        try writer.append("\r\n]}\n")  // the newline CouchDB ends every JSON response with
+        try writer.send()
+        try writer.reply.finish()
+    }
+
+    private mutating func separate() throws {
+        if rows > 0 { try writer.append(",\r\n") }
+        rows += 1
+    }
+}
+
+/// `_all_docs` rows for a list function, each whole (`couch_mrview_show:send_list_row`): a missing key's row is
+/// `{"id":"error","key":…,"value":"not_found"}`, as fabric hands it to the list; documents carry attachment stubs.
+private struct AllDocsListRows<Sink: ViewRowSink>: AllDocsRowSink {
+    var sink: Sink
+
+    mutating func start(_ head: [UInt8]) throws { try sink.start(head) }
+
+    mutating func found(_ doc: DocumentInfo, _ database: Database, _ query: AllDocsQuery) throws {
+        var row = Self.row(doc)
+        if query.includeDocs {
+            var options = query.render
+            options.attachments = false
+            row["doc"] =
+                try Self.revision(doc, database).map { revision in
+                    .object(try DocumentRenderer(id: doc.id, info: doc, options: options, inline: nil).render(revision))
+                } ?? .null
+        }
+        try sink.row(JSON.object(row).serialized())
+    }
+
+    mutating func missing(_ key: JSON) throws {
+        try sink.row(JSON.object(JSONObject([("id", "error"), ("key", key), ("value", "not_found")])).serialized())
+    }
+
+    mutating func finish() throws { try sink.finish() }
 }

@@ -13,6 +13,11 @@ struct AllDocsQuery {
     var updateSeq: Bool
 
     init(_ request: Request) throws {
+        try self.init(request, body: request.postedQueryBody())
+    }
+
+    /// The parameters of `request`, whose POST body (`keys`) was already read as `body`.
+    init(_ request: Request, body: JSONObject?) throws {
         let query = request.query
         if let keysParam = try query.json("keys") {
             guard let array = keysParam.arrayValue else {
@@ -20,9 +25,7 @@ struct AllDocsQuery {
             }
             keys = array
         }
-        if request.method == "POST" {
-            try request.requireJSONContent()
-            let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
+        if let body {
             if let bodyKeys = body["keys"] {
                 guard let array = bodyKeys.arrayValue else {
                     throw CouchError.badRequest("`keys` body member must be an array.")

@@ -20,14 +20,30 @@ struct ViewHandlers: Sendable {
         try query(c, design: c.parameter("design"), view: c.parameter("view"), into: &output)
     }
 
-    /// Runs the query of `c` over `design`'s `view`, sending the rows to `output` (a list function's rows too).
+    /// Runs the query of `c` over `design`'s `view`, sending the rows to `output`.
     func query(_ c: RequestContext, design: String, view: String, into output: inout some ViewRowSink) throws {
+        try query(c, design: design, view: view, parameters: { try ViewQuery($0) }, into: &output)
+    }
+
+    /// Runs the query of `c`, whose POST body was already read as `body` (a list's), over `design`'s `view`,
+    /// sending the rows to `output`.
+    func query(
+        _ c: RequestContext, design: String, view: String, body: JSONObject?, into output: inout some ViewRowSink
+    ) throws {
+        try query(c, design: design, view: view, parameters: { try ViewQuery($0, body: body) }, into: &output)
+    }
+
+    /// The parameters are read once the view is known to exist (a missing view is 404 whatever they say).
+    private func query(
+        _ c: RequestContext, design: String, view: String, parameters: (Request) throws -> ViewQuery,
+        into output: inout some ViewRowSink
+    ) throws {
         let database = try c.database()
         let group = try ViewGroup.load(database, design: design)
         guard let (number, definition) = group.view(named: view) else {
             throw CouchError.notFound("missing_named_view")
         }
-        let query = try ViewQuery(c.request)
+        let query = try parameters(c.request)
         let reduces = try query.validate(isReduceView: definition.reduce != nil)
         if let reduce = definition.reduce, reduce.hasPrefix("_"), definition.builtin == nil {
             throw CouchError.badRequest("Unknown builtin reduce function: \(reduce)")
