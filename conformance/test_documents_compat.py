@@ -407,3 +407,25 @@ def test_bulk_docs_revisions_win_over_disagreeing_rev(couch, db):
     assert r.json() == []
     doc = couch.get(f"/{db}/b", params={"revs": "true"}).json()
     assert doc["_rev"] == "2-two" and doc["_revisions"] == {"start": 2, "ids": ["two", "one"]}
+
+
+def test_a_plus_in_the_path_is_a_space_as_couchdb_decodes_paths(couch, db):
+    """chttpd decodes each path segment with mochiweb's `unquote`, which takes `+` for a space: `/db/a+b` is the
+    document `a b`, and `a+b` is written `a%2Bb` (as every client library's encoder writes it)."""
+    r = couch.put(f"/{db}/a+b", json={})
+    assert r.status_code == 201 and r.json()["id"] == "a b", r.text
+    r = couch.put(f"/{db}/c%2Bd", json={})
+    assert r.status_code == 201 and r.json()["id"] == "c+d", r.text
+    assert couch.get(f"/{db}/c+d").status_code == 404
+    assert couch.get(f"/{db}/c%2Bd").json()["_id"] == "c+d"
+    assert couch.get(f"/{db}/a%20b").json()["_id"] == "a b"
+    r = couch.put(f"/{db}/e/att+1.txt", data=b"x", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 201, r.text
+    assert list(couch.get(f"/{db}/e").json()["_attachments"]) == ["att 1.txt"]
+    assert couch.get(f"/{db}/e/att%201.txt").content == b"x"
+
+
+def test_a_plus_in_a_database_name_in_the_path_is_a_space_too(couch, db):
+    r = couch.put(f"/{db}+x")
+    assert r.status_code == 400 and r.json()["error"] == "illegal_database_name", r.text
+    assert f"'{db} x'" in r.json()["reason"]

@@ -7,7 +7,8 @@ package struct Request {
     let body: HTTPRequestBody
     /// Who the request speaks for, once authenticated (anonymous until then).
     package var user = UserContext.anonymous
-    /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing.
+    /// Percent-decoded path segments: `/a%2Fb/doc` → `["a/b", "doc"]`. A trailing slash adds nothing. A `+` is a
+    /// space, as CouchDB decodes paths (mochiweb's `unquote`): `/db/a+b` is the document `a b`, `a+b` is `a%2Bb`.
     let segments: [String]
     package let query: QueryParameters
     /// What this request holds of the server's budget for JSON bodies, given back when the request ends.
@@ -21,7 +22,7 @@ package struct Request {
         self.bodyMemory = BodyReservation(bodyBudget)
         var segments: [String] = []
         for raw in head.path.split(separator: "/", omittingEmptySubsequences: true) {
-            guard let decoded = PercentEncoding.decode(raw) else {
+            guard let decoded = PercentEncoding.decode(raw, plusIsSpace: true) else {
                 throw .badRequest("Invalid percent-encoding in URL path")
             }
             segments.append(decoded)
