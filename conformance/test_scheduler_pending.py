@@ -5,7 +5,7 @@
 With `max_jobs` 1 and three continuous `_replicator` documents, `_scheduler/docs`, `_scheduler/jobs` and
 `_active_tasks` show one running and two pending in CouchDB's shapes; with an `interval` of 1 s each pass stops the
 running job (`stopped` in its history, `pending`) and starts a waiting one; with a long `interval` the running one
-stays.
+stays, and a continuous `_replicate` added meanwhile waits too (a job without a document), until cancelled.
 
 The settings are put back afterwards, whatever happens: where CouchDB had none set, the default is put (its
 scheduler ignores a deleted key and keeps the last value) and then deleted. CouchDB applies a new `interval` from
@@ -22,23 +22,13 @@ import uuid
 
 import pytest
 
-from test_scheduler_states import INFO_FIELDS, JOB_FIELDS, SCHEDULED_DOC_FIELDS, TASK_FIELDS
+from test_scheduler_states import INFO_FIELDS, JOB_FIELDS, SCHEDULED_DOC_FIELDS, TASK_FIELDS, wait_for
 
 FIRST_PASS_S = 90.0
 SETTINGS = {"max_jobs": "1", "interval": "1000"}
 # CouchDB's defaults, put back before a key CouchDB did not have set is deleted.
 DEFAULTS = {"max_jobs": "500", "max_churn": "20", "interval": "60000"}
 JOBS = 3
-
-
-def wait_for(condition, what: str, timeout_s: float = FIRST_PASS_S):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
-        time.sleep(0.25)
 
 
 def set_config(couch, key: str, value: str) -> str:
@@ -147,7 +137,7 @@ def assert_pending_shape(jobs, doc_id, row) -> None:
 
 
 def test_max_jobs_one_runs_one_job_and_the_others_are_pending(jobs):
-    rows = wait_for(jobs.one_running, "one running job and two pending")
+    rows = wait_for(jobs.one_running, "one running job and two pending", FIRST_PASS_S)
     for doc_id, row in rows.items():
         assert row["database"] == "_replicator", row
         assert isinstance(row["id"], str) and row["id"].endswith("+continuous+create_target"), row
@@ -163,7 +153,7 @@ def test_max_jobs_one_runs_one_job_and_the_others_are_pending(jobs):
 
 
 def test_each_pass_rotates_a_pending_job_in_for_the_running_one(jobs):
-    first = wait_for(jobs.one_running, "one running job")
+    first = wait_for(jobs.one_running, "one running job", FIRST_PASS_S)
     before = next(doc_id for doc_id, row in first.items() if row["state"] == "running")
     rows = wait_for(lambda: (lambda r: r if r and r[before]["state"] == "pending" else None)(jobs.one_running()),
                     "the running job rotated out", timeout_s=30)
@@ -175,17 +165,40 @@ def test_each_pass_rotates_a_pending_job_in_for_the_running_one(jobs):
 def test_between_passes_only_the_running_job_is_a_task(jobs):
     old = set_config(jobs.couch, "interval", "60000")
     try:
-        time.sleep(2.5)  # the pass already due at the old interval
-        rows = wait_for(jobs.one_running, "one running job")
-        running = next(row for row in rows.values() if row["state"] == "running")
+        time.sleep(3.5)  # the pass already due at the old interval
+
+        def alone_a_task():
+            """The running job's row and the tasks, once only it is a task (CouchDB's task appears when the run
+            has opened both ends, and a stopped run's goes when its process has checkpointed and ended)."""
+            rows = jobs.one_running()
+            if not rows:
+                return None
+            running = next(row for row in rows.values() if row["state"] == "running")
+            tasks = [t for t in jobs.couch.get("/_active_tasks").json() if t.get("doc_id") in jobs.ids]
+            return (running, tasks) if [t["doc_id"] for t in tasks] == [running["doc_id"]] else None
+
+        running, tasks = wait_for(alone_a_task, "the running job alone a task", timeout_s=30)
         job = jobs.job(running["id"])
         assert isinstance(job["pid"], str) and job["history"][0]["type"] == "started", job
-        # CouchDB's task appears once the run has opened both ends.
-        tasks = wait_for(
-            lambda: [t for t in jobs.couch.get("/_active_tasks").json() if t.get("doc_id") in jobs.ids],
-            "the running job's task", timeout_s=30)
-        assert [t["doc_id"] for t in tasks] == [running["doc_id"]], tasks
         assert TASK_FIELDS <= set(tasks[0]) and tasks[0]["pid"] == jobs.job(running["id"])["pid"], tasks
         assert jobs.states()[running["doc_id"]] == "running", jobs.rows()
+
+        # A continuous `_replicate` is a job of the same scheduler: with no slot free it waits for a pass.
+        body = {"source": jobs.url(jobs.src), "target": jobs.url(jobs.targets[0]), "continuous": True,
+                "doc_ids": ["d0"]}
+        r = jobs.couch.post("/_replicate", json=body)
+        assert r.status_code == 202 and r.json()["ok"] is True, r.text
+        local_id = r.json()["_local_id"]
+        try:
+            job = jobs.job(local_id)
+            assert set(job) == JOB_FIELDS, job
+            assert job["pid"] is None and job["doc_id"] is None and job["database"] is None, job
+            assert [h["type"] for h in job["history"]] == ["added"] and job["info"] is None, job
+            assert not any(t.get("replication_id") == local_id for t in jobs.couch.get("/_active_tasks").json())
+        finally:
+            r = jobs.couch.post("/_replicate", json={"replication_id": local_id, "cancel": True})
+            assert r.status_code == 200 and r.json() == {"ok": True, "_local_id": local_id}, r.text
+        gone = jobs.couch.get(f"/_scheduler/jobs/{urllib.parse.quote(local_id, safe='')}")
+        assert gone.status_code == 404, gone.text
     finally:
         set_config(jobs.couch, "interval", old)

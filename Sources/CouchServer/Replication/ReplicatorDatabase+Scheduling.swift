@@ -3,7 +3,7 @@ import Foundation
 import Replicator
 import Synchronization
 
-/// The `_replicator` jobs' scheduler: `SchedulerPlan` decides (CouchDB's rules), this applies its decisions to the
+/// The `_replicator` jobs' scheduler (and continuous `_replicate` jobs', see `ReplicatorDatabase+Transient`): `SchedulerPlan` decides (CouchDB's rules), this applies its decisions to the
 /// documents' states and to the runs. A running job has a thread of its own; a waiting one (`pending`, or
 /// `crashing` until its pause ends) has only its state and its template, no thread and no connection.
 ///
@@ -29,13 +29,15 @@ extension ReplicatorDatabase {
         while !isStopped {
             let now = ContinuousClock.now
             var wake = lastPass + settings.interval
-            if let retry = nextRetry() { wake = min(wake, now + .seconds(max(0, retry.timeIntervalSinceNow))) }
+            // A crashed job's pause ending (a job whose pause is over is no longer waiting for one).
+            let retry = nextRetry()
+            if let retry { wake = min(wake, now + .seconds(max(0, retry.timeIntervalSinceNow))) }
             settings.changed.sleep(for: max(wake - now, Self.shortestWait))
             if isStopped { return }
             if ContinuousClock.now >= lastPass + settings.interval {
                 lastPass = ContinuousClock.now
                 schedule(.rotation)
-            } else if let retry = nextRetry(), retry <= Date() {
+            } else if let retry, retry <= Date() {
                 schedule(.fill)
             }
         }
@@ -124,7 +126,7 @@ extension ReplicatorDatabase {
         guard let entry = docs[id], let template = entry.template else { return nil }
         let replication = Replication(
             source: template.source.fresh(), target: template.target.fresh(), options: template.options)
-        let job = ReplicationJobs.Job(replication, docID: id, carried: entry.carried)
+        let job = ReplicationJobs.Job(replication, docID: isTransient(id) ? nil : id, carried: entry.carried)
         docs[id]?.job = job
         return job
     }
@@ -133,6 +135,11 @@ extension ReplicatorDatabase {
     func launch(_ job: ReplicationJobs.Job, id: String, rev: String) {
         guard let app = box.app else { return }
         guard app.replications.add(job) else {
+            if Self.isTransient(id) {
+                // A one-shot `_replicate` of the same id runs (a continuous id differs): this one goes.
+                docs.withLock { if $0[id]?.job === job { $0[id] = nil } }
+                return
+            }
             let other = app.replications.job(id: job.replication.fullID)?.docID
             return failDuplicate(job.replication.fullID, id: id, rev: rev, of: other)
         }
@@ -143,7 +150,8 @@ extension ReplicatorDatabase {
         log.info(
             "replication job started",
             [
-                "replication_id": job.replication.fullID, "doc_id": id, "source": job.replication.source.redacted,
+                "replication_id": job.replication.fullID, "doc_id": job.docID ?? "",
+                "source": job.replication.source.redacted,
                 "target": job.replication.target.redacted,
             ])
         app.replications.startInBackground(job, hold: { [app] in app.holdLocalDatabases(of: job.replication) }) {
@@ -161,6 +169,7 @@ extension ReplicatorDatabase {
     private func finished(
         _ job: ReplicationJobs.Job, id: String, rev: String, _ outcome: Result<JSON, ReplicationError>
     ) {
+        if Self.isTransient(id) { return transientFinished(job, key: id, outcome) }
         guard isCurrent(job, id: id, rev: rev) else { return }
         switch outcome {
         case .success:

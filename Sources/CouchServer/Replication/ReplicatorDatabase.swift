@@ -68,7 +68,11 @@ final class ReplicatorDatabase: Sendable {
         for job in running { logStopped(job, reason: "server stopping") }
     }
 
-    var states: [(String, ReplicatorDocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
+    /// The `_replicator` documents' states, by id.
+    var states: [(String, ReplicatorDocState)] { jobStates.filter { !Self.isTransient($0.0) } }
+
+    /// Every scheduled job's state: the documents' and the continuous `_replicate` jobs' (`transientKey`).
+    var jobStates: [(String, ReplicatorDocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
 
     var isStopped: Bool { stopped.withLock { $0 } }
 
@@ -128,8 +132,9 @@ final class ReplicatorDatabase: Sendable {
     /// The database was deleted: its documents' jobs stop and their states go.
     private func databaseDeleted() {
         let entries = docs.withLock { docs in
-            defer { docs.removeAll() }
-            return Array(docs.values)
+            let documents = docs.filter { !Self.isTransient($0.key) }
+            for id in documents.keys { docs[id] = nil }
+            return Array(documents.values)
         }
         for entry in entries { end(entry, reason: "replicator database deleted") }
     }
@@ -202,7 +207,7 @@ final class ReplicatorDatabase: Sendable {
             // One job per replication id: CouchDB's scheduler keeps a crashed job (waiting to run again) under
             // its id, so another document asking for the same replication fails while it is there.
             let other = docs.first { $0.key != id && $0.value.jobID == template.fullID && $0.value.history != nil }
-            if let other { return .failure(Duplicate(docID: other.key)) }
+            if let other { return .failure(Duplicate(docID: Self.isTransient(other.key) ? nil : other.key)) }
             guard docs[id]?.rev == rev else { return .success(nil) }
             docs[id]?.jobID = template.fullID
             docs[id]?.history = SchedulerHistory()
