@@ -76,13 +76,13 @@ class Scenario:
         return r.json()
 
 
-def wait_for(condition, what: str):
-    deadline = time.monotonic() + DEADLINE_S
+def wait_for(condition, what: str, timeout_s: float = DEADLINE_S):
+    deadline = time.monotonic() + timeout_s
     while True:
         value = condition()
         if value:
             return value
-        assert time.monotonic() < deadline, f"{what}: not within {DEADLINE_S:.0f} s"
+        assert time.monotonic() < deadline, f"{what}: not within {timeout_s:.0f} s"
         time.sleep(0.2)
 
 

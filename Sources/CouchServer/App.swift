@@ -28,6 +28,8 @@ package final class App: Sendable {
     let replications = ReplicationJobs()
     /// The `_replicator` database's jobs, once `ServerProcess` has started following it.
     let replicatorDatabase = ReplicatorDatabaseSlot()
+    /// `[replicator] max_jobs`, `interval`, `max_churn`: what the `_replicator` scheduler reads on each pass.
+    let replicatorSettings: ReplicatorSettings
     /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
     /// its addresses and port.
     private let allowedHosts: Mutex<HostAllowList>
@@ -101,6 +103,7 @@ package final class App: Sendable {
         self.log = log
         databaseUpdates = DatabaseUpdates(following: store)
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
+        replicatorSettings = ReplicatorSettings(options)
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
         limits.addressSpaceBytes = max(limits.addressSpaceBytes, limits.heapBytes * 2 + 1024 * 1024 * 1024)
@@ -130,7 +133,8 @@ package final class App: Sendable {
         server = ServerHandlers(store: store, serverUUID: serverUUID)
         node = NodeHandlers(
             store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
-            replicatorDatabase: replicatorDatabase, configSettings: ConfigSettings(log: log, access: access))
+            replicatorDatabase: replicatorDatabase,
+            configSettings: ConfigSettings(log: log, access: access, replicator: replicatorSettings))
         databases = DatabaseHandlers(
             store: store, blobRegistry: blobRegistry, security: access.security, views: views,
             compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)

@@ -95,6 +95,16 @@ public struct Endpoint: Sendable {
         return found
     }
 
+    /// The same endpoint over a new client and session: a run of a scheduled job uses its own, so that the stop
+    /// of one run (which interrupts its clients) cannot reach the next, and a waiting job holds no connection.
+    public func fresh() -> Endpoint {
+        Endpoint(
+            client: client.fresh(), basePath: basePath, authorization: authorization, extraHeaders: extraHeaders,
+            display: display, redacted: redacted,
+            session: session.map { Session(user: $0.user, password: $0.password) },
+            identity: identity, trust: trust)
+    }
+
     /// A database of this process, reached through `connect` (an in-process server's socket pairs).
     public static func local(
         name: String, identity: String, connect: @escaping @Sendable () -> Int32?

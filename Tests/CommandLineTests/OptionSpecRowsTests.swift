@@ -87,14 +87,6 @@ import Testing
     }
 
     @Test func theServerTableRefusesWithTheSameShapes() {
-        func refusal(_ arguments: [String]) -> String {
-            do throws(OptionsError) {
-                _ = try Options.parse(arguments: arguments, environment: [:])
-                return "no error"
-            } catch {
-                return error.description
-            }
-        }
         #expect(refusal(["--max-dbs-open", "0"]) == "--max-dbs-open must be a positive integer, got '0'")
         #expect(refusal(["--max-connections-per-address", "-1"]).contains("a non-negative integer"))
         #expect(refusal(["--js-workers", "999"]) == "--js-workers must be 1...256, got '999'")
@@ -109,5 +101,35 @@ import Testing
         #expect(try #require(try Options.parse(arguments: [], environment: [:])).replicatorRetrySeconds == 30)
         let set = try #require(try Options.parse(arguments: [], environment: ["COUCHLITE_REPLICATOR_RETRY": "2"]))
         #expect(set.replicatorRetrySeconds == 2)
+    }
+
+    @Test func theSchedulerLimitsAreCouchDBsUnlessSet() throws {
+        let defaults = try #require(try Options.parse(arguments: [], environment: [:]))
+        #expect(defaults.replicatorMaxJobs == 500)
+        #expect(defaults.replicatorIntervalMilliseconds == 60_000)
+        #expect(defaults.replicatorMaxChurn == 20)
+        let set = try #require(
+            try Options.parse(
+                arguments: [
+                    "--replicator-max-jobs", "0", "--replicator-interval", "250", "--replicator-max-churn", "0",
+                ],
+                environment: ["COUCHLITE_REPLICATOR_MAX_JOBS": "7"]))
+        #expect(set.replicatorMaxJobs == 0 && set.replicatorIntervalMilliseconds == 250 && set.replicatorMaxChurn == 0)
+        let env = try #require(try Options.parse(arguments: [], environment: ["COUCHLITE_REPLICATOR_MAX_JOBS": "7"]))
+        #expect(env.replicatorMaxJobs == 7)
+        // A zero interval would make the scheduler's timer spin; a negative limit means nothing.
+        #expect(refusal(["--replicator-interval", "0"]) == "--replicator-interval must be 1...86400000, got '0'")
+        #expect(refusal(["--replicator-max-jobs", "-1"]) == "--replicator-max-jobs must be 0...1000000, got '-1'")
+        #expect(refusal(["--replicator-max-churn", "x"]) == "--replicator-max-churn must be 0...1000000, got 'x'")
+    }
+}
+
+/// What `Options.parse` says of `arguments`: its refusal, or "no error".
+private func refusal(_ arguments: [String]) -> String {
+    do throws(OptionsError) {
+        _ = try Options.parse(arguments: arguments, environment: [:])
+        return "no error"
+    } catch {
+        return error.description
     }
 }

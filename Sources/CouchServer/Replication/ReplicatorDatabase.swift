@@ -6,8 +6,11 @@ import Synchronization
 
 /// The `_replicator` database: each document there is a replication job, started when the document
 /// appears (and again after a restart of the server, resuming from its checkpoint), cancelled when it
-/// is deleted, restarted when it is edited. A job that crashes (its peer is down, refuses the password, lacks the
-/// database) is started again after a pause that doubles with each consecutive crash, as CouchDB's scheduler does;
+/// is deleted, restarted when it is edited. At most `[replicator] max_jobs` run at once; the others wait, `pending`,
+/// and a pass every `interval` rotates up to `max_churn` of them in for the longest-running continuous ones
+/// (`SchedulerPlan` has CouchDB's rules, `ReplicatorDatabase+Scheduling` applies them). A job that crashes (its peer
+/// is down, refuses the password, lacks the database) is started again after a pause that doubles with each
+/// consecutive crash, as CouchDB's scheduler does;
 /// one-shot jobs record their outcome in the document (`_replication_state` `completed`/`failed`,
 /// `_replication_state_time`, `_replication_stats`, `_replication_state_reason`), as CouchDB 3 does.
 /// `GET /_scheduler/docs` and `/_scheduler/jobs` show every document's state and history, and each change of state
@@ -18,12 +21,14 @@ import Synchronization
 final class ReplicatorDatabase: Sendable {
     package static let name = "_replicator"
 
-    private let box: AppBox
+    let box: AppBox
     private let endpoint: Endpoint
-    private let log: Logger
+    let log: Logger
     /// The first pause after a crash (CouchDB's 30 s).
-    private let retryBase: Duration
-    private let docs = Mutex<[String: ReplicatorDocState]>([:])
+    let retryBase: Duration
+    /// `max_jobs`, `interval`, `max_churn`; its `changed` wakes the scheduler's timer (and `stop()` does).
+    let settings: ReplicatorSettings
+    let docs = Mutex<[String: ReplicatorDocState]>([:])
     private let stopped = Mutex<Bool>(false)
     private let wakeup = Wakeup()
 
@@ -33,24 +38,28 @@ final class ReplicatorDatabase: Sendable {
         endpoint = app.localEndpoint(Self.name)
         log = app.log
         retryBase = .seconds(app.options.replicatorRetrySeconds)
+        settings = app.replicatorSettings
     }
 
-    /// Creates the database if needed and starts following it.
+    /// Creates the database if needed and starts following it, and starts the scheduler's timer.
     func start() {
-        let thread = Thread { [self] in follow() }
-        thread.stackSize = 1 << 20
-        thread.start()
+        let bodies: [@Sendable () -> Void] = [{ [self] in follow() }, { [self] in runTimer() }]
+        for body in bodies {
+            let thread = Thread(block: body)
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
     }
 
-    /// Stops following the database and ends every pause before a retry (the running jobs are stopped by
+    /// Stops following the database and the scheduler's timer (the running jobs are stopped by
     /// `ReplicationJobs.stopAll`).
     func stop() {
         stopped.withLock { $0 = true }
         endpoint.client.cancel()
         wakeup.wake()
+        settings.changed.wake()
         let running = docs.withLock { docs in
             docs.keys.compactMap { id -> ReplicationJobs.Job? in
-                docs[id]?.retry?.release()
                 guard let job = docs[id]?.job, !job.isFinished else { return nil }
                 docs[id]?.history?.record(.stopped)
                 return job
@@ -59,9 +68,13 @@ final class ReplicatorDatabase: Sendable {
         for job in running { logStopped(job, reason: "server stopping") }
     }
 
-    var states: [(String, ReplicatorDocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
+    /// The `_replicator` documents' states, by id.
+    var states: [(String, ReplicatorDocState)] { jobStates.filter { !Self.isTransient($0.0) } }
 
-    private var isStopped: Bool { stopped.withLock { $0 } }
+    /// Every scheduled job's state: the documents' and the continuous `_replicate` jobs' (`transientKey`).
+    var jobStates: [(String, ReplicatorDocState)] { docs.withLock { $0.sorted { $0.key < $1.key } } }
+
+    var isStopped: Bool { stopped.withLock { $0 } }
 
     /// Follows the database's `_changes`. When the database is deleted, its jobs stop (as CouchDB's
     /// `clean_up_replications` does) and the feed is asked again with a growing pause until a new
@@ -119,8 +132,9 @@ final class ReplicatorDatabase: Sendable {
     /// The database was deleted: its documents' jobs stop and their states go.
     private func databaseDeleted() {
         let entries = docs.withLock { docs in
-            defer { docs.removeAll() }
-            return Array(docs.values)
+            let documents = docs.filter { !Self.isTransient($0.key) }
+            for id in documents.keys { docs[id] = nil }
+            return Array(documents.values)
         }
         for entry in entries { end(entry, reason: "replicator database deleted") }
     }
@@ -130,9 +144,8 @@ final class ReplicatorDatabase: Sendable {
         end(entry, reason: "document deleted")
     }
 
-    /// Ends a document's job: its run is cancelled, its pause before a retry cut short.
+    /// Ends a document's job: its run is cancelled (a waiting job has nothing to end).
     private func end(_ entry: ReplicatorDocState, reason: String) {
-        entry.retry?.release()
         guard let job = entry.job, !job.isFinished else { return }
         job.replication.cancel()
         logStopped(job, reason: reason)
@@ -187,20 +200,24 @@ final class ReplicatorDatabase: Sendable {
             record(id, rev: rev, failed: error.description)
             return
         }
-        let scheduled = docs.withLock { docs -> Result<Bool, Duplicate> in
+        // The run copies it over clients of its own; the filter's fetch leaves no connection behind.
+        let template = Replication(
+            source: replication.source.fresh(), target: replication.target.fresh(), options: replication.options)
+        let scheduled = docs.withLock { docs -> Result<ReplicationJobs.Job?, Duplicate> in
             // One job per replication id: CouchDB's scheduler keeps a crashed job (waiting to run again) under
             // its id, so another document asking for the same replication fails while it is there.
-            let other = docs.first { $0.key != id && $0.value.jobID == replication.fullID && $0.value.history != nil }
-            if let other { return .failure(Duplicate(docID: other.key)) }
-            guard docs[id]?.rev == rev else { return .success(false) }
-            docs[id]?.jobID = replication.fullID
+            let other = docs.first { $0.key != id && $0.value.jobID == template.fullID && $0.value.history != nil }
+            if let other { return .failure(Duplicate(docID: Self.isTransient(other.key) ? nil : other.key)) }
+            guard docs[id]?.rev == rev else { return .success(nil) }
+            docs[id]?.jobID = template.fullID
             docs[id]?.history = SchedulerHistory()
-            return .success(true)
+            docs[id]?.template = template
+            return .success(Self.startIfRoom(id, in: &docs, maxJobs: settings.maxJobs.value))
         }
         switch scheduled {
-        case .success(true): launch(ReplicationJobs.Job(replication, docID: id), id: id, rev: rev)
-        case .success(false): return
-        case .failure(let duplicate): failDuplicate(replication.fullID, id: id, rev: rev, of: duplicate.docID)
+        case .success(let job?): launch(job, id: id, rev: rev)
+        case .success(nil): return
+        case .failure(let duplicate): failDuplicate(template.fullID, id: id, rev: rev, of: duplicate.docID)
         }
     }
 
@@ -210,7 +227,7 @@ final class ReplicatorDatabase: Sendable {
     }
 
     /// CouchDB's words for a document whose replication already runs for another (`nil`: for `_replicate`).
-    private func failDuplicate(_ jobID: String, id: String, rev: String, of other: String?) {
+    func failDuplicate(_ jobID: String, id: String, rev: String, of other: String?) {
         let by = other.map { "triggered by document `\($0)` from db `\(Self.name)`" } ?? "triggered by `_replicate`"
         record(id, rev: rev, failed: "Replication `\(jobID)` specified by document `\(id)` already started, \(by)")
     }
@@ -229,88 +246,7 @@ final class ReplicatorDatabase: Sendable {
         return entry
     }
 
-    /// Runs `job` for document `id` at revision `rev` (its first run, or a retry).
-    private func launch(_ job: ReplicationJobs.Job, id: String, rev: String) {
-        guard let app = box.app else { return }
-        guard app.replications.add(job) else {
-            let other = app.replications.job(id: job.replication.fullID)?.docID
-            return failDuplicate(job.replication.fullID, id: id, rev: rev, of: other)
-        }
-        let current = docs.withLock { docs -> Bool in
-            guard docs[id]?.rev == rev else { return false }
-            docs[id]?.job = job
-            docs[id]?.retry = nil
-            docs[id]?.history?.record(.started, at: job.started)
-            return true
-        }
-        guard current, !isStopped else {
-            app.replications.remove(job)
-            return
-        }
-        log.info(
-            "replication job started",
-            [
-                "replication_id": job.replication.fullID, "doc_id": id, "source": job.replication.source.redacted,
-                "target": job.replication.target.redacted,
-            ])
-        app.replications.startInBackground(job, hold: { [app] in app.holdLocalDatabases(of: job.replication) }) {
-            [self] outcome in
-            finished(job, id: id, rev: rev, outcome)
-        }
-    }
-
-    /// A run ended (on its thread).
-    private func finished(
-        _ job: ReplicationJobs.Job, id: String, rev: String, _ outcome: Result<JSON, ReplicationError>
-    ) {
-        switch outcome {
-        case .success:
-            guard !job.replication.options.continuous else { return }
-            let info = job.stats.couchInfo(sequences: false)
-            let start = docs.withLock { $0[id]?.startTime } ?? job.started
-            let stats = JSON.object(JSONObject(info + [("start_time", .string(SchedulerHistory.iso8601(start)))]))
-            writeOutcome(id, rev: rev, .completed(stats: stats, time: Date()))
-            log.info("replication completed", ["replication_id": job.replication.fullID, "doc_id": id])
-        case .failure(.cancelled):
-            return
-        case .failure(let error) where error.isDocumentError:
-            record(id, rev: rev, failed: error.description)
-        case .failure(let error):
-            retry(job, id: id, rev: rev, after: error)
-        }
-    }
-
-    /// A run crashed: the job waits (CouchDB's backoff, from `SchedulerHistory`), then runs again, unless the
-    /// server stops or the document changes meanwhile, which end the pause at once.
-    private func retry(_ job: ReplicationJobs.Job, id: String, rev: String, after error: ReplicationError) {
-        let reason = error.schedulerReason(source: job.replication.source, target: job.replication.target)
-        let latch = StopLatch()
-        let crashed = docs.withLock { docs -> (pause: Duration, count: Int)? in
-            guard var entry = docs[id], entry.rev == rev, var history = entry.history else { return nil }
-            history.record(.crashed, reason: reason)
-            entry.history = history
-            entry.carried = job.stats
-            entry.job = nil
-            entry.retry = latch
-            docs[id] = entry
-            return (history.backoff(base: retryBase), history.consecutiveCrashes)
-        }
-        // `stop()` sets `stopped` before it releases the latches it finds: either it found this one or this sees it.
-        guard let crashed, !isStopped else { return }
-        log.error(
-            "replication job crashed",
-            [
-                "replication_id": job.replication.fullID, "doc_id": id, "error_count": String(crashed.count),
-                "retry_in_s": String(crashed.pause.components.seconds), "reason": reason,
-            ])
-        if latch.wait(for: crashed.pause) { return }
-        guard docs.withLock({ $0[id]?.rev == rev && $0[id]?.retry === latch }), !isStopped else { return }
-        let again = Replication(
-            source: job.replication.source, target: job.replication.target, options: job.replication.options)
-        launch(ReplicationJobs.Job(again, docID: id, carried: job.stats), id: id, rev: rev)
-    }
-
-    private func logStopped(_ job: ReplicationJobs.Job, reason: String) {
+    func logStopped(_ job: ReplicationJobs.Job, reason: String) {
         log.info(
             "replication job stopped",
             ["replication_id": job.replication.fullID, "doc_id": job.docID ?? "", "reason": reason])
@@ -327,19 +263,20 @@ final class ReplicatorDatabase: Sendable {
     }
 
     /// The document cannot run (CouchDB's `failed`, logged as its "Error processing replication doc").
-    private func record(_ id: String, rev: String, failed reason: String) {
+    func record(_ id: String, rev: String, failed reason: String) {
         log.error("error processing replication doc", ["doc_id": id, "reason": reason])
         writeOutcome(id, rev: rev, .failed(reason: reason, time: Date()))
     }
 
     /// Writes `_replication_state` and friends into the document, unless it changed meanwhile.
-    private func writeOutcome(_ id: String, rev: String, _ outcome: ReplicatorDocState.Outcome) {
+    func writeOutcome(_ id: String, rev: String, _ outcome: ReplicatorDocState.Outcome) {
         // `_scheduler/docs` shows the outcome at once, not only when the feed brings back this write.
         let current = docs.withLock { docs -> Bool in
             guard docs[id]?.rev == rev else { return false }
             docs[id]?.outcome = outcome
             docs[id]?.history = nil
             docs[id]?.job = nil
+            docs[id]?.template = nil
             return true
         }
         guard current else { return }

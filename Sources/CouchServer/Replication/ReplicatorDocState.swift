@@ -2,8 +2,9 @@ import CouchWire
 import Foundation
 import Replicator
 
-/// What the server knows of one `_replicator` document: its scheduled job (the run in progress, or the pause before
-/// the next after a crash, and the job's history), or the outcome written into it (`completed`, `failed`).
+/// What the server knows of one `_replicator` document: its scheduled job (the run in progress, or none while it
+/// waits for a slot or for its pause after a crash to end, and the job's history), or the outcome written into it
+/// (`completed`, `failed`).
 /// `_scheduler/docs` and `_scheduler/jobs` read it.
 struct ReplicatorDocState: Sendable {
     /// The document's revision this state is for.
@@ -17,12 +18,13 @@ struct ReplicatorDocState: Sendable {
     var startTime = Date()
     /// The scheduled job's events; nil once the document has an outcome.
     var history: SchedulerHistory?
-    /// The run in progress; nil while the job waits to be started again.
+    /// The run in progress; nil while the job waits to be started (again).
     var job: ReplicationJobs.Job?
+    /// The replication each run copies (over fresh clients); nil once the document has an outcome. A waiting job
+    /// holds only this: no thread, no connection.
+    var template: Replication?
     /// The counters of the runs that ended (a crashed job's `info` keeps them).
     var carried = ReplicationStats()
-    /// The pause before the next run, which a stop, an edit or a deletion ends at once.
-    var retry: StopLatch?
     /// The outcome written into the document, for a job that ended (or a document that never became one).
     var outcome: Outcome?
 
@@ -35,8 +37,8 @@ struct ReplicatorDocState: Sendable {
 
     init(rev: String) { self.rev = rev }
 
-    /// CouchDB's state names: `running`, `crashing` (crashed, waiting to run again), `pending` (waiting, no recent
-    /// crash), `completed`, `failed`.
+    /// CouchDB's state names: `running`, `crashing` (crashed, waiting to run again), `pending` (waiting for a slot
+    /// with no recent crash: never started, or stopped by the scheduler), `completed`, `failed`.
     var state: String {
         switch outcome {
         case .completed?: return "completed"

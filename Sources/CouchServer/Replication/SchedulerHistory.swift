@@ -47,6 +47,9 @@ struct SchedulerHistory: Sendable, Equatable {
         return newest.reason ?? ""
     }
 
+    /// When the newest crash happened (CouchDB's `latest_crash_timestamp`), if the job crashed.
+    var latestCrash: Date? { events.first { $0.kind == .crashed }?.time }
+
     /// CouchDB's `consecutive_crashes`: crashes each within `healthThreshold` of the event before it, counted from
     /// the newest; a streak also ends at a `stopped` right after a `started` (the job was stopped, not crashed).
     var consecutiveCrashes: Int {

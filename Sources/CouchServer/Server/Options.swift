@@ -51,6 +51,12 @@ package struct Options: Sendable {
     /// The first pause before a crashed `_replicator` job is started again, doubling with each consecutive crash
     /// (CouchDB's scheduler waits 30 s, its `BACKOFF_INTERVAL_MICROS`).
     package var replicatorRetrySeconds = 30
+    /// Most `_replicator` jobs running at once; the others wait, `pending` (CouchDB's `[replicator] max_jobs`).
+    package var replicatorMaxJobs = ReplicatorSettings.defaultMaxJobs
+    /// How often the scheduler rotates waiting jobs in, in ms (CouchDB's `[replicator] interval`).
+    package var replicatorIntervalMilliseconds = ReplicatorSettings.defaultIntervalMilliseconds
+    /// Most jobs one scheduling pass stops to start waiting ones (CouchDB's `[replicator] max_churn`).
+    package var replicatorMaxChurn = ReplicatorSettings.defaultMaxChurn
 
     package init() {}
 

@@ -52,6 +52,12 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// A client for the same peer with the same settings and none of this one's connections or state (a cancel, an
+    /// interrupt): what each run of a scheduled job talks through, so that stopping one run cannot touch the next.
+    public func fresh() -> HTTPClient {
+        HTTPClient(peer: peer, tls: tls, maxIdleConnections: maxIdle, connectTimeout: connectTimeout)
+    }
+
     /// The peer as a person would name it in an error message.
     public var peerName: String {
         switch peer {

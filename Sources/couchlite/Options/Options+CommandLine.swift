@@ -138,6 +138,18 @@ extension Options {
             help: "first pause before a crashed _replicator job runs again, doubling per crash, default 30",
             in: 1...3600
         ) { $0.replicatorRetrySeconds = $1 },
+        .integer(
+            "--replicator-max-jobs", environment: "COUCHLITE_REPLICATOR_MAX_JOBS", valueName: "N",
+            help: "most _replicator jobs running at once, the others wait (pending), default 500", in: 0...1_000_000
+        ) { $0.replicatorMaxJobs = $1 },
+        .integer(
+            "--replicator-interval", environment: "COUCHLITE_REPLICATOR_INTERVAL", valueName: "MS",
+            help: "how often waiting _replicator jobs are rotated in, default 60000", in: 1...86_400_000
+        ) { $0.replicatorIntervalMilliseconds = $1 },
+        .integer(
+            "--replicator-max-churn", environment: "COUCHLITE_REPLICATOR_MAX_CHURN", valueName: "N",
+            help: "most running _replicator jobs one rotation stops for waiting ones, default 20", in: 0...1_000_000
+        ) { $0.replicatorMaxChurn = $1 },
         Spec(
             flag: "--users-db-security-editable", environment: "COUCHLITE_USERS_DB_SECURITY_EDITABLE",
             valueName: "BOOL", help: "let admins change _users/_security (e.g. to allow sign-up), default false"

@@ -24,7 +24,7 @@ struct ConfigSettings: Sendable {
 
     let entries: [Entry]
 
-    init(log: Logger, access: AccessControl) {
+    init(log: Logger, access: AccessControl, replicator: ReplicatorSettings) {
         let live = Limits.live
         var entries = [
             Self.integer("couchdb", "max_document_size", live.documentBytes),
@@ -43,6 +43,7 @@ struct ConfigSettings: Sendable {
                 write: { value throws(CouchError) in threshold.level = try Self.logLevel(value) },
                 reset: { threshold.level = threshold.initial }))
         entries += Self.cors(access)
+        entries += Self.replicator(replicator)
         self.entries = entries
     }
 

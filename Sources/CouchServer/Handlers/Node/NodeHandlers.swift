@@ -77,7 +77,9 @@ struct NodeHandlers: Sendable {
     /// Everything `_stats` shows, read now.
     func statsTree() -> MetricTree {
         let jobs = replications.totals
-        let crashing = replicatorDatabase.states.filter { $0.1.state == "crashing" }.count
+        let states = replicatorDatabase.jobStates.map(\.1.state)
+        let crashing = states.count { $0 == "crashing" }
+        let pending = states.count { $0 == "pending" }
         let methods = ServerMetrics.methods.enumerated().map { index, method in
             (method, MetricTree.counter(metrics.methodCounts[index], "number of HTTP \(method) requests"))
         }
@@ -131,9 +133,12 @@ struct NodeHandlers: Sendable {
                         "jobs",
                         .group([
                             ("running", .gauge(jobs.running, "replicator scheduler running jobs")),
-                            ("pending", .gauge(0, "replicator scheduler pending jobs")),
+                            ("pending", .gauge(pending, "replicator scheduler pending jobs")),
                             ("crashed", .gauge(crashing, "replicator scheduler crashed jobs")),
-                            ("total", .gauge(jobs.running + crashing, "total number of replicator scheduler jobs")),
+                            (
+                                "total",
+                                .gauge(jobs.running + pending + crashing, "total number of replicator scheduler jobs")
+                            ),
                             ("adds", .counter(jobs.history.adds, "number of jobs added to replicator scheduler")),
                             (
                                 "duplicate_adds",

@@ -5,8 +5,8 @@ import Replicator
 /// `GET /_scheduler/jobs[/{id}]` and `GET /_scheduler/docs[/_replicator[/{docid}]]`: the replication scheduler's
 /// view, in CouchDB 3.4.3's shapes (`couch_replicator_scheduler:job_ejson`, `couch_replicator_doc_processor`'s
 /// `ejson_doc` and `couch_replicator:info_from_doc`). Jobs are the running `_replicate` ones and every scheduled
-/// `_replicator` document's, running or waiting after a crash; documents are every `_replicator` document seen,
-/// with their state.
+/// `_replicator` document's and continuous `_replicate`'s, running or waiting (`pending`, or after a crash);
+/// documents are every `_replicator` document seen, with their state.
 extension ReplicationJobHandlers {
     /// `GET /_scheduler/jobs`, sorted by id, with `limit` (100) and `skip`.
     func schedulerJobs(_ c: RequestContext) throws {
@@ -71,19 +71,26 @@ extension ReplicationJobHandlers {
     }
 
     private func schedulerJobRows() -> [JobRow] {
-        let transient = replications.all.filter { $0.docID == nil && !$0.isFinished }.map { job in
+        let states = replicatorDatabase.jobStates
+        let scheduled = states.compactMap { key, state -> JobRow? in
+            guard let id = state.jobID, let history = state.history, state.outcome == nil else { return nil }
+            let docID = ReplicatorDatabase.isTransient(key) ? nil : key
+            return Self.jobRow(
+                id: id, job: state.job, source: state.source, target: state.target, docID: docID, stats: state.stats,
+                history: history, startTime: state.startTime)
+        }
+        // The runs the scheduler does not have: one-shot `_replicate` jobs, which run while their request waits.
+        let ids = Set(scheduled.map(\.id))
+        let unscheduled = replications.all.filter {
+            $0.docID == nil && !$0.isFinished && !ids.contains($0.replication.fullID)
+        }
+        let transient = unscheduled.map { job in
             var history = SchedulerHistory(added: job.started)
             history.record(.started, at: job.started)
             return Self.jobRow(
                 id: job.replication.fullID, job: job, source: job.replication.source.redacted,
                 target: job.replication.target.redacted, docID: nil, stats: job.stats, history: history,
                 startTime: job.started)
-        }
-        let scheduled = replicatorDatabase.states.compactMap { docID, state -> JobRow? in
-            guard let id = state.jobID, let history = state.history, state.outcome == nil else { return nil }
-            return Self.jobRow(
-                id: id, job: state.job, source: state.source, target: state.target, docID: docID, stats: state.stats,
-                history: history, startTime: state.startTime)
         }
         return transient + scheduled
     }

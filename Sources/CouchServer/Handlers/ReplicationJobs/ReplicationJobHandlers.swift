@@ -41,7 +41,9 @@ struct ReplicationJobHandlers: Sendable {
         if parsed.cancel { return try cancelReplication(replication.fullID, c.reply) }
         let job = ReplicationJobs.Job(replication, docID: nil)
         if parsed.options.continuous {
-            if replications.add(job) {
+            if let scheduler = replicatorDatabase.scheduler {
+                scheduler.addTransient(replication)
+            } else if replications.add(job) {
                 replications.startInBackground(job, hold: { [store] in store.leaseLocalDatabases(of: replication) }) {
                     [log] outcome in
                     if case .failure(let error) = outcome, error != .cancelled {
@@ -91,6 +93,9 @@ struct ReplicationJobHandlers: Sendable {
     }
 
     private func cancelReplication(_ id: String, _ reply: Reply) throws {
+        if replicatorDatabase.scheduler?.cancelTransient(id) == true {
+            return try reply.json(200, ["ok": true, "_local_id": .string(id)])
+        }
         guard let job = replications.job(id: id) else {
             throw CouchError.notFound("Replication `\(id)` not found")
         }
