@@ -122,4 +122,60 @@ import Testing
         #expect(!worker.enqueue(99))
         #expect(batches.withLock { $0 } == [[0], Array(1...50)])
     }
+
+    @Test func idleBatchWorkerHoldsNoThreadAndStartsOneForNewWork() throws {
+        let handled = Mutex<[Int]>([])
+        let worker = BatchWorker<Int>(name: "test-idle", idleTimeout: .milliseconds(20)) { items in
+            handled.withLock { $0 += items }
+        }
+        #expect(!worker.hasThread)
+        for round in 0..<3 {
+            #expect(worker.enqueue(round))
+            try waitUntil { handled.withLock { $0.count } == round + 1 }
+            try waitUntil { !worker.hasThread }
+        }
+        #expect(handled.withLock { $0 } == [0, 1, 2])
+        worker.close()
+        #expect(!worker.enqueue(3))
+    }
+
+    /// Items queued from many threads while the worker's thread keeps ending and starting (an idle timeout of
+    /// 1 ms): each is handled exactly once, in each producer's order, and close drains the rest.
+    @Test func batchWorkerLosesNothingToItsThreadEndingWhileItemsArrive() {
+        let handled = Mutex<[Int]>([])
+        let worker = BatchWorker<Int>(name: "test-race", idleTimeout: .milliseconds(1)) { items in
+            handled.withLock { $0 += items }
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { producer in
+            for n in 0..<2000 {
+                #expect(worker.enqueue(producer * 10_000 + n))
+                if n % 97 == 0 { usleep(2000) }
+            }
+        }
+        worker.close()
+        let all = handled.withLock { $0 }
+        #expect(all.count == 8000)
+        #expect(Set(all).count == 8000)
+        for producer in 0..<4 {
+            let mine = all.filter { $0 / 10_000 == producer }
+            #expect(mine == mine.sorted())
+        }
+    }
+
+    /// Polls `condition` for up to 10 s (a thread's start and end are the scheduler's to time).
+    private func waitUntil(_ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() {
+            guard Date() < deadline else { throw StoreError.internalError("condition not met within 10 s") }
+            usleep(1000)
+        }
+    }
+
+    @Test func closingAWorkerThatNeverHadWorkReturnsAtOnce() {
+        let worker = BatchWorker<Int>(name: "test-unused") { _ in }
+        worker.close()
+        worker.close()
+        #expect(!worker.enqueue(1))
+        #expect(!worker.hasThread)
+    }
 }
