@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 import urllib.parse
 
 import requests
+
+from processes import status_field
 
 DATABASES = 200
 BOUND = 20
@@ -106,3 +109,26 @@ def test_max_dbs_open_must_be_a_positive_integer():
     done = subprocess.run([binary, "--port", "0"], capture_output=True, timeout=30, env=env)
     assert done.returncode == 64
     assert b"--max-dbs-open must be a positive integer" in done.stderr
+
+
+def test_open_idle_databases_hold_no_threads(servers):
+    """Each open database has a writer, a syncer and a checkpointer; their threads run while there is work and
+    end 10 s after it, so sixty open, idle databases cost no threads (they used to hold three each for as long
+    as they stayed open, up to 1,500 threads at the default bound of 500)."""
+    server = servers("idle-threads")
+    s = requests.Session()
+    s.auth = ("admin", "pass")
+    base = f"http://127.0.0.1:{server.port}"
+    before = status_field(server.proc.pid, "Threads")
+    for index in range(60):
+        assert s.put(f"{base}/idle-{index:02d}", timeout=30).status_code == 201
+        assert s.put(f"{base}/idle-{index:02d}/doc", json={"n": index}, timeout=30).status_code == 201
+    busy = status_field(server.proc.pid, "Threads")
+    deadline = time.monotonic() + 60
+    while (threads := status_field(server.proc.pid, "Threads")) > before + 10 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert threads <= before + 10, f"{threads} threads with 60 idle databases open ({before} at start, {busy} busy)"
+    assert len(open_database_files(server.proc.pid)) == 60
+    # They still work: a write starts the threads it needs again.
+    assert s.put(f"{base}/idle-07/again", json={}, timeout=30).status_code == 201
+    assert s.get(f"{base}/idle-07", timeout=30).json()["doc_count"] == 2
