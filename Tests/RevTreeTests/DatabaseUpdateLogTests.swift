@@ -217,6 +217,22 @@ import Testing
         #expect(try log.events(after: 0).isEmpty)
     }
 
+    /// Two processes on one data dir (a server and `couchlite push`'s local app): each goes on from the other's
+    /// latest sequence instead of colliding with it.
+    @Test func twoLogsOnOneFileShareTheSequence() throws {
+        let server = try open()
+        let push = try open()
+        server.record("a", .created)
+        try server.flush()
+        push.record("b", .created)
+        try push.flush()
+        server.record("c", .created)
+        try server.flush()
+        #expect(try server.events(after: 0).map(\.seq) == [1, 2, 3])
+        #expect(try push.events(after: 1).map(\.name) == ["b", "c"])
+        #expect(server.lastSeq == 3)
+    }
+
     /// Writers on many threads and a flusher racing them: every event lands once, sequences stay unique.
     @Test func concurrentRecordsAndFlushes() throws {
         let log = try DatabaseUpdateLog(path: path, window: .milliseconds(1))

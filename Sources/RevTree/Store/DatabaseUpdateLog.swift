@@ -162,6 +162,9 @@ public final class DatabaseUpdateLog: Sendable {
             var seq = disk.lastSeq
             do {
                 try disk.connection.inTransaction(.immediate) {
+                    // Read under the write lock: another process on the same data dir (`couchlite push`'s local
+                    // app) may have written since.
+                    seq = max(seq, try disk.connection.scalarInt("SELECT last_seq FROM meta WHERE id = 1") ?? 0)
                     for (key, _) in batch {
                         seq += 1
                         try Self.upsert(disk.connection, key, seq: seq)
