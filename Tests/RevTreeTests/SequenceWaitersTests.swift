@@ -91,6 +91,19 @@ import Testing
         #expect(longResult.withLock { $0 } == 2)
     }
 
+    /// The same sequence published again (a database closed by the open-database bound and reopened) is no news:
+    /// the waiter sleeps on until the sequence moves.
+    @Test func theSameSequenceAgainWakesNobody() {
+        let waiters = SequenceWaiters(4)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) {
+            waiters.publish(4)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { waiters.publish(5) }
+        }
+        let started = ContinuousClock.now
+        #expect(waiters.wait(after: 4, timeout: .seconds(30)) == 5)
+        #expect(ContinuousClock.now - started >= .milliseconds(200))
+    }
+
     /// `wakeAll` (a database closed) ends the wait without a new sequence: the caller sees it unchanged.
     @Test func wakeAllEndsTheWaitWithTheSameSequence() {
         let waiters = SequenceWaiters(9)

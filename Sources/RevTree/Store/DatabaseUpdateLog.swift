@@ -79,10 +79,7 @@ public final class DatabaseUpdateLog: Sendable {
     ) throws {
         self.maxEntries = max(1, maxEntries)
         self.window = window
-        if let path, !FileManager.default.fileExists(atPath: path) {
-            // Owner-only from its creation whatever the umask; SQLite gives its -wal and -shm the same mode.
-            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
+        if let path { createOwnerOnly(path) }
         let connection = try SQLiteConnection(path: path ?? ":memory:", readOnly: false, create: true)
         if path != nil { try connection.setPragma("journal_mode", "WAL") }
         // A flush commits at most once a window; a sequence must be on disk before a client sees it.
@@ -264,4 +261,12 @@ public final class DatabaseUpdateLog: Sendable {
         }
         sequence.wakeAll()
     }
+}
+
+/// Creates an empty file at `path` with mode `0600` unless one exists: owner-only from its creation whatever the
+/// umask (`couchlite push` sets none), never made readable first and narrowed after. SQLite gives the log's `-wal`
+/// and `-shm` the same mode.
+private func createOwnerOnly(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    if fd >= 0 { close(fd) }
 }

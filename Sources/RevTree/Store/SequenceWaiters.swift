@@ -23,19 +23,29 @@ public final class SequenceWaiters: Sendable {
     /// The sequence published last.
     public var current: Int { state.withLock { $0.current } }
 
-    /// Sets the sequence and wakes every waiter (each checks the new value itself).
+    /// Sets the sequence; when it moved, wakes every waiter (each checks the new value itself). The same value
+    /// again (a database reopened, a commit that changed no document) wakes nobody.
     public func publish(_ seq: Int) {
-        let waiters = state.withLock { state -> [DispatchSemaphore] in
+        wake { state in
+            guard state.current != seq else { return false }
             state.current = seq
-            defer { state.waiters.removeAll() }
-            return state.waiters
+            return true
         }
-        for waiter in waiters { waiter.signal() }
     }
 
     /// Wakes every waiter without changing the sequence: what they wait for will not come (a database closed).
     public func wakeAll() {
-        publish(current)
+        wake { _ in true }
+    }
+
+    /// Runs `change` under the lock and, when it says so, signals every waiter outside it.
+    private func wake(if change: (inout State) -> Bool) {
+        let waiters = state.withLock { state -> [DispatchSemaphore] in
+            guard change(&state) else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.signal() }
     }
 
     /// Blocks until the sequence is above `seq`, ``wakeAll()`` or `timeout` (a negative one is zero); returns the

@@ -76,4 +76,20 @@ import Testing
         store.close()
         updates.log.close()
     }
+
+    /// A damaged log file does not stop the server: the feed is kept in memory, and the file is left as it was.
+    @Test func aDamagedLogFileLeavesTheFeedInMemory() throws {
+        let dataDir = NSTemporaryDirectory() + "dbupdates-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let store = try Store(directory: dataDir + "/databases")
+        let garbage = Data(repeating: 0xA5, count: 4096)
+        #expect(FileManager.default.createFile(atPath: dataDir + "/" + DatabaseUpdates.fileName, contents: garbage))
+        let updates = DatabaseUpdates(following: store, dataDir: dataDir, log: Logger(label: "test", level: .error))
+        _ = try store.create("a")
+        #expect(updates.lastSeq == 1)
+        #expect(try updates.log.events(after: 0).map(\.name) == ["a"])
+        #expect(FileManager.default.contents(atPath: dataDir + "/" + DatabaseUpdates.fileName) == garbage)
+        store.close()
+        updates.log.close()
+    }
 }
