@@ -102,6 +102,37 @@ def test_refused_parameters(couch):
     assert r.status_code == 405 and r.json()["reason"] == "Only GET allowed"
 
 
+def test_hostile_since_values_are_malformed(couch):
+    """Negative, past any integer, garbage, empty: CouchDB's 400, and nothing is read."""
+    for since in ("-1", "-5-abc", "99999999999999999999", "99999999999999999999-abc", "abc", "", "1e3"):
+        r = couch.get("/_db_updates", params={"since": since})
+        assert r.status_code == 400, since
+        assert r.json() == {"error": "bad_request", "reason": "Malformed sequence supplied in 'since' parameter."}
+
+
+def test_since_a_saved_seq_sees_what_came_later(couch):
+    """A client saves `last_seq` (`since=now`), then a database of its own is created, written and deleted:
+    reading from the saved seq shows each of the three, with seqs after it, and nothing of its own from before."""
+    now = couch.get("/_db_updates", params={"since": "now"}).json()
+    assert SEQ.match(now["last_seq"])
+    saved = now["last_seq"]
+    name = unique_db_name("dbup")
+    assert couch.put(f"/{name}").status_code == 201
+    couch.put(f"/{name}/doc", json={})
+    assert couch.delete(f"/{name}").status_code == 200
+    deadline = time.monotonic() + 20
+    while True:
+        body = couch.get("/_db_updates", params={"since": saved}).json()
+        rows = [row for row in body["results"] if row["db_name"] == name]
+        if {row["type"] for row in rows} == {"created", "updated", "deleted"}:
+            break
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.2)
+    assert len(rows) == 3
+    assert all(SEQ.match(row["seq"]) and int(row["seq"].split("-")[0]) > int(saved.split("-")[0]) for row in rows)
+    assert int(body["last_seq"].split("-")[0]) >= max(int(row["seq"].split("-")[0]) for row in rows)
+
+
 def test_non_admin_reading_db_updates_is_refused(couch):
     r = requests.get(couch.url("/_db_updates"), timeout=10)
     assert r.status_code == 401 and r.json()["error"] == "unauthorized"

@@ -101,7 +101,7 @@ package final class App: Sendable {
         self.serverUUID = serverUUID
         self.options = options
         self.log = log
-        databaseUpdates = DatabaseUpdates(following: store)
+        databaseUpdates = DatabaseUpdates(following: store, dataDir: options.dataDir, log: log)
         allowedHosts = Mutex(HostAllowList(options.allowedHosts))
         replicatorSettings = ReplicatorSettings(options)
         var limits = WorkerLimits()

@@ -32,5 +32,6 @@ package enum LocalApp {
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
+        app.databaseUpdates.log.close()
     }
 }

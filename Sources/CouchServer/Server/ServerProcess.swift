@@ -154,6 +154,7 @@ package final class ServerProcess: Sendable {
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
+        app.databaseUpdates.log.close()
     }
 
     /// The order of a graceful stop: replications first, while the server and the local databases they

@@ -15,6 +15,11 @@ public enum UpdateSeq {
         let value = UInt64(clamping: seq)
         var bytes = [UInt8](repeating: 0, count: 8)
         for index in 0..<8 { bytes[index] = UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64(index))) }
+        return "\(seq)-\(opaque(bytes))"
+    }
+
+    /// The opaque part of a sequence: `bytes` in URL-safe base64 without padding (safe in a query string).
+    public static func opaque(_ bytes: [UInt8]) -> String {
         var encoded: [UInt8] = []
         Base64.encode(bytes, into: &encoded)
         var opaque = ""
@@ -27,7 +32,7 @@ public enum UpdateSeq {
             default: opaque.unicodeScalars.append(Unicode.Scalar(byte))
             }
         }
-        return "\(seq)-\(opaque)"
+        return opaque
     }
 
     /// The sequence a `since` value names.

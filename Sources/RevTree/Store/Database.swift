@@ -30,14 +30,14 @@ public final class Database: Sendable {
     let lastUse = Atomic<UInt64>(0)
 
     struct Published {
-        var updateSeq: Int
         var revsLimit: Int
-        var waiters: [DispatchSemaphore] = []
     }
 
     /// Committed facts shared between the writer thread and readers.
     final class PublishedState: Sendable {
         let mutex: Mutex<Published>
+        /// The committed update sequence, and the feeds waiting for it to move.
+        let sequence = SequenceWaiters()
         init(_ value: Published) { mutex = Mutex(value) }
         func withLock<T>(_ body: (inout Published) throws -> T) rethrows -> T { try mutex.withLock { try body(&$0) } }
     }
@@ -55,7 +55,7 @@ public final class Database: Sendable {
         self.name = name
         self.path = path
         self.registry = registry
-        let published = PublishedState(Published(updateSeq: 0, revsLimit: RevTreeLimits.defaultRevsLimit))
+        let published = PublishedState(Published(revsLimit: RevTreeLimits.defaultRevsLimit))
         self.published = published
         let engine = try DatabaseEngine(path: path, create: create, published: published, registry: registry)
         uuid = engine.uuid
@@ -65,7 +65,7 @@ public final class Database: Sendable {
     }
 
     /// The latest committed update sequence.
-    public var updateSeq: Int { published.withLock { $0.updateSeq } }
+    public var updateSeq: Int { published.sequence.current }
 
     /// A count of committed batches that wrote a `_design/` document: a cache of what design documents
     /// hold (their validation functions) is current while this has not moved since it was read.
@@ -159,20 +159,7 @@ public final class Database: Sendable {
     /// Blocks until `updateSeq > seq` or `timeout` passes; returns the current `updateSeq`. Woken by commits, no
     /// polling. Call it off the cooperative thread pool.
     public func waitForChange(after seq: Int, timeout: Duration) -> Int {
-        let semaphore = DispatchSemaphore(value: 0)
-        let ready = published.withLock { state -> Int? in
-            if state.updateSeq > seq { return state.updateSeq }
-            state.waiters.append(semaphore)
-            return nil
-        }
-        if let ready { return ready }
-        let (seconds, attoseconds) = timeout.components
-        let nanos = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
-        _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanos)))
-        return published.withLock { state in
-            state.waiters.removeAll { $0 === semaphore }
-            return state.updateSeq
-        }
+        published.sequence.wait(after: seq, timeout: timeout)
     }
 
     /// Sets `_revs_limit`; applied to each document at its next update.
@@ -195,10 +182,7 @@ public final class Database: Sendable {
                 registry?.closed(self)
             }
         }
-        published.withLock { state in
-            for waiter in state.waiters { waiter.signal() }
-            state.waiters.removeAll()
-        }
+        published.sequence.wakeAll()
     }
 }
 
@@ -255,10 +239,8 @@ final class DatabaseEngine: Sendable {
         let uuidStatement = try connection.prepare("SELECT uuid FROM db_meta WHERE id = 1")
         uuid = try uuidStatement.step() ? uuidStatement.text(0) : ""
         uuidStatement.reset()
-        published.withLock { state in
-            state.updateSeq = updateSeq
-            state.revsLimit = revsLimit
-        }
+        published.withLock { $0.revsLimit = revsLimit }
+        published.sequence.publish(updateSeq)
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path, gauge: gauge)
         self.writer = WriteQueue(
@@ -267,13 +249,8 @@ final class DatabaseEngine: Sendable {
         ) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
             return {
-                let waiters = published.withLock { state -> [DispatchSemaphore] in
-                    state.updateSeq = meta.updateSeq
-                    state.revsLimit = meta.revsLimit
-                    defer { state.waiters.removeAll() }
-                    return state.waiters
-                }
-                for waiter in waiters { waiter.signal() }
+                published.withLock { $0.revsLimit = meta.revsLimit }
+                published.sequence.publish(meta.updateSeq)
             }
         }
     }

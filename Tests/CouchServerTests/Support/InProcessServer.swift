@@ -95,6 +95,7 @@ final class InProcessServer {
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
+        app.databaseUpdates.log.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -1,92 +1,46 @@
-import Dispatch
 import RevTree
-import Synchronization
 
-/// What `GET /_db_updates` reads: the latest event of each kind (`created`, `updated`, `deleted`) of each database,
-/// with a server-wide sequence, as CouchDB's global changes feed keeps one row per `kind:name` and moves it to the
-/// end when the event happens again. Memory is at most `maxEntries` rows (beyond it the oldest go): a client asking
-/// from an older seq than the oldest kept sees the latest events of every database, as a client of CouchDB's
-/// feed does.
-///
-/// Kept in memory: a restart starts the sequence again from the databases that exist (each `created`), so a client
-/// that resumes from a seq of a previous run may miss events (it should then read `since=0` again).
+/// `_db_updates`' events (``DatabaseUpdateLog``, in `db_updates.sqlite` of the data dir) as the server follows
+/// its store, and their sequences' wire form.
 final class DatabaseUpdates: Sendable {
-    typealias Kind = DatabaseEvent
+    typealias Event = DatabaseUpdateLog.Event
 
-    struct Event: Sendable, Equatable {
-        var name: String
-        var kind: Kind
-        var seq: Int
+    let log: DatabaseUpdateLog
+    let seqs: DatabaseUpdateSeq
+
+    init(log: DatabaseUpdateLog) {
+        self.log = log
+        seqs = DatabaseUpdateSeq(epoch: log.epoch)
     }
 
-    private struct State {
-        var seq = 0
-        /// Keyed by `kind:name`, as CouchDB's global changes document ids.
-        var latest: [String: Event] = [:]
-        var waiters: [DispatchSemaphore] = []
-    }
+    /// The name of the log's file in the data dir.
+    static let fileName = "db_updates.sqlite"
 
-    private let state = Mutex(State())
-    /// Most events remembered.
-    let maxEntries: Int
-
-    init(maxEntries: Int = 100_000) {
-        self.maxEntries = max(1, maxEntries)
-    }
-
-    /// Starts from the databases of `store` (each `created`) and follows its events from now on.
-    convenience init(following store: Store) {
-        self.init()
-        for name in store.databaseNames() { record(name, .created) }
-        store.observe { [weak self] name, event in self?.record(name, event) }
-    }
-
-    /// The sequence of the latest event.
-    var lastSeq: Int { state.withLock { $0.seq } }
-
-    /// Records that `name` was created, written or deleted, and wakes every waiting feed.
-    func record(_ name: String, _ kind: Kind) {
-        let waiters = state.withLock { state -> [DispatchSemaphore] in
-            state.seq += 1
-            state.latest[kind.rawValue + ":" + name] = Event(name: name, kind: kind, seq: state.seq)
-            // A tenth more than the bound before trimming, so a trim's sort is paid once per many events.
-            if state.latest.count > maxEntries + maxEntries / 10 {
-                Self.forgetOldest(&state.latest, keeping: maxEntries)
+    /// Opens the log of `dataDir` (the databases of `store` each `created` when it is new) and follows the store's
+    /// events from now on. A log that cannot be opened (a damaged file) is left untouched and the feed is
+    /// kept in memory until the next start: the server still serves its databases.
+    convenience init(following store: Store, dataDir: String, log logger: Logger) {
+        let path = dataDir + "/" + Self.fileName
+        let seed = { store.databaseNames() }
+        let log: DatabaseUpdateLog
+        do {
+            log = try DatabaseUpdateLog(path: path, seed: seed)
+        } catch {
+            logger.error("_db_updates log cannot be opened; kept in memory", ["path": path, "error": "\(error)"])
+            do {
+                log = try DatabaseUpdateLog(path: nil, seed: seed)
+            } catch {
+                // At start only: SQLite could not open an empty database in memory.
+                preconditionFailure("in-memory SQLite cannot be opened: \(error)")
             }
-            defer { state.waiters.removeAll() }
-            return state.waiters
         }
-        for waiter in waiters { waiter.signal() }
+        self.init(log: log)
+        store.observe { [weak self] name, event in self?.log.record(name, event) }
     }
 
-    /// Drops the oldest entries beyond `count`.
-    private static func forgetOldest(_ latest: inout [String: Event], keeping count: Int) {
-        let order = latest.sorted { $0.value.seq < $1.value.seq }
-        for (key, _) in order.prefix(latest.count - count) { latest[key] = nil }
-    }
-
-    /// Events after `since`, in sequence order (reversed when `descending`), at most `limit`.
-    func events(after since: Int, descending: Bool = false, limit: Int = Int.max) -> [Event] {
-        let all = state.withLock { state in state.latest.values.filter { $0.seq > since } }
-        let sorted = all.sorted { descending ? $0.seq > $1.seq : $0.seq < $1.seq }
-        return Array(sorted.prefix(max(0, limit)))
-    }
-
-    /// Blocks until an event after `seq` or `timeout`; returns the latest seq. Call it off the cooperative pool.
-    func wait(after seq: Int, timeout: Duration) -> Int {
-        let semaphore = DispatchSemaphore(value: 0)
-        let ready = state.withLock { state -> Int? in
-            if state.seq > seq { return state.seq }
-            state.waiters.append(semaphore)
-            return nil
-        }
-        if let ready { return ready }
-        let (seconds, attoseconds) = timeout.components
-        let nanos = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
-        _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanos)))
-        return state.withLock { state in
-            state.waiters.removeAll { $0 === semaphore }
-            return state.seq
-        }
+    /// Flushes, then the sequence of the latest event (`since=now`).
+    var lastSeq: Int {
+        try? log.flush()
+        return log.lastSeq
     }
 }

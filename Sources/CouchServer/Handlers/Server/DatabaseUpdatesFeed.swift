@@ -43,13 +43,7 @@ struct DatabaseUpdatesFeed {
             heartbeat = .milliseconds(ms)
         }
         if let text = query["since"] {
-            if text == "now" {
-                since = updates.lastSeq
-            } else if let seq = UpdateSeq.parse(text) {
-                since = seq
-            } else {
-                throw CouchError.badRequest("Malformed sequence supplied in 'since' parameter.")
-            }
+            since = text == "now" ? updates.lastSeq : try updates.seqs.after(text, lastSeq: updates.lastSeq)
         }
         lastSeq = since
     }
@@ -79,17 +73,21 @@ struct DatabaseUpdatesFeed {
         try end()
     }
 
-    /// Writes the events after `lastSeq`, up to the limit.
+    /// Writes the events after `lastSeq`, up to the limit, a page at a time (first flushing what is pending, so
+    /// the client sees every event that happened before it asked).
     private mutating func scan() throws {
+        // A failed flush (a full disk) leaves its events pending; what is on disk is still read.
+        try? updates.log.flush()
         let after = descending ? since : lastSeq
-        for event in updates.events(after: after, descending: descending, limit: limit - emitted) { try emit(event) }
+        try updates.log.forEach(after: after, descending: descending, limit: limit - emitted) { try emit($0) }
         try out.send()
     }
 
     private mutating func emit(_ event: DatabaseUpdates.Event) throws {
         let row = JSON.object(
             JSONObject([
-                ("db_name", .string(event.name)), ("type", .string(event.kind.rawValue)), ("seq", Seq.json(event.seq)),
+                ("db_name", .string(event.name)), ("type", .string(event.kind.rawValue)),
+                ("seq", .string(updates.seqs.format(event.seq))),
             ]))
         switch feed {
         case .normal, .longpoll:
@@ -99,7 +97,7 @@ struct DatabaseUpdatesFeed {
             try out.append(row.serialized() + [UInt8(ascii: "\n")])
         case .eventsource:
             var text = Array("data: ".utf8) + row.serialized() + Array("\nid: ".utf8)
-            Seq.json(event.seq).serialize(into: &text)
+            JSON.string(updates.seqs.format(event.seq)).serialize(into: &text)
             try out.append(text + Array("\n\n".utf8))
         }
         emitted += 1
@@ -112,11 +110,11 @@ struct DatabaseUpdatesFeed {
         switch feed {
         case .normal, .longpoll:
             tail = Array("\n],\n\"last_seq\":".utf8)
-            Seq.json(lastSeq).serialize(into: &tail)
+            JSON.string(updates.seqs.format(lastSeq)).serialize(into: &tail)
             tail += Array("}\n".utf8)
         case .continuous:
             tail = Array("{\"last_seq\":".utf8)
-            Seq.json(lastSeq).serialize(into: &tail)
+            JSON.string(updates.seqs.format(lastSeq)).serialize(into: &tail)
             tail += Array("}\n".utf8)
         case .eventsource:
             tail = []
@@ -130,6 +128,6 @@ struct DatabaseUpdatesFeed {
     /// - Returns: false when the feed should end (timeout, client gone).
     private func waitForEvents(until deadline: ContinuousClock.Instant?) throws -> Bool {
         let wait = LiveFeedWait(reply: reply, heartbeat: heartbeat, eventsource: feed == .eventsource)
-        return try wait.wait(until: deadline) { slice in updates.wait(after: lastSeq, timeout: slice) > lastSeq }
+        return try wait.wait(until: deadline) { slice in updates.log.wait(after: lastSeq, timeout: slice) > lastSeq }
     }
 }
