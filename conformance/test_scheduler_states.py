@@ -73,6 +73,10 @@ class Scenario:
     def job(self, job_id) -> dict:
         r = self.couch.get(f"/_scheduler/jobs/{urllib.parse.quote(job_id, safe='')}")
         assert r.status_code == 200, r.text
+        # A job id's `+`s (`<hash>+continuous`) written as they are: the path decodes them as spaces, which
+        # CouchDB turns back.
+        plain = self.couch.get(f"/_scheduler/jobs/{job_id}")
+        assert plain.status_code == 200 and plain.json()["id"] == job_id, plain.text
         return r.json()
 
 

@@ -25,6 +25,9 @@ CONTINUOUS = 50
 # and a job stopped by a pass that is still checkpointing. Without the limit the documents make ~200 × this.
 THREADS_PER_JOB = 6
 DESCRIPTORS_PER_JOB = 12
+# The writer, syncer and checkpointer threads of `src`, `once`, `live` and `_replicator`: they run only while their
+# database is written to, so the idle count before the jobs has none of them.
+DATABASE_THREADS = 4 * 3
 
 
 def open_descriptors(pid: int) -> int:
@@ -68,7 +71,7 @@ def test_two_hundred_documents_run_at_most_max_jobs_at_once(servers):
 
     assert peak_running <= MAX_JOBS and peak_tasks <= MAX_JOBS, (peak_running, peak_tasks)
     assert pending_seen >= len(docs) - 2 * MAX_JOBS, pending_seen  # the others waited
-    assert peak_threads <= idle_threads + MAX_JOBS * THREADS_PER_JOB, (idle_threads, peak_threads)
+    assert peak_threads <= idle_threads + DATABASE_THREADS + MAX_JOBS * THREADS_PER_JOB, (idle_threads, peak_threads)
     assert peak_fds <= idle_fds + MAX_JOBS * DESCRIPTORS_PER_JOB, (idle_fds, peak_fds)
     print(f"threads {idle_threads} idle, {peak_threads} peak; descriptors {idle_fds} idle, {peak_fds} peak")
 

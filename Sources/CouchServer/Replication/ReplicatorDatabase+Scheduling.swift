@@ -3,8 +3,8 @@ import Foundation
 import Replicator
 import Synchronization
 
-/// The `_replicator` jobs' scheduler (and continuous `_replicate` jobs', see `ReplicatorDatabase+Transient`): `SchedulerPlan` decides (CouchDB's rules), this applies its decisions to the
-/// documents' states and to the runs. A running job has a thread of its own; a waiting one (`pending`, or
+/// The `_replicator` jobs' scheduler (and continuous `_replicate` jobs', see `ReplicatorDatabase+Transient`):
+/// `SchedulerPlan` decides (CouchDB's rules), this applies its decisions to the documents' states and to the runs. A running job has a thread of its own; a waiting one (`pending`, or
 /// `crashing` until its pause ends) has only its state and its template, no thread and no connection.
 ///
 /// One timer thread drives it, asleep on `settings.changed` between passes: it wakes for the pass every

@@ -14,9 +14,10 @@ extension ReplicationJobHandlers {
         try c.reply.json(200, try Self.page(jobs, "jobs", c.query, limit: 100))
     }
 
-    /// `GET /_scheduler/jobs/{id}`.
+    /// `GET /_scheduler/jobs/{id}`. A job id has `+`s (`<hash>+continuous`), which a path decodes as spaces
+    /// (CouchDB's `couch_replicator_ids:convert` turns them back, so users need not write `%2B`); so does this.
     func schedulerJob(_ c: RequestContext) throws {
-        let id = c.parameters["id"] ?? ""
+        let id = (c.parameters["id"] ?? "").replacing(" ", with: "+")
         guard let row = schedulerJobRows().first(where: { $0.id == id }) else { throw CouchError.notFound("missing") }
         try c.reply.json(200, row.json)
     }
