@@ -429,3 +429,59 @@ def test_a_plus_in_a_database_name_in_the_path_is_a_space_too(couch, db):
     r = couch.put(f"/{db}+x")
     assert r.status_code == 400 and r.json()["error"] == "illegal_database_name", r.text
     assert f"'{db} x'" in r.json()["reason"]
+
+
+def test_if_none_match_may_list_several_tags_weak_or_not(couch, db):
+    """`chttpd:etag_match` splits If-None-Match at commas and spaces and ignores `W/`: a document's or an
+    attachment's ETag anywhere in the list is a 304."""
+    rev = put(couch, db, "d", {"x": 1})
+    r = couch.put(f"/{db}/d/a.bin", params={"rev": rev}, data=b"\x00\x01\x02",
+                  headers={"Content-Type": "application/octet-stream"})
+    assert r.status_code == 201, r.text
+    rev = r.json()["rev"]
+    for header in (f'"other", "{rev}"', f'W/"{rev}"', f'"a","b" "{rev}"'):
+        assert couch.get(f"/{db}/d", headers={"If-None-Match": header}).status_code == 304, header
+    assert couch.get(f"/{db}/d", headers={"If-None-Match": '"other", *'}).status_code == 200
+    etag = couch.get(f"/{db}/d/a.bin").headers["ETag"]
+    for header in (f'"other", {etag}', f"W/{etag}"):
+        assert couch.get(f"/{db}/d/a.bin", headers={"If-None-Match": header}).status_code == 304, header
+    assert couch.get(f"/{db}/d/a.bin", headers={"If-None-Match": "*"}).status_code == 200
+
+
+def test_a_revision_read_by_rev_or_open_revs_has_no_meta_fields(couch, db):
+    """Only CouchDB's `open_doc` fills a document's meta: `?rev=` (without `latest`) and `open_revs` answer
+    without `_revs_info`, `_conflicts`, `_deleted_conflicts` and `_local_seq` whatever the query asks; `revs`
+    still adds `_revisions`."""
+    replicate(couch, db, "d", "1-a")
+    replicate(couch, db, "d", "1-b")
+    meta = {"revs_info": "true", "conflicts": "true", "deleted_conflicts": "true", "local_seq": "true"}
+    assert couch.get(f"/{db}/d", params={**meta, "rev": "1-a"}).json() == {"_id": "d", "_rev": "1-a"}
+    assert couch.get(f"/{db}/d", params={"rev": "1-a", "meta": "true", "revs": "true"}).json() == {
+        "_id": "d", "_rev": "1-a", "_revisions": {"start": 1, "ids": ["a"]}}
+    rows = couch.get(f"/{db}/d", params={**meta, "open_revs": "all"}).json()
+    assert sorted(rows, key=lambda row: row["ok"]["_rev"]) == [
+        {"ok": {"_id": "d", "_rev": "1-a"}}, {"ok": {"_id": "d", "_rev": "1-b"}}]
+    rows = couch.get(f"/{db}/d", params={**meta, "open_revs": '["1-a"]'}).json()
+    assert rows == [{"ok": {"_id": "d", "_rev": "1-a"}}]
+    # The winner, read without `rev`, has them; so has `rev` with `latest`, which reads the winner.
+    winner = couch.get(f"/{db}/d", params={"conflicts": "true", "revs_info": "true"}).json()
+    assert winner["_rev"] == "1-b" and winner["_conflicts"] == ["1-a"] and "_revs_info" in winner
+    latest = couch.get(f"/{db}/d", params={"rev": "1-a", "latest": "true", "conflicts": "true"}).json()
+    assert latest["_rev"] == "1-b" and latest["_conflicts"] == ["1-a"]
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("DELETE", "/_all_dbs", "GET,HEAD"),
+    ("PUT", "/{db}/_changes", "GET,POST,HEAD"),
+    ("DELETE", "/{db}/_security", "PUT,GET"),
+    ("POST", "/{db}/_revs_limit", "PUT,GET"),
+    ("POST", "/_uuids", "GET"),
+    ("COPY", "/{db}", "DELETE,GET,HEAD,POST"),
+    ("POST", "/_node/_local/_stats", "GET"),
+])
+def test_a_405_allows_what_its_reason_lists(couch, db, method, path, allowed):
+    """CouchDB's `send_method_not_allowed` sends one list as the `Allow` header and in the reason."""
+    r = couch.request(method, path.format(db=db))
+    assert r.status_code == 405, r.text
+    assert r.json() == {"error": "method_not_allowed", "reason": f"Only {allowed} allowed"}
+    assert r.headers["Allow"] == allowed

@@ -226,12 +226,12 @@ package final class App: Sendable {
             try authorizer.authorize(
                 unrouted.access, drop: .closed, RouteParameters(database: unrouted.database), request.user)
             throw unrouted.error
-        case .methodNotAllowed(let allowed, let reason, let rule, let parameters):
+        case .methodNotAllowed(let allowed, let rule, let parameters):
             try authorizer.authorize(rule, drop: .closed, parameters, request.user)
             var headers = HTTPHeaders()
-            headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
-            let error = CouchError.methodNotAllowed(reason)
-            reply.error(error, headers: headers)
+            // CouchDB's `send_method_not_allowed` sends the one list as both the header and the reason.
+            headers.set("Allow", allowed)
+            reply.error(CouchError.methodNotAllowed(allowed), headers: headers)
         case .route(let route, let parameters):
             try authorizer.authorize(route.access, drop: route.drop, parameters, request.user)
             try limitBody(request, route, parameters)

@@ -42,6 +42,16 @@ struct RenderOptions {
         }
     }
 
+    /// Leaves out the meta fields (`_revs_info`, `_conflicts`, `_deleted_conflicts`, `_local_seq`), as CouchDB does
+    /// for a revision read by `rev=` (without `latest`) or `open_revs`: only `couch_db:open_doc` fills a
+    /// document's meta, `open_doc_revs` does not, so those answers never show it whatever the query asks.
+    mutating func dropMeta() {
+        revsInfo = false
+        conflicts = false
+        deletedConflicts = false
+        localSeq = false
+    }
+
     static func revList(_ json: JSON) throws(CouchError) -> [RevID] {
         guard let array = json.arrayValue else { throw .badRequest("atts_since must be a JSON array of revs") }
         var revs: [RevID] = []

@@ -28,7 +28,7 @@ extension App {
                 var feed = try DatabaseUpdatesFeed(c.request, reply: c.reply, updates: app.databaseUpdates)
                 try feed.run()
             },
-            Route(read, "/_uuids", .anyone) { app, c in try app.server.uuids(c) },
+            Route(read, "/_uuids", .anyone, notAllowedReason: "GET") { app, c in try app.server.uuids(c) },
             Route(read, "/_session", .anyone, drop: .open, notAllowedReason: "GET,HEAD,POST,DELETE") {
                 app, c in try app.sessions.session(c)
             },
@@ -94,14 +94,18 @@ extension App {
             Route([.POST], "/{db}", .usersMember, body: .document, onlyIn: users) { app, c in
                 try app.users.create(c)
             },
-            Route([.DELETE], "/{db}", .serverAdmin) { app, c in try app.databases.delete(c) },
+            Route([.DELETE], "/{db}", .serverAdmin, notAllowedReason: "DELETE,GET,HEAD,POST") { app, c in
+                try app.databases.delete(c)
+            },
             Route(read, "/{db}", .member, drop: .ownDatabase) { app, c in try app.databases.info(c) },
             Route([.POST], "/{db}", .member, body: .document) { app, c in try app.documents.post(c) },
             Route([.PUT], "/{db}", .serverAdmin, drop: .exists) { app, c in try app.databases.create(c) },
             Route([.POST], "/{db}/_ensure_full_commit", .member, drop: .ownDatabase) { app, c in
                 try app.databases.ensureFullCommit(c)
             },
-            Route([.GET, .HEAD], "/{db}/_revs_limit", .member) { app, c in try app.databases.revsLimit(c) },
+            Route([.GET, .HEAD], "/{db}/_revs_limit", .member, notAllowedReason: "PUT,GET") { app, c in
+                try app.databases.revsLimit(c)
+            },
             Route([.PUT], "/{db}/_revs_limit", .databaseAdmin, body: .small) { app, c in
                 try app.databases.setRevsLimit(c)
             },
@@ -114,7 +118,9 @@ extension App {
             Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
                 try app.designViews.cleanup(c)
             },
-            Route(read, "/{db}/_security", .member) { app, c in try app.databases.securityObject(c) },
+            Route(read, "/{db}/_security", .member, notAllowedReason: "PUT,GET") { app, c in
+                try app.databases.securityObject(c)
+            },
             Route([.PUT], "/{db}/_security", .member, body: .small) { app, c in
                 try app.databases.setSecurityObject(c)
             },
@@ -170,7 +176,8 @@ extension App {
             Route(read + [.POST], "/{db}/_design_docs", .member, body: .bulk) { app, c in
                 try app.allDocs.designDocuments(c)
             },
-            Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk) { app, c in
+            Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk, notAllowedReason: "GET,POST,HEAD") {
+                app, c in
                 try app.changes.feed(c)
             },
 
@@ -184,7 +191,7 @@ extension App {
             Route(every, "/{db}/_local/{local}/{path…}", .member) { _, _ in try Refusal.localAttachment() },
 
             // MARK: Design documents and views
-            Route(read, "/{db}/_design/{design}/_view/{view}", .member) { app, c in
+            Route(read, "/{db}/_design/{design}/_view/{view}", .member, notAllowedReason: "GET,POST,HEAD") { app, c in
                 try app.designViews.query(c)
             },
             Route([.POST], "/{db}/_design/{design}/_view/{view}", .member, body: .bulk) { app, c in

@@ -12,14 +12,15 @@ struct Router: Sendable {
         case route(Route, RouteParameters)
         /// The path is routed but not for this method: 405 with `Allow`, after the least demanding access rule of
         /// the path's rows (so that nobody learns more from a 405 than from a 401).
-        case methodNotAllowed(allowed: [HTTPMethod], reason: String, access: Access, RouteParameters)
+        /// `allowed` is CouchDB's list for the path (`GET,HEAD`), both its `Allow` header and its reason's words.
+        case methodNotAllowed(allowed: String, access: Access, RouteParameters)
         /// No row has this path: nothing is authorized, and the request is refused by `Unrouted`.
         case unrouted(Unrouted)
 
         /// The database the path names, if any.
         package var database: String? {
             switch self {
-            case .route(_, let parameters), .methodNotAllowed(_, _, _, let parameters): parameters.database
+            case .route(_, let parameters), .methodNotAllowed(_, _, let parameters): parameters.database
             case .unrouted(let unrouted): unrouted.database
             }
         }
@@ -65,16 +66,17 @@ struct Router: Sendable {
         return .unrouted(Router.unrouted(segments))
     }
 
-    /// A routed path whose rows do not list the method: `Allow` in the table's order, CouchDB's reason, and the least
-    /// demanding access rule of the rows.
+    /// A routed path whose rows do not list the method: CouchDB's list of the methods it allows there (a row's own
+    /// where CouchDB's differs from the rows', else the rows' methods in CouchDB's order) and the least demanding
+    /// access rule of the rows.
     private static func methodNotAllowed(_ rows: [Route], _ parameters: RouteParameters) -> Resolution {
-        var allowed: [HTTPMethod] = []
-        for route in rows { for verb in route.methods where !allowed.contains(verb) { allowed.append(verb) } }
-        let reason =
+        var methods: [HTTPMethod] = []
+        for route in rows { for verb in route.methods where !methods.contains(verb) { methods.append(verb) } }
+        let allowed =
             rows.lazy.compactMap(\.notAllowedReason).first
-            ?? allowed.sorted { $0.listOrder < $1.listOrder }.map(\.rawValue).joined(separator: ",")
+            ?? methods.sorted { $0.listOrder < $1.listOrder }.map(\.rawValue).joined(separator: ",")
         let access = rows.map(\.access).min { $0.demand < $1.demand } ?? .serverAdmin
-        return .methodNotAllowed(allowed: allowed, reason: reason, access: access, parameters)
+        return .methodNotAllowed(allowed: allowed, access: access, parameters)
     }
 
     /// `_local/x` and `_design/x` as the table spells them, two segments, when the client sent the slash as `%2F`

@@ -44,7 +44,7 @@ extension AttachmentHandlers {
         headers.set("Accept-Ranges", att.encoding == nil ? "bytes" : "none")
         headers.set("Cache-Control", "must-revalidate")
         headers.sandboxAttachment()
-        if request.head.headers["If-None-Match"] == etag {
+        if request.ifNoneMatch(etag) {
             return try reply.bytes(304, [], headers: headers)
         }
         let reader = try blobs.store(for: database).openReader(att.blobKey)

@@ -69,6 +69,7 @@ extension DocumentHandlers {
                 throw CouchError.notFound("missing")
             }
             revision = found
+            options.dropMeta()
         } else {
             guard let winner = try database.revision(docID, rev: nil) else { throw CouchError.notFound("missing") }
             // `deleted=true` reads a deleted winner (`{"_id","_rev","_deleted":true}`) instead of a 404.
@@ -79,7 +80,7 @@ extension DocumentHandlers {
         let needsTree = options.conflicts || options.deletedConflicts || options.revsInfo
         let info = needsTree ? try database.document(docID) : nil
         let etag = "\"\(revision.rev)\""
-        if request.head.headers["If-None-Match"] == etag {
+        if request.ifNoneMatch(etag) {
             return try reply.bytes(304, [], headers: ["ETag": etag])
         }
         if wantsMultipart(request, accept: "multipart/related"),
@@ -101,6 +102,7 @@ extension DocumentHandlers {
         _ database: Database, _ docID: String, _ openRevs: String, _ request: Request, _ reply: Reply
     ) throws {
         var options = try RenderOptions(request.query)
+        options.dropMeta()
         let latest = request.query.isExactlyTrue("latest")
         let info = try database.document(docID)
         var results: [(rev: RevID, revision: StoredRevision?)] = []
