@@ -119,6 +119,9 @@ package struct QueryParameters {
         }
     }
 
+    /// Adds `name=value` after the others (so it is the value `name` has now).
+    mutating func append(_ name: String, _ value: String) { pairs.append((name, value)) }
+
     /// The last value given for `name` (CouchDB takes the last).
     package subscript(name: String) -> String? {
         pairs.last(where: { $0.name == name })?.value

@@ -176,6 +176,13 @@ extension App {
             Route(read + [.POST], "/{db}/_design_docs", .member, body: .bulk) { app, c in
                 try app.allDocs.designDocuments(c)
             },
+            Route([.POST], "/{db}/_all_docs/queries", .memberListing, body: .bulk, notAllowedReason: "POST") {
+                app, c in
+                try app.allDocs.queries(c, designOnly: false)
+            },
+            Route([.POST], "/{db}/_design_docs/queries", .member, body: .bulk, notAllowedReason: "POST") { app, c in
+                try app.allDocs.queries(c, designOnly: true)
+            },
             Route(read + [.POST], "/{db}/_changes", .memberListing, body: .bulk, notAllowedReason: "GET,POST,HEAD") {
                 app, c in
                 try app.changes.feed(c)
@@ -196,6 +203,12 @@ extension App {
             },
             Route([.POST], "/{db}/_design/{design}/_view/{view}", .member, body: .bulk) { app, c in
                 try app.designViews.query(c)
+            },
+            Route(
+                [.POST], "/{db}/_design/{design}/_view/{view}/queries", .member, body: .bulk, notAllowedReason: "POST"
+            ) {
+                app, c in
+                try app.designViews.queries(c)
             },
             Route([.GET], "/{db}/_design/{design}/_info", .member) { app, c in try app.designViews.info(c) },
             Route(every, "/{db}/_design/{design}/_view", .member) { _, _ in throw CouchError.notFound("missing") },

@@ -37,7 +37,7 @@ import Testing
         ["_cluster_setup"], ["_reshard"], ["_uuids", "x"], ["_all_dbs", "x"], ["_session", "x"],
         ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
         ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
-        ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "queries"], ["db", "_design_docs", "queries"],
+        ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "x"], ["db", "_design_docs", "queries", "x"],
         ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
         ["_users", "_foo"], ["_replicator", "_foo"], ["_users", "_design"],
     ]

@@ -36,6 +36,19 @@ struct AllDocsHandlers: Sendable {
         }
     }
 
+    /// `POST /db/_all_docs/queries`, `/db/_design_docs/queries` (`MultiQuery`): every query is read before the
+    /// first is answered, so a bad one is a clean 400.
+    func queries(_ c: RequestContext, designOnly: Bool) throws {
+        let database = try c.database()
+        let queries = try MultiQuery.queries(c.request).map { try AllDocsQuery(c.request, query: $0) }
+        guard !queries.isEmpty else { return try MultiQuery.noResults(c.reply) }
+        for (index, query) in queries.enumerated() {
+            var response = AllDocsResponse(
+                writer: FeedWriter(reply: c.reply), blobs: blobs, part: ResultPart(index: index, count: queries.count))
+            try list(database, query, designOnly: designOnly, into: &response)
+        }
+    }
+
     private func list(_ c: RequestContext, designOnly: Bool) throws {
         var response = AllDocsResponse(writer: FeedWriter(reply: c.reply), blobs: blobs)
         try list(c.database(), AllDocsQuery(c.request), designOnly: designOnly, into: &response)
@@ -144,15 +157,18 @@ extension AllDocsRowSink {
 private struct AllDocsResponse: AllDocsRowSink {
     var writer: FeedWriter
     let blobs: BlobRegistry
+    /// Its place in a multi-query's results, if it is one.
+    let part: ResultPart?
     private var rows = 0
 
-    init(writer: FeedWriter, blobs: BlobRegistry) {
+    init(writer: FeedWriter, blobs: BlobRegistry, part: ResultPart? = nil) {
         self.writer = writer
         self.blobs = blobs
+        self.part = part
     }
 
     mutating func start(_ head: [UInt8]) throws {
-        try writer.reply.begin(200)
+        try writer.beginListing(part)
         try writer.append(head)
     }
 
@@ -173,11 +189,7 @@ private struct AllDocsResponse: AllDocsRowSink {
         try writer.append(JSON.object(JSONObject([("key", key), ("error", "not_found")])).serialized())
     }
 
-    mutating func finish() throws {
-        try writer.append("\r\n]}\n")  // the newline CouchDB ends every JSON response with
-        try writer.send()
-        try writer.reply.finish()
-    }
+    mutating func finish() throws { try writer.endListing(part) }
 
     private mutating func separate() throws {
         if rows > 0 { try writer.append(",\r\n") }

@@ -18,7 +18,25 @@ struct AllDocsQuery {
 
     /// The parameters of `request`, whose POST body (`keys`) was already read as `body`.
     init(_ request: Request, body: JSONObject?) throws {
-        let query = request.query
+        try self.init(request.query, body: body)
+    }
+
+    /// One query of a multi-query: the object's members (their JSON forms, as a view's POST body takes them) over
+    /// the request's own parameters.
+    init(_ request: Request, query object: JSONObject) throws {
+        var query = request.query
+        for (name, value) in object where name != "keys" {
+            switch (name, value) {
+            case ("key", _), ("startkey", _), ("start_key", _), ("endkey", _), ("end_key", _):
+                query.append(name, value.serializedString)
+            case (_, .string(let text)): query.append(name, text)
+            default: query.append(name, value.serializedString)
+            }
+        }
+        try self.init(query, body: object)
+    }
+
+    private init(_ query: QueryParameters, body: JSONObject?) throws {
         if let keysParam = try query.json("keys") {
             guard let array = keysParam.arrayValue else {
                 throw CouchError.badRequest("`keys` parameter must be an array.")

@@ -20,6 +20,23 @@ struct ViewHandlers: Sendable {
         try query(c, design: c.parameter("design"), view: c.parameter("view"), into: &output)
     }
 
+    /// `POST /db/_design/d/_view/v/queries` (`MultiQuery`): every query is read and checked against the view
+    /// before the first is answered, so a bad one is a clean 400.
+    func queries(_ c: RequestContext) throws {
+        let (design, view) = (try c.parameter("design"), try c.parameter("view"))
+        let group = try ViewGroup.load(try c.database(), design: design)
+        guard let (_, definition) = group.view(named: view) else { throw CouchError.notFound("missing_named_view") }
+        let queries = try MultiQuery.queries(c.request)
+        for query in queries {
+            _ = try ViewQuery(c.request, body: query).validate(isReduceView: definition.reduce != nil)
+        }
+        guard !queries.isEmpty else { return try MultiQuery.noResults(c.reply) }
+        for (index, query) in queries.enumerated() {
+            var output = ViewOutput(reply: c.reply, part: ResultPart(index: index, count: queries.count))
+            try self.query(c, design: design, view: view, parameters: { try ViewQuery($0, body: query) }, into: &output)
+        }
+    }
+
     /// Runs the query of `c` over `design`'s `view`, sending the rows to `output`.
     func query(_ c: RequestContext, design: String, view: String, into output: inout some ViewRowSink) throws {
         try query(c, design: design, view: view, parameters: { try ViewQuery($0) }, into: &output)

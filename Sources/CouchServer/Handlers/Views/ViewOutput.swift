@@ -17,16 +17,19 @@ struct ViewRowsStop: Error {}
 /// still a clean error response), rows are separated as CouchDB separates them.
 struct ViewOutput: ViewRowSink {
     private var writer: FeedWriter
+    /// Its place in a multi-query's results, if it is one.
+    private let part: ResultPart?
     private var head: [UInt8]?
     private var rows = 0
 
-    init(reply: Reply) {
+    init(reply: Reply, part: ResultPart? = nil) {
         writer = FeedWriter(reply: reply)
+        self.part = part
     }
 
     /// Starts the response now.
     mutating func start(_ head: [UInt8]) throws {
-        try writer.reply.begin(200)
+        try writer.beginListing(part)
         try writer.append(head)
     }
 
@@ -48,8 +51,6 @@ struct ViewOutput: ViewRowSink {
             self.head = nil
             try start(head)
         }
-        try writer.append("\r\n]}\n")
-        try writer.send()
-        try writer.reply.finish()
+        try writer.endListing(part)
     }
 }
