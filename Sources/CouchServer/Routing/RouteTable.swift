@@ -118,6 +118,13 @@ extension App {
             Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small) { app, c in
                 try app.designViews.cleanup(c)
             },
+            Route(read, "/{db}/_shards", .member, notAllowedReason: "GET") { app, c in try app.databases.shards(c) },
+            Route(read, "/{db}/_shards/{doc}", .member, notAllowedReason: "GET") { app, c in
+                try app.databases.shard(c)
+            },
+            Route([.POST], "/{db}/_sync_shards", .serverAdmin, notAllowedReason: "POST") { app, c in
+                try app.databases.syncShards(c)
+            },
             Route(read, "/{db}/_security", .member, notAllowedReason: "PUT,GET") { app, c in
                 try app.databases.securityObject(c)
             },

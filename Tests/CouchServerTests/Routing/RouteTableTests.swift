@@ -15,6 +15,7 @@ import Testing
     static let bodilessWrites: [String: String] = [
         "/{db}": "PUT creates the database from its name alone (POST, which writes a document, is its own row)",
         "/{db}/_ensure_full_commit": "a replicator's no-op: CouchDB ignores the body, and so does couchlite",
+        "/{db}/_sync_shards": "one shard, nothing to synchronize: CouchDB reads no body, and neither does couchlite",
         "/{db}/{doc}": "COPY names its destination in a header and copies a stored revision: no body",
         "/{db}/_design/{design}": "COPY names its destination in a header and copies a stored revision: no body",
         "/_node": "refused (400 Incomplete path) whatever the method",
@@ -36,7 +37,7 @@ import Testing
         ["_foo"], ["_foo", "bar"], ["_utils"], ["_config"], ["_stats"],
         ["_cluster_setup"], ["_reshard"], ["_uuids", "x"], ["_all_dbs", "x"], ["_session", "x"],
         ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
-        ["db", "_purged_infos"], ["db", "_sync_shards"], ["db", "_shards"],
+        ["db", "_purged_infos"], ["db", "_shards", "a", "b"], ["db", "_sync_shards", "x"],
         ["db", "_foo"], ["db", "_design"], ["db", "_all_docs", "x"], ["db", "_design_docs", "queries", "x"],
         ["db", "_changes", "x"], ["db", "_bulk_docs", "x"], ["db", "_security", "x"],
         ["_users", "_foo"], ["_replicator", "_foo"], ["_users", "_design"],

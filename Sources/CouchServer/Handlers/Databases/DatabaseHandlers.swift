@@ -82,6 +82,28 @@ package struct DatabaseHandlers: Sendable {
         try c.reply.json(201, ["ok": true, "instance_start_time": "0"])
     }
 
+    /// The one shard of every database: couchlite does not split them (CouchDB's mem3 ranges, q=1).
+    static let shardRange = "00000000-ffffffff"
+
+    /// `GET /db/_shards`: `{"shards":{range:[nodes]}}`, mem3's answer for a database of one shard on this node.
+    func shards(_ c: RequestContext) throws {
+        _ = try c.database()
+        try c.reply.json(200, ["shards": [Self.shardRange: [.string(App.nodeName)]]])
+    }
+
+    /// `GET /db/_shards/{docid}`: the shard a document id belongs to (the one, whether the document exists or not).
+    func shard(_ c: RequestContext) throws {
+        _ = try c.database()
+        try c.reply.json(200, ["range": .string(Self.shardRange), "nodes": [.string(App.nodeName)]])
+    }
+
+    /// `POST /db/_sync_shards` (server admins): nothing to synchronize between the copies of one shard; 202 as
+    /// CouchDB answers once it has started its internal replications.
+    func syncShards(_ c: RequestContext) throws {
+        _ = try c.database()
+        try c.reply.json(202, ["ok": true])
+    }
+
     /// `GET /db/_revs_limit`.
     func revsLimit(_ c: RequestContext) throws {
         try c.reply.json(200, .number(JSONNumber(c.database().revsLimit)))
