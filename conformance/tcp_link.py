@@ -83,16 +83,15 @@ class Link:
             while chunk := client.recv(65536):
                 if self.rate:
                     time.sleep(len(chunk) / self.rate)
+                failing = False
                 if self.cut_rule:
                     chunk, failing = self.cut_rule.split(state, chunk)
-                    upstream.sendall(chunk)
-                    if failing:
-                        if self.cut_rule.hold:
-                            while client.recv(65536):
-                                pass  # thrown away until the client gives up
-                        return
-                    continue
                 upstream.sendall(chunk)
+                if failing:
+                    if self.cut_rule.hold:
+                        while client.recv(65536):
+                            pass  # thrown away until the client gives up
+                    return
         except OSError:
             pass
         finally:

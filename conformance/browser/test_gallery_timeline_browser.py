@@ -141,6 +141,22 @@ def stored(server, path):
     return hashlib.sha256(body).hexdigest() == digest
 
 
+def pick_through(tab, link, path):
+    """Opens the album through `link` and picks `path` to upload."""
+    tab.goto(f"http://127.0.0.1:{link.port}/_photos/#/db/{DB}")
+    tab.wait_for_selector("#grid", state="attached")
+    tab.set_input_files("#files", [path])
+
+
+def assert_resumed_at_the_cut(server, row, path):
+    """The page asked the server where to go on and went on from there (what it had of the 60 %), not from zero,
+    and what is stored is the file."""
+    size = os.path.getsize(path)
+    resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
+    assert 0.5 * size < resumed[0] <= 0.6 * size
+    assert stored(server, path)
+
+
 def test_upload_cut_at_60_percent_resumes_from_the_servers_offset(server, tab, workdir):
     path = make_file(workdir, "cut-at-60.bin", 48 * 1024 * 1024)
     size = os.path.getsize(path)
@@ -148,18 +164,13 @@ def test_upload_cut_at_60_percent_resumes_from_the_servers_offset(server, tab, w
     cut = AppendCut(after=size * 6 // 10)
     link = Link(server.port, cut=cut)
     try:
-        tab.goto(f"http://127.0.0.1:{link.port}/_photos/#/db/{DB}")
-        tab.wait_for_selector("#grid", state="attached")
-        tab.set_input_files("#files", [path])
+        pick_through(tab, link, path)
         row = upload_row(tab, os.path.basename(path))
         row.locator(".state", has_text="done").wait_for(timeout=120_000)
     finally:
         link.close()
     assert cut.done.is_set()
-    # The retry asked the server where to go on, and went on from there (what it had of the 60 %), not from zero.
-    resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
-    assert 0.5 * size < resumed[0] <= 0.6 * size
-    assert stored(server, path)
+    assert_resumed_at_the_cut(server, row, path)
 
 
 def test_same_file_picked_again_after_a_reload_resumes(server, tab, workdir):
@@ -170,9 +181,7 @@ def test_same_file_picked_again_after_a_reload_resumes(server, tab, workdir):
     cut = AppendCut(after=size * 6 // 10, hold=True)
     link = Link(server.port, cut=cut)
     try:
-        tab.goto(f"http://127.0.0.1:{link.port}/_photos/#/db/{DB}")
-        tab.wait_for_selector("#grid", state="attached")
-        tab.set_input_files("#files", [path])
+        pick_through(tab, link, path)
         assert cut.done.wait(120)
         tab.reload()
         tab.wait_for_selector("#grid", state="attached")
@@ -181,9 +190,7 @@ def test_same_file_picked_again_after_a_reload_resumes(server, tab, workdir):
         row.locator(".state", has_text="done").wait_for(timeout=120_000)
     finally:
         link.close()
-    resumed = [int(n) for n in row.get_attribute("data-resumed-from").split(",")]
-    assert 0.5 * size < resumed[0] <= 0.6 * size
-    assert stored(server, path)
+    assert_resumed_at_the_cut(server, row, path)
 
 
 def test_no_script_errors(tab):

@@ -1,21 +1,10 @@
 """A purge is durable (it survives kill -9), reaches the view index, and replicates nowhere."""
 
 import signal
-import time
 
 import requests
 
 H1, H2 = "1" * 32, "2" * 32
-
-
-def wait_for(condition, what, timeout_s=20.0):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"{what}: not after {timeout_s:.0f} s"
-        time.sleep(0.1)
 
 
 def test_purge_survives_kill_and_reaches_views(servers):

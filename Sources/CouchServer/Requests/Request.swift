@@ -119,6 +119,13 @@ package struct QueryParameters {
         }
     }
 
+    /// A parameter's text from its JSON form in a body (a view's POST body, a multi-query's query): a string is
+    /// its text, anything else its JSON (`true`, `10`).
+    static func text(ofDecoded value: JSON) -> String {
+        if case .string(let text) = value { return text }
+        return value.serializedString
+    }
+
     /// Adds `name=value` after the others (so it is the value `name` has now).
     mutating func append(_ name: String, _ value: String) { pairs.append((name, value)) }
 

@@ -63,12 +63,7 @@ struct ViewQuery {
         case "endkey", "end_key": endKey = value
         default:
             // Other body members are the query parameters' JSON forms.
-            let text: String
-            switch value {
-            case .string(let string): text = string
-            default: text = value.serializedString
-            }
-            try apply(name, text: text)
+            try apply(name, text: QueryParameters.text(ofDecoded: value))
         }
     }
 

@@ -26,12 +26,9 @@ struct AllDocsQuery {
     init(_ request: Request, query object: JSONObject) throws {
         var query = request.query
         for (name, value) in object where name != "keys" {
-            switch (name, value) {
-            case ("key", _), ("startkey", _), ("start_key", _), ("endkey", _), ("end_key", _):
-                query.append(name, value.serializedString)
-            case (_, .string(let text)): query.append(name, text)
-            default: query.append(name, value.serializedString)
-            }
+            // A key is JSON in a URL too (`startkey="a"`); the other parameters are their text.
+            let isKey = ["key", "startkey", "start_key", "endkey", "end_key"].contains(name)
+            query.append(name, isKey ? value.serializedString : QueryParameters.text(ofDecoded: value))
         }
         try self.init(query, body: object)
     }
