@@ -36,6 +36,8 @@ let package = Package(
         // glibc's <malloc.h>, for arena tuning in the server.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
 
+        // A callback that threads set and call (CallbackSlot): the one shape in which a closure is kept behind a lock.
+        .target(name: "Callbacks", swiftSettings: swiftSettings),
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage.
@@ -43,7 +45,7 @@ let package = Package(
             name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib", "CPCRE2"],
             swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
-        .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto"], swiftSettings: swiftSettings),
+        .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto", "Callbacks"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
@@ -70,15 +72,17 @@ let package = Package(
         // jobs, metrics, and the server process that serves them.
         .target(
             name: "CouchServer",
-            dependencies: ["CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator", "QueryServer"],
+            dependencies: [
+                "Callbacks", "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator", "QueryServer",
+            ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
         // (the outbox) and the gallery (its routes, thumbnails and page, whose assets are files embedded in the binary).
         .target(
             name: "PhotoDrop",
             dependencies: [
-                "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails", "Replicator",
-                "MediaDecoding", "MediaSandbox",
+                "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails",
+                "Replicator", "MediaDecoding", "MediaSandbox",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -98,6 +102,7 @@ let package = Package(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
+        .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(
@@ -108,9 +113,11 @@ let package = Package(
             exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
-        .testTarget(name: "RevTreeTests", dependencies: ["RevTree", "CSQLite"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "CouchServerTests", dependencies: ["CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],
+            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "Callbacks"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "CouchServerTests",
+            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],

@@ -18,6 +18,9 @@ step() { printf '\n=== %s\n' "$*"; }
 step "swift format lint (.swift-format: no force unwrap, no try!, 120 columns)"
 swift format lint --strict -r Sources Tests fuzz Package.swift
 
+step "no closure kept inside a lock (scripts/check-stored-closures.py: use Callbacks.CallbackSlot)"
+python3 scripts/check-stored-closures.py
+
 # The gallery's page, style, script and images are real files compiled into the binary: lint them as what they are.
 step "gallery assets (node --check app.js; HTML, SVG and CSS well-formed: scripts/check-gallery-assets.py)"
 node --check Sources/PhotoDrop/Gallery/Assets/app.js

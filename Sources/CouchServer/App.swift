@@ -1,3 +1,4 @@
+import Callbacks
 import CouchWire
 import Foundation
 import QueryServer
@@ -49,7 +50,7 @@ package final class App: Sendable {
     /// The write path of every route that stores documents.
     let documentWriter: DocumentWriter
     /// Told of every request refused for a full disk (`couchlite receive` shows it in its progress line).
-    package let onDiskFull = Mutex<(@Sendable () -> Void)?>(nil)
+    package let onDiskFull = CallbackSlot<Void>()
 
     // MARK: Routing
 
@@ -292,7 +293,7 @@ package final class App: Sendable {
             log.error("request failed", ["error": detail, "method": head.method, "path": head.path])
         case .insufficientStorage:
             log.error("disk full", ["error": String(describing: error), "method": head.method, "path": head.path])
-            onDiskFull.withLock { $0 }?()
+            onDiskFull()
         default:
             break
         }

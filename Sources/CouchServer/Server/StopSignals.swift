@@ -1,3 +1,4 @@
+import Callbacks
 import Foundation
 import Synchronization
 
@@ -19,7 +20,7 @@ import Synchronization
 public enum StopSignals {
     /// The signals that ask a command to stop.
     static let numbers: [Int32] = [SIGINT, SIGTERM]
-    private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+    private static let handler = CallbackSlot<Int32>()
     private static let started = Atomic<Bool>(false)
 
     /// Blocks SIGINT and SIGTERM in the calling thread, and so in every thread started after it, and starts the
@@ -38,7 +39,7 @@ public enum StopSignals {
     /// time. A handle that blocks delays the signals after it; those stay pending meanwhile, where two of one kind
     /// count as one, as the kernel keeps them.
     package static func onStop(_ handle: @escaping @Sendable (Int32) -> Void) {
-        handler.withLock { $0 = handle }
+        handler.set(handle)
     }
 
     private static func signalSet() -> sigset_t {
@@ -53,12 +54,13 @@ public enum StopSignals {
         while true {
             var number: Int32 = 0
             guard sigwait(&set, &number) == 0 else { continue }
-            if let handle = handler.withLock({ $0 }) {
-                handle(number)
-            } else {
-                endByDefault(number)
-            }
+            deliver(number)
         }
+    }
+
+    /// Runs the handler `onStop` set for a signal taken, or ends the process as the signal would have.
+    package static func deliver(_ number: Int32) {
+        if !handler(number) { endByDefault(number) }
     }
 
     /// What the signal would have done unblocked: the process ends by it (its parent sees it killed by that signal).

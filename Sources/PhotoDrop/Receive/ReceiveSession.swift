@@ -1,3 +1,4 @@
+import Callbacks
 import CouchCrypto
 import CouchServer
 import CouchWire
@@ -68,7 +69,7 @@ package final class ReceiveSession: Sendable {
             database = try ReceiveSession.openOrCreate(options.database, app)
             let folder = try PhotoFolder(path: options.out)
             let out = options.out
-            app.onDiskFull.withLock { $0 = { progress.diskFull(in: "the data dir") } }
+            app.onDiskFull.set { progress.diskFull(in: "the data dir") }
             exporter = PhotoExporter(
                 database: database, blobs: try app.blobRegistry.store(for: database.name), folder: folder, log: log,
                 media: MediaSandbox(),
