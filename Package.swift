@@ -113,8 +113,11 @@ let package = Package(
             exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
+        // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (RevTreeTests).
+        .target(name: "CSQLiteSyncProbe", dependencies: ["CSQLite"], path: "Tests/CSQLiteSyncProbe"),
         .testTarget(
-            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "Callbacks"], swiftSettings: swiftSettings),
+            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "CSQLiteSyncProbe", "Callbacks"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",
             dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],

@@ -6,7 +6,7 @@ import Synchronization
 /// looked, so callers that arrive while a batch is being handled share the next one (group commit).
 ///
 /// The thread exists only while there is work: the first item queued starts it, and it ends after `idleTimeout`
-/// with nothing queued. Every open database has three of these (writer, syncer, checkpointer), so an idle
+/// with nothing queued. Every open database has two of these (writer, checkpointer), so an idle
 /// database holds no thread, however many are open (up to `Store.defaultMaxOpenDatabases`, 500).
 final class BatchWorker<Item: Sendable>: Sendable {
     private struct State {

@@ -204,7 +204,7 @@ public final class DatabaseLease: Sendable {
     }
 }
 
-/// What an open database holds: the writing connection with its writer and sync threads, the checkpoint thread
+/// What an open database holds: the writing connection with its writer thread, the checkpoint thread
 /// and the reader pool. Made by ``Database`` when first used and again after the bound closed it.
 final class DatabaseEngine: Sendable {
     let writer: WriteQueue
@@ -229,8 +229,6 @@ final class DatabaseEngine: Sendable {
         // The writer's share of the budget is set before its first group transaction (`WriteQueue`).
         try connection.setPragma("cache_size", "-\(WriterCacheBudget.minimumKiB)")
         try Schema.migrate(connection, uuid: UUID().uuidString.lowercased())
-        // From here on commits only write the WAL; `WriteQueue` syncs it before anyone is answered.
-        try connection.setPragma("synchronous", "NORMAL", expected: "1")
         let statement = try connection.prepare("SELECT update_seq, revs_limit FROM db_meta WHERE id = 1")
         guard try statement.step() else { throw StoreError.internalError("db_meta row missing") }
         let updateSeq = statement.int(0)
@@ -243,10 +241,7 @@ final class DatabaseEngine: Sendable {
         published.sequence.publish(updateSeq)
         self.checkpointer = try Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path, gauge: gauge)
-        self.writer = WriteQueue(
-            connection: connection, cache: budget, gauge: gauge,
-            sync: WALFile(path: path + "-wal").sync
-        ) { connection in
+        self.writer = WriteQueue(connection: connection, cache: budget, gauge: gauge) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
             return {
                 published.withLock { $0.revsLimit = meta.revsLimit }

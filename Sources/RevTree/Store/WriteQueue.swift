@@ -1,24 +1,19 @@
 import Dispatch
-import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// The single writer of one database, with pipelined group commit.
+/// The single writer of one database, with group commit.
 ///
 /// Callers enqueue jobs and block. The writer thread takes every queued job, runs them in one `BEGIN IMMEDIATE`
 /// transaction (each inside its own savepoint, so a failing job rolls back alone) and commits once; the connection
-/// runs with `synchronous=NORMAL` (its owner sets it), so that commit writes its WAL frames without waiting for the disk. The sync
-/// thread then `fdatasync`s the WAL — making that commit and every one before it durable — and only then publishes
-/// the new state and wakes the callers. While it waits for the disk the writer already runs the next transaction,
-/// so the fsync is shared by every commit that finished in the meantime and no longer stalls the writer.
+/// runs with `synchronous=FULL` (its owner sets it), so that `COMMIT` returns only once the WAL holding it is
+/// `fdatasync`ed: one sync for every job of the group, however many callers queued while the last one ran. Only
+/// then is the new state published and are the callers woken.
 ///
-/// Durability is unchanged from `synchronous=FULL`: no caller is answered, and no `_changes` waiter woken, before
-/// its commit's frames are on disk. SQLite keeps the file consistent at `NORMAL` (WAL checkpoints sync the WAL
-/// before copying it), so a crash at any point loses at most commits nobody was told about. Readers may see a
-/// commit a moment before it is durable, as they may see one whose caller has not been answered yet.
+/// Visible only once durable: SQLite makes a WAL commit visible to other connections by writing the WAL index's
+/// header, which `synchronous=FULL` does after the sync. So no reader — a `GET`, `_all_docs`, a view, `_changes` —
+/// sees a write that a crash or a power cut could still take away, as CouchDB publishes an update only after its
+/// fsync (an earlier design synced on a thread of its own after `COMMIT`, which let readers see, and replicators
+/// copy, a write 30 ms before it was durable).
 final class WriteQueue: Sendable {
     /// A queued job and its completion.
     private struct Job: Sendable {
@@ -27,13 +22,7 @@ final class WriteQueue: Sendable {
         var checkpointAfter: Bool
     }
 
-    /// A commit waiting for its WAL sync: whom to wake and what to publish.
-    private struct Committed: Sendable {
-        var tickets: [Ticket]
-        var publish: (@Sendable () -> Void)?
-    }
-
-    /// Completion of one job. `@unchecked Sendable` is safe: the writer or sync thread writes `error` before
+    /// Completion of one job. `@unchecked Sendable` is safe: the writer thread writes `error` before
     /// signalling `done`, and the caller reads it only after `done.wait()`, so the semaphore orders the accesses.
     final class Ticket: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
@@ -94,43 +83,32 @@ final class WriteQueue: Sendable {
     }
 
     private let writer: BatchWorker<Job>
-    private let syncer: BatchWorker<Committed>
     private let connection: SQLiteConnection
     private let cache: WriterCache
 
-    /// Starts the writer and sync threads.
+    /// Starts the writer (its thread runs while there are jobs).
     /// - Parameters:
-    ///   - connection: the database's only writing connection, set to `synchronous=NORMAL`; from now on used by
-    ///     the writer thread alone.
+    ///   - connection: the database's only writing connection, set to `synchronous=FULL`; from now on used by the
+    ///     writer thread alone.
     ///   - cache: the page-cache budget the writer shares with the other open databases' writers.
     ///   - gauge: where the writer reports the bytes its page cache holds after each commit.
-    ///   - sync: makes every commit so far durable (`WALFile.sync` of the connection's WAL); nil or an error.
-    ///   - afterCommit: runs on the writer thread after each successful commit and reads what it changed; the
-    ///     closure it returns runs once that commit is durable (publishes the new seq, wakes feeds).
+    ///   - afterCommit: runs on the writer thread after each durable commit and reads what it changed; the closure
+    ///     it returns publishes that (the new seq, waking feeds) before the commit's callers are answered.
     init(
         connection: SQLiteConnection, cache budget: WriterCacheBudget = WriterCacheBudget(),
-        gauge: PageCacheGauge = PageCacheGauge(), sync: @escaping @Sendable () -> StoreError?,
+        gauge: PageCacheGauge = PageCacheGauge(),
         afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
-        let syncer = BatchWorker<Committed>(name: "couchlite-sync") { batch in
-            let error = sync()
-            for committed in batch {
-                if error == nil { committed.publish?() }
-                for ticket in committed.tickets { ticket.finish(error) }
-            }
-        }
-        self.syncer = syncer
         self.connection = connection
         let cache = WriterCache(budget, gauge: gauge, connection: connection)
         self.cache = cache
-        // Reported before the commit is handed to the syncer, so a caller answered sees its commit counted.
-        let reportedThenAfterCommit: @Sendable (SQLiteConnection) -> (@Sendable () -> Void)? = { connection in
-            cache.report(connection)
-            return afterCommit(connection)
-        }
         self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
             cache.apply(to: connection)
-            WriteQueue.commit(jobs, connection, reportedThenAfterCommit, syncer)
+            WriteQueue.commit(jobs, connection) { connection in
+                // Reported before anyone is answered, so a caller answered sees its commit counted.
+                cache.report(connection)
+                return afterCommit(connection)
+            }
         }
     }
 
@@ -150,22 +128,20 @@ final class WriteQueue: Sendable {
         return value
     }
 
-    /// Finishes queued jobs and their syncs, stops both threads and closes the connection.
+    /// Finishes queued jobs, stops the thread and closes the connection.
     /// - Parameter persistWAL: keep the WAL files (see ``SQLiteConnection/persistWAL()``).
     func close(persistWAL: Bool = false) {
         writer.close()
         cache.closed()
-        syncer.close()
         if persistWAL { connection.persistWAL() }
         connection.close()
     }
 
     private static func commit(
-        _ jobs: [Job], _ connection: SQLiteConnection,
-        _ afterCommit: (SQLiteConnection) -> (@Sendable () -> Void)?, _ syncer: BatchWorker<Committed>
+        _ jobs: [Job], _ connection: SQLiteConnection, _ afterCommit: (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
-        // A failed BEGIN or COMMIT fails every job; a job's own failure only rolls back its savepoint, so the body
-        // never throws.
+        // A failed BEGIN or COMMIT (its WAL sync included) fails every job; a job's own failure only rolls back its
+        // savepoint, so the body never throws.
         do {
             try connection.inTransaction(.immediate) {
                 for job in jobs {
@@ -194,34 +170,7 @@ final class WriteQueue: Sendable {
             // leaves the WAL to the checkpointer's later passes; the committed compaction is complete either way.
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         }
-        let tickets = jobs.map(\.ticket)
-        if !syncer.enqueue(Committed(tickets: tickets, publish: publish)) {
-            // Unreachable while `close` stops the writer before the syncer; answer rather than hang.
-            for ticket in tickets { ticket.finish(StoreError.dbNotFound) }
-        }
-    }
-}
-
-/// A database's WAL file, opened on first sync (SQLite creates it with the first write) and kept open for
-/// `fdatasync`. Used by the sync thread only, hence `@unchecked Sendable`.
-final class WALFile: @unchecked Sendable {
-    private let path: String
-    private var fd: Int32 = -1
-
-    init(path: String) { self.path = path }
-
-    deinit { if fd >= 0 { close(fd) } }
-
-    /// Makes everything written to the WAL so far durable.
-    /// - Returns: nil on success (also when no WAL exists yet: nothing was written), else the error.
-    func sync() -> StoreError? {
-        if fd < 0 {
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd < 0 { return errno == ENOENT ? nil : .internalError("open \(path): errno \(errno)") }
-        }
-        while fdatasync(fd) != 0 {
-            if errno != EINTR { return .internalError("fdatasync \(path): errno \(errno)") }
-        }
-        return nil
+        publish?()
+        for job in jobs { job.ticket.finish(nil) }
     }
 }
