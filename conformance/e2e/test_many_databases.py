@@ -112,9 +112,9 @@ def test_max_dbs_open_must_be_a_positive_integer():
 
 
 def test_open_idle_databases_hold_no_threads(servers):
-    """Each open database has a writer, a syncer and a checkpointer; their threads run while there is work and
-    end 10 s after it, so sixty open, idle databases cost no threads (they used to hold three each for as long
-    as they stayed open, up to 1,500 threads at the default bound of 500)."""
+    """Each open database has a writer and a checkpointer; their threads run while there is work and end 10 s
+    after it, so sixty open, idle databases cost no threads (they used to hold three each for as long as they
+    stayed open, up to 1,500 threads at the default bound of 500)."""
     server = servers("idle-threads")
     s = requests.Session()
     s.auth = ("admin", "pass")

@@ -25,9 +25,9 @@ CONTINUOUS = 50
 # and a job stopped by a pass that is still checkpointing. Without the limit the documents make ~200 × this.
 THREADS_PER_JOB = 6
 DESCRIPTORS_PER_JOB = 12
-# The writer, syncer and checkpointer threads of `src`, `once`, `live` and `_replicator`: they run only while their
+# The writer and checkpointer threads of `src`, `once`, `live` and `_replicator`: they run only while their
 # database is written to, so the idle count before the jobs has none of them.
-DATABASE_THREADS = 4 * 3
+DATABASE_THREADS = 4 * 2
 
 
 def open_descriptors(pid: int) -> int:
