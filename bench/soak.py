@@ -9,10 +9,11 @@ between operations (`--think` seconds on average); roles are dealt round-robin i
 |---|---|---|
 | push | 15 % | replicator-style push: `POST _revs_diff` for 1–3 new photo documents and 5 small ones, a multipart/related `PUT ?new_edits=false` per photo document (JSON part with `_revisions` and `_attachments … follows`, then the photo), `POST _bulk_docs new_edits=false` for the small ones, `PUT _local/` checkpoint |
 | pull | 15 % | replicator-style pull: `GET _changes?style=all_docs&since=S&limit=50`, then `POST _bulk_get?revs=true&latest=true` for the rows |
-| longpoll | 25 % | `GET _changes?feed=longpoll&since=S&timeout=20000` (at most half the duration) |
+| edit | 15 % | an app's own edits, each on a new document: `PUT /{db}/{doc}`, two updates with its `_rev`, then every third one `DELETE`d and the others kept; a `POST /{db}` and a `_bulk_docs` of one; the kept ones' last revs are checked at the end |
+| longpoll | 15 % | `GET _changes?feed=longpoll&since=S&timeout=20000` (at most half the duration) |
 | continuous | 10 % | `GET _changes?feed=continuous&since=now&heartbeat=5000` read line by line for 30 s (at most half the duration), then hang up, as a replicator restarting its feed does; a heartbeat overrides `timeout` (CouchDB's rule), so such a feed never ends by itself, and a silence longer than two heartbeats fails |
-| read | 20 % | `GET /{db}/{doc}` of a random document written so far |
-| range | 15 % | `GET /{db}/{doc}/photo.jpg` with `Range: bytes=a-b` of a random photo; 206, length checked, and the bytes themselves for the seeded photos |
+| read | 15 % | `GET /{db}/{doc}` of a random document written so far |
+| range | 10 % | `GET /{db}/{doc}/photo.jpg` with `Range: bytes=a-b` of a random photo; 206, length checked, and the bytes themselves for the seeded photos |
 
 Clients are spread over `--dbs` databases (one per user of a photo server). Photos are random
 bytes (`--photo-kib`), fresh for every push, so every upload is written (no dedupe hits).
@@ -67,7 +68,7 @@ def _load_bench_run():
 
 bench_run = _load_bench_run()
 
-ROLES = [("push", 15), ("pull", 15), ("longpoll", 25), ("continuous", 10), ("read", 20), ("range", 15)]
+ROLES = [("push", 15), ("pull", 15), ("edit", 15), ("longpoll", 15), ("continuous", 10), ("read", 15), ("range", 10)]
 SEED_PHOTOS_PER_DB = 10          # photos written before the clients start, kept in memory to check Range bytes
 SMALL_DOCS_PER_PUSH = 5          # documents without attachments per push, sent with _bulk_docs
 CHANGES_LIMIT = 50               # pull batch
@@ -270,6 +271,7 @@ class Database:
         self.name = name
         self.docs = []         # ids acknowledged (seeded or pushed)
         self.photos = []       # (id, length, bytes or None)
+        self.edited = {}       # id -> the last rev acknowledged by an edit (None: deleted)
 
     def pick_doc(self):
         return random.choice(self.docs) if self.docs else None
@@ -360,6 +362,35 @@ class Soak:
         answer = (await self.timed("local_checkpoint", conn, "PUT", f"/{db.name}/_local/soak-{client}", (201,),
                                    {"Content-Type": "application/json"}, json.dumps(doc).encode())).json()
         state["rev"], state["n"] = answer["rev"], state.get("n", 0) + 1
+
+    async def edit(self, conn, db, client, counter):
+        """An app's edits: a new document updated twice, every third one deleted; a POST and a _bulk_docs of one."""
+        json_type = {"Content-Type": "application/json"}
+        doc_id = f"e{client}-{counter}"
+        rev = None
+        for version in range(3):
+            doc = {"type": "note", "version": version} | ({"_rev": rev} if rev else {})
+            answer = (await self.timed("edit_put", conn, "PUT", f"/{db.name}/{doc_id}", (201,), json_type,
+                                       json.dumps(doc).encode())).json()
+            if answer.get("id") != doc_id or not answer.get("rev", "").startswith(f"{version + 1}-"):
+                raise Failure(f"PUT {doc_id} version {version}: {str(answer)[:200]}")
+            rev = answer["rev"]
+        if counter % 3 == 0:
+            answer = (await self.timed("edit_delete", conn, "DELETE", f"/{db.name}/{doc_id}?rev={rev}", (200,))).json()
+            if not answer.get("rev", "").startswith("4-"):
+                raise Failure(f"DELETE {doc_id}: {str(answer)[:200]}")
+            db.edited[doc_id] = None
+        else:
+            db.edited[doc_id] = rev
+            db.docs.append(doc_id)
+        posted = (await self.timed("edit_post", conn, "POST", f"/{db.name}", (201,), json_type,
+                                   json.dumps({"type": "note", "client": client}).encode())).json()
+        bulk_id = f"{doc_id}-bulk"
+        single = (await self.timed("edit_bulk_one", conn, "POST", f"/{db.name}/_bulk_docs", (201,), json_type,
+                                   json.dumps({"docs": [{"_id": bulk_id, "type": "note"}]}).encode())).json()
+        if not posted.get("ok") or single != [{"ok": True, "id": bulk_id, "rev": single[0].get("rev")}]:
+            raise Failure(f"POST / _bulk_docs of one: {str(posted)[:100]} {str(single)[:100]}")
+        db.docs.extend([posted["id"], bulk_id])
 
     async def pull(self, conn, db, state):
         changes = (await self.timed(
@@ -474,6 +505,8 @@ class Soak:
                         await self.checkpoint(conn, db, index, state)
                     elif role == "pull":
                         await self.pull(conn, db, state)
+                    elif role == "edit":
+                        await self.edit(conn, db, index, counter)
                     elif role == "longpoll":
                         await self.longpoll(conn, db, state)
                     elif role == "continuous":
@@ -579,6 +612,13 @@ class Soak:
                 for doc_id in sample:
                     if (await conn.request("GET", f"/{db.name}/{doc_id}")).status != 200:
                         missing.append(f"{db.name}/{doc_id} acknowledged but not found")
+                for doc_id in random.sample(sorted(db.edited), min(50, len(db.edited))):
+                    response = await conn.request("GET", f"/{db.name}/{doc_id}")
+                    rev = db.edited[doc_id]
+                    if rev is None and response.status != 404:
+                        missing.append(f"{db.name}/{doc_id} deleted but answered {response.status}")
+                    elif rev is not None and (response.status != 200 or response.json().get("_rev") != rev):
+                        missing.append(f"{db.name}/{doc_id}: last acknowledged rev {rev}, read {response.status}")
         finally:
             conn.close()
         return missing
