@@ -27,7 +27,8 @@ package final class ServerProcess: Sendable {
     /// A server admin created on first start because none was configured (shown once, then only hashed).
     package let generatedAdmin: ServerAdmins.Generated?
 
-    /// Opens the data dir and starts listening.
+    /// Locks and opens the data dir and starts listening.
+    /// - Throws: `DataDirLock.Held` when another process uses the data dir (nothing is written there then).
     /// - Parameters:
     ///   - extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
     ///   - productRoutes: the routes a product adds to CouchDB's (`App.init`).
@@ -39,6 +40,8 @@ package final class ServerProcess: Sendable {
         // and their temporary files, security objects) is owner-only from its creation: they hold password hashes,
         // admin credentials and every user's documents.
         umask(0o077)
+        // The lock first: a process refused because another uses the dir must leave the dir as it found it.
+        let lock = try DataDirLock.acquire(dataDir: options.dataDir)
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.
         let tls = try Self.tlsContext(options)
@@ -51,7 +54,7 @@ package final class ServerProcess: Sendable {
         generatedAdmin = generated
         app = App(
             store: store, blobRegistry: blobRegistry, serverUUID: uuid,
-            options: options, access: access, log: log, productRoutes: productRoutes)
+            options: options, access: access, log: log, dataDirLock: lock, productRoutes: productRoutes)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.extraHosts = extraHosts
@@ -155,6 +158,7 @@ package final class ServerProcess: Sendable {
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         app.databaseUpdates.log.close()
+        app.dataDirLock?.release()
     }
 
     /// The order of a graceful stop: replications first, while the server and the local databases they
