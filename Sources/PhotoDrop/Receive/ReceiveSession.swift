@@ -106,7 +106,7 @@ package final class ReceiveSession: Sendable {
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
         if end != .interrupted { Thread.sleep(forTimeInterval: Double(ReceiveLimits.closingGraceSeconds)) }
-        process.shutdown(timeout: .seconds(10))
+        process.shutdown(timeout: .seconds(options.server.shutdownTimeoutSeconds))
         process.waitUntilStopped()
         exporter.drainAndStop()
         progress.finish()
