@@ -11,6 +11,9 @@
 #include <spawn.h>
 #include <sys/resource.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 
 /// Starts `path` with `argv` (NULL-terminated), its standard input and output the given descriptors and its
@@ -67,6 +70,53 @@ static inline int couchlite_limit_process(unsigned long long address_space, unsi
         limit.rlim_cur = cpu_seconds;
         limit.rlim_max = cpu_seconds + 5;
         if (setrlimit(RLIMIT_CPU, &limit) != 0) return -1;
+    }
+    return 0;
+}
+
+/// The body of `couchlite_watch_server`'s thread: every 100 ms at most, it ends the process at once (no atexit
+/// handler, no flushing: the server that would read anything is gone) when the write end of standard input has
+/// no holder left or the parent is not `parent` any more. Only `poll`, `getppid` and `exit_group`, which the
+/// seccomp filter of `couchlite_deny_network` allows.
+static inline void *couchlite_watchdog(void *argument) {
+    pid_t parent = (pid_t)(intptr_t)argument;
+    for (;;) {
+        // No events asked: POLLHUP (the last writer closed, even with bytes still unread) and POLLERR come anyway,
+        // and a request waiting to be read does not wake this thread.
+        struct pollfd input = {.fd = 0, .events = 0, .revents = 0};
+        int ready = poll(&input, 1, 100);
+        if (ready > 0 && (input.revents & (POLLHUP | POLLERR | POLLNVAL))) _exit(0);
+        if (getppid() != parent) _exit(0);
+    }
+    return NULL;
+}
+
+/// Makes the calling worker process end within 100 ms of its server, however the server ended (`kill -9`
+/// included) and whatever the worker's other threads are doing (a script's endless loop, a decoder stuck in a
+/// hostile file): a thread of its own, with every signal blocked, watches standard input (the server holds its
+/// only write end, so the kernel reports POLLHUP once the server's descriptors are closed, including when that
+/// happened before this worker got this far) and the parent pid (`parent`, the server's pid as the server gave
+/// it). Not PR_SET_PDEATHSIG: that fires when the *thread* that started the worker ends (a connection's), not
+/// the server. Returns 0, or -1 with errno set when the thread cannot be started.
+static inline int couchlite_watch_server(pid_t parent) {
+    pthread_attr_t attributes;
+    int rc = pthread_attr_init(&attributes);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_t thread;
+    rc = pthread_create(&thread, &attributes, couchlite_watchdog, (void *)(intptr_t)parent);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    pthread_attr_destroy(&attributes);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
     }
     return 0;
 }

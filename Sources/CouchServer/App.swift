@@ -18,6 +18,8 @@ package final class App: Sendable {
     // MARK: Services
 
     package let store: Store
+    /// The data dir's lock, held for the app's life (nil for tests' apps over their own temporary dirs).
+    package let dataDirLock: DataDirLock?
     package let blobRegistry: BlobRegistry
     package let serverUUID: String
     let log: Logger
@@ -94,8 +96,9 @@ package final class App: Sendable {
     ///   services; they are tried first, so they may also answer a method of a CouchDB path (a browser's `GET /`).
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
-        log: Logger, productRoutes: (AppServices) -> [Route] = { _ in [] }
+        log: Logger, dataDirLock: DataDirLock? = nil, productRoutes: (AppServices) -> [Route] = { _ in [] }
     ) {
+        self.dataDirLock = dataDirLock
         self.store = store
         self.access = access
         self.blobRegistry = blobRegistry

@@ -100,3 +100,27 @@ func temporaryDirectory() -> String {
         #expect(try String(contentsOfFile: directory + "/f", encoding: .utf8) == "again")
     }
 }
+
+/// `--data-dir d`: a relative name of one character made Foundation's `deletingLastPathComponent` trap (SIGILL)
+/// before the server started.
+@Suite struct RelativeDataDirectoryTests {
+    @Test func oneLetterRelativeDataDirIsCreated() throws {
+        let base = temporaryDirectory()
+        let previous = FileManager.default.currentDirectoryPath
+        #expect(FileManager.default.changeCurrentDirectoryPath(base))
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+        for name in ["d", "e/", "./f", "é", "g h", "i//", "j/k"] {
+            try PrivateFile.createDirectory(name)
+            var info = stat()
+            #expect(stat(base + "/" + name, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR, "\(name)")
+        }
+    }
+
+    @Test func parentOfAPath() {
+        let cases = [
+            "d": "", "d/": "", ".": "", "./": "", "./d": ".", "a/b": "a", "a//b/": "a", "/d": "/", "/": "/",
+            "//": "/", "/a/b/c": "/a/b", "é/ü": "é", "": "",
+        ]
+        for (path, parent) in cases { #expect(PrivateFile.parent(of: path) == parent, "\(path)") }
+    }
+}

@@ -495,4 +495,26 @@ import Testing
             _ = try late.readResponse()
         }
     }
+    @Test func shutdownCutsARequestStillRunningAtItsDeadlineAndSaysWhich() throws {
+        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.idleTimeout = .seconds(5)
+        let probe = HTTPHandlerProbe()
+        let server = HTTPServer(configuration: configuration, handler: httpTestHandler(probe: probe))
+        let port = try server.start()
+        let idle = try RawHTTPClient(port: port)
+        try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try idle.readResponse().status == 200)
+        // A body that never comes: the handler waits in its read until the cut.
+        let slow = try RawHTTPClient(port: port)
+        try slow.send("POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabc")
+        usleep(200_000)
+        let started = ContinuousClock.now
+        let cut = server.shutdown(until: .now + .milliseconds(300), grace: .seconds(5))
+        let took = ContinuousClock.now - started
+        #expect(cut.map { "\($0.method) \($0.path) \($0.client ?? "-")" } == ["POST /count 127.0.0.1"])
+        #expect(took >= .milliseconds(300) && took < .seconds(3), "took \(took)")
+        #expect(server.remainingConnections == 0)
+        #expect(slow.serverClosed())
+        #expect(idle.serverClosed())
+    }
 }

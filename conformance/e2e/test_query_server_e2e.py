@@ -1,11 +1,15 @@
 """The JavaScript workers as processes (issue 17): a database without validation functions never starts one,
 a worker killed from outside is replaced on the next call, a worker stuck in a loop when the server is killed
-ends by itself, and no worker holds the server's listening socket."""
+ends by itself (so does one the server had only just started, and a media worker stuck in a file), and no worker
+holds the server's listening socket."""
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -69,13 +73,47 @@ def test_a_killed_worker_is_replaced(servers):
     assert worker not in workers_of(a.proc.pid) and len(workers_of(a.proc.pid)) == 1
 
 
-def test_a_looping_worker_ends_with_the_server(servers):
+def cpu_ticks(pid: int) -> int:
+    """Clock ticks of CPU the process has used (utime + stime)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def wait_until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"no {what} within {timeout} s")
+
+
+def assert_all_end(pids: list[int], what: str) -> float:
+    """Waits (10 s at most, on a loaded machine too) until none of `pids` is alive; the seconds it took."""
+    started = time.monotonic()
+    while any(alive(p) for p in pids) and time.monotonic() - started < 10:
+        time.sleep(0.02)
+    left = [p for p in pids if alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)  # not left spinning for the next tests
+    assert not left, f"{what} outlived the server killed with SIGKILL: {left}"
+    return time.monotonic() - started
+
+
+def looping_filter(servers):
+    """A server and a `_changes` request (in a thread) whose filter loops forever."""
     a = servers("a")
     db = f"{a.url}/db"
     assert requests.put(db, timeout=30).status_code == 201
     assert requests.put(f"{db}/_design/f", json={"filters": {"loop": "function() { while (true) {} }"}},
                         timeout=30).status_code == 201
     assert requests.put(f"{db}/doc", json={}, timeout=30).status_code == 201
+
     def looping():
         try:
             requests.get(f"{db}/_changes", params={"filter": "f/loop"}, timeout=30)
@@ -83,17 +121,74 @@ def test_a_looping_worker_ends_with_the_server(servers):
             pass  # the server is killed under it
 
     threading.Thread(target=looping, daemon=True).start()
-    deadline = time.monotonic() + 10
-    workers = []
-    while not workers and time.monotonic() < deadline:
-        workers = workers_of(a.proc.pid)
-        time.sleep(0.05)
-    assert workers
+    return a
+
+
+def test_a_looping_worker_ends_with_the_server(servers):
+    a = looping_filter(servers)
+    workers = wait_until(lambda: workers_of(a.proc.pid), 10, what="worker")
+    # Killed while the script runs (0.2 s of CPU in it), not before it got its request.
+    wait_until(lambda: cpu_ticks(workers[0]) >= 20, 10, what="busy worker")
     a.kill(signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while any(alive(w) for w in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(alive(w) for w in workers)
+    took = assert_all_end(workers, "a worker looping in a script")
+    print(f"the looping worker ended {took:.2f} s after its server")
+
+
+def test_a_worker_started_just_before_its_server_was_killed_ends(servers):
+    # The worker is held (SIGSTOP) from the moment it exists until its server is dead, as a loaded machine may
+    # leave it unscheduled: when it gets as far as looking, its parent is already init and its request, a loop,
+    # waits in the pipe.
+    a = looping_filter(servers)
+    workers = wait_until(lambda: workers_of(a.proc.pid), 10, what="worker")
+    for worker in workers:
+        os.kill(worker, signal.SIGSTOP)
+    time.sleep(0.5)  # the server writes the request into the pipe
+    a.kill(signal.SIGKILL)
+    for worker in workers:
+        os.kill(worker, signal.SIGCONT)
+    assert_all_end(workers, "a worker started just before its server died")
+
+
+def test_a_media_worker_stuck_in_a_file_ends_with_the_server(servers, tmp_path):
+    # The decoder waits forever on the photo's bytes (its blob is made a FIFO no one writes), as one could in a
+    # hostile file or on a stalled disk: the worker is busy, and never reads its input again.
+    a = servers("a")
+    db = f"{a.url}/db"
+    assert requests.put(db, timeout=30).status_code == 201
+    photo = tmp_path / "a.jpg"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240", "-frames:v", "1",
+                    str(photo)], check=True, timeout=120)
+    data = photo.read_bytes()
+    r = requests.put(f"{db}/p/a.jpg", data=data, headers={"Content-Type": "image/jpeg"}, timeout=30)
+    assert r.status_code == 201, r.text
+    [blob] = glob.glob(os.path.join(a.data_dir, "attachments", "**", hashlib.md5(data).hexdigest()), recursive=True)
+    os.remove(blob)
+    os.mkfifo(blob, 0o600)
+
+    def thumbnail():
+        try:
+            requests.get(f"{a.url}/_photos/api/db/db/thumb/p/a.jpg?size=160", timeout=30)
+        except requests.RequestException:
+            pass  # the server is killed under it
+
+    threading.Thread(target=thumbnail, daemon=True).start()
+
+    def stuck_workers():
+        # Blocked opening the FIFO: the kernel waits for a writer (wait_for_partner).
+        return [pid for _, pid in children(a.proc.pid, "media-worker") if wchan(pid) == "wait_for_partner"]
+
+    workers = wait_until(stuck_workers, 20, what="media worker waiting on the FIFO")
+    a.kill(signal.SIGKILL)
+    took = assert_all_end(workers, "a media worker stuck in a file")
+    print(f"the stuck media worker ended {took:.2f} s after its server")
+
+
+def wchan(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 def test_workers_do_not_hold_the_servers_sockets(servers):

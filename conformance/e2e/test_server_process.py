@@ -41,7 +41,10 @@ def test_help_lists_every_option_and_its_environment_variable():
 
 
 @pytest.mark.parametrize("args", [["--no-such-flag"], ["--port", "seventy"], ["--port", "70000"],
-                                  ["--log-level", "loud"], ["--admin", "nocolon"], ["--port"]])
+                                  ["--log-level", "loud"], ["--admin", "nocolon"], ["--port"],
+                                  ["--shutdown-timeout", "soon"], ["--shutdown-timeout", "-1"],
+                                  ["--shutdown-timeout", "86401"], ["--shutdown-timeout", "9" * 40],
+                                  ["--shutdown-timeout", ""], ["--shutdown-timeout", "1.5"]])
 def test_bad_flags_exit_64_with_a_message(args):
     r = run_cli(*args)
     assert r.returncode == 64
@@ -127,8 +130,8 @@ def signal_masks(pid: int) -> dict[int, dict[str, int | str]]:
                 fields = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
             with open(f"/proc/{pid}/task/{tid}/wchan") as f:
                 waits_in = f.read()
-        except FileNotFoundError:
-            continue  # a thread that ended meanwhile (a request's)
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile (a request's; ESRCH while it is being reaped)
         masks[int(tid)] = {name: int(fields[name], 16) for name in ("SigBlk", "SigCgt")} | {"wchan": waits_in}
     return masks
 
@@ -216,6 +219,83 @@ def test_sigterm_lets_an_in_flight_request_finish(servers):
     t.join(20)
     assert result.get("status") == 200 and "last_seq" in result["body"]
     assert a.proc.wait(timeout=20) == 0
+
+
+def stopped_within(server, seconds: float) -> float:
+    """Sends SIGTERM and returns how long the process took to exit (failing past `seconds`)."""
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        assert server.proc.wait(timeout=seconds) == 0
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running {seconds} s after SIGTERM\n{server.log_tail()}") from None
+    return time.monotonic() - started
+
+
+def cut_lines(server) -> list[str]:
+    return [line for line in server.log_text().splitlines() if "shutdown cut" in line]
+
+
+def test_sigterm_cuts_a_longpoll_feed_after_the_shutdown_timeout_and_logs_it(servers):
+    a = servers("a", args=("--shutdown-timeout", "2"))
+    requests.put(a.url + "/db", timeout=5)
+    errors = []
+
+    def longpoll():
+        try:
+            requests.get(a.url + "/db/_changes", params={"feed": "longpoll", "since": "now", "timeout": 60000},
+                         timeout=30)
+        except requests.RequestException as error:
+            errors.append(error)  # cut: the connection ends without an answer
+
+    t = threading.Thread(target=longpoll, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    took = stopped_within(a, 2 + 5)
+    assert took >= 1.9, f"cut after {took:.1f} s, before the 2 s it was to wait"
+    t.join(10)
+    assert errors, "the feed got an answer after its server was gone"
+    lines = cut_lines(a)
+    assert any("shutdown cut requests in flight requests=1 waited_s=2" in line for line in lines), lines
+    assert any("shutdown cut a request client=127.0.0.1 method=GET path=/db/_changes running_s=" in line
+               for line in lines), lines
+    print(f"stopped {took:.2f} s after SIGTERM (--shutdown-timeout 2)")
+
+
+def test_sigterm_cuts_a_slow_upload_after_the_shutdown_timeout_and_logs_it(servers):
+    a = servers("a", args=("--shutdown-timeout", "1", "--body-timeout", "120"))
+    requests.put(a.url + "/db", timeout=5)
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.sendall(b"PUT /db/doc/big.bin HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n"
+              b"Content-Type: application/octet-stream\r\nContent-Length: 10000000\r\n\r\n" + b"x" * 1000)
+    try:
+        time.sleep(0.5)
+        took = stopped_within(a, 1 + 5)
+    finally:
+        s.close()
+    lines = cut_lines(a)
+    assert any("requests=1 waited_s=1" in line for line in lines), lines
+    assert any("method=PUT path=/db/doc/big.bin" in line for line in lines), lines
+    print(f"stopped {took:.2f} s after SIGTERM (--shutdown-timeout 1)")
+
+
+def test_a_request_that_ends_within_the_shutdown_timeout_is_not_cut(servers):
+    a = servers("a", args=("--shutdown-timeout", "10"))
+    requests.put(a.url + "/db", timeout=5)
+    result = {}
+
+    def longpoll():
+        r = requests.get(a.url + "/db/_changes", params={"feed": "longpoll", "since": "now", "timeout": 1500},
+                         timeout=20)
+        result["status"] = r.status_code
+
+    t = threading.Thread(target=longpoll)
+    t.start()
+    time.sleep(0.4)
+    stopped_within(a, 10)
+    t.join(10)
+    assert result.get("status") == 200
+    assert cut_lines(a) == []
 
 
 def test_feed_threads_end_when_clients_leave(servers):

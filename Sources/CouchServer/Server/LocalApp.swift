@@ -6,7 +6,9 @@ import RevTree
 /// use to reach local databases (in-process, through `App.localServer`). Nobody can log in to it, so no
 /// admin is set up and nothing is written to `admins.json`.
 package enum LocalApp {
+    /// - Throws: `DataDirLock.Held` when another process uses the data dir (nothing is written there then).
     package static func open(dataDir: String, log: Logger) throws -> App {
+        let lock = try DataDirLock.acquire(dataDir: dataDir)
         try DataDirectory.create(dataDir)
         let blobRegistry = BlobRegistry(root: dataDir + "/attachments")
         let store = try Store(
@@ -24,7 +26,7 @@ package enum LocalApp {
             cors: CORSPolicy(origins: [], credentials: options.corsCredentials))
         return App(
             store: store, blobRegistry: blobRegistry, serverUUID: uuid,
-            options: options, access: access, log: log)
+            options: options, access: access, log: log, dataDirLock: lock)
     }
 
     /// Closes what `open` opened.
@@ -33,5 +35,6 @@ package enum LocalApp {
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
         app.databaseUpdates.log.close()
+        app.dataDirLock?.release()
     }
 }

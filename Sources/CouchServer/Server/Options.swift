@@ -28,6 +28,8 @@ package struct Options: Sendable {
     package var bodyTimeoutSeconds = 120
     /// Seconds a request head may take from its first byte (the first one from accept, TLS handshake included).
     package var headerTimeoutSeconds = 30
+    /// Seconds a stop signal waits for requests in flight (replications' checkpoints included) before it cuts them.
+    package var shutdownTimeoutSeconds = 30
     /// Origins allowed cross-origin requests (`*` for any); empty turns CORS off.
     package var corsOrigins: [String] = []
     /// Whether CORS answers allow credentials (cookies, Basic auth), as PouchDB sends them.

@@ -60,9 +60,21 @@ package enum PrivateFile {
             if info.st_mode & 0o077 != 0 { chmod(path, directoryMode) }
             return
         }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = parent(of: path)
         if !parent.isEmpty && parent != path && stat(parent, &info) != 0 { try createDirectory(parent) }
         guard mkdir(path, directoryMode) == 0 || errno == EEXIST else { throw failure("mkdir", path) }
+    }
+
+    /// The directory `path` names an entry of: "" for a bare name (`d`), `/` for `/d`. Foundation's
+    /// `NSString.deletingLastPathComponent` traps on a one-character name (`d`, `d/`, `.`), which a relative
+    /// `--data-dir d` is, so the path is split here, on its bytes.
+    package static func parent(of path: String) -> String {
+        let slash = UInt8(ascii: "/")
+        var bytes = Array(path.utf8)
+        while bytes.count > 1 && bytes.last == slash { bytes.removeLast() }
+        guard var end = bytes.lastIndex(of: slash) else { return "" }
+        while end > 0 && bytes[end - 1] == slash { end -= 1 }
+        return end == 0 ? "/" : String(decoding: bytes[..<end], as: UTF8.self)
     }
 
     private static func failure(_ operation: String, _ path: String) -> Failure {

@@ -18,6 +18,8 @@ package final class ServerProcess: Sendable {
     package let port: Int?
     /// The HTTPS listener (same handler, limits and timeouts); nil without TLS.
     let tlsServer: HTTPServer?
+    /// Signalled once by the first shutdown to finish (`waitUntilStopped` passes it on to the next waiter).
+    private let stopped = DispatchSemaphore(value: 0)
     /// The HTTPS port actually bound.
     package let tlsPort: Int?
     /// The certificate HTTPS presents (its fingerprint is printed at start).
@@ -27,7 +29,8 @@ package final class ServerProcess: Sendable {
     /// A server admin created on first start because none was configured (shown once, then only hashed).
     package let generatedAdmin: ServerAdmins.Generated?
 
-    /// Opens the data dir and starts listening.
+    /// Locks and opens the data dir and starts listening.
+    /// - Throws: `DataDirLock.Held` when another process uses the data dir (nothing is written there then).
     /// - Parameters:
     ///   - extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
     ///   - productRoutes: the routes a product adds to CouchDB's (`App.init`).
@@ -39,6 +42,8 @@ package final class ServerProcess: Sendable {
         // and their temporary files, security objects) is owner-only from its creation: they hold password hashes,
         // admin credentials and every user's documents.
         umask(0o077)
+        // The lock first: a process refused because another uses the dir must leave the dir as it found it.
+        let lock = try DataDirLock.acquire(dataDir: options.dataDir)
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.
         let tls = try Self.tlsContext(options)
@@ -51,7 +56,7 @@ package final class ServerProcess: Sendable {
         generatedAdmin = generated
         app = App(
             store: store, blobRegistry: blobRegistry, serverUUID: uuid,
-            options: options, access: access, log: log, productRoutes: productRoutes)
+            options: options, access: access, log: log, dataDirLock: lock, productRoutes: productRoutes)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.extraHosts = extraHosts
@@ -127,14 +132,57 @@ package final class ServerProcess: Sendable {
         return bind.contains(":") ? "[\(bind)]" : bind
     }
 
-    /// Stops every listener (in-flight requests get up to `timeout`).
-    package func shutdown(timeout: Duration) {
-        for server in servers { server.shutdown(timeout: timeout) }
+    /// How long the threads of requests cut by a shutdown get to notice before the process goes on without them
+    /// (a live feed notices within a second, a body read or a response write at once).
+    static let cutGrace: Duration = .seconds(2)
+
+    /// Stops every listener: no new connection, idle ones closed, in-flight requests given until `timeout` has
+    /// passed; then their sockets are shut down (logged: how many and which), and their threads get `cutGrace`.
+    /// - Returns: the requests cut.
+    @discardableResult
+    package func shutdown(timeout: Duration) -> [HTTPCutRequest] {
+        shutdown(until: .now + timeout, waited: timeout)
     }
 
-    /// Blocks until every listener has stopped.
+    @discardableResult
+    private func shutdown(until deadline: ContinuousClock.Instant, waited: Duration) -> [HTTPCutRequest] {
+        // One deadline for both listeners: each stops accepting at once, and neither waits after the other.
+        for server in servers { server.stopAccepting() }
+        for server in servers { server.waitForRequests(until: deadline) }
+        let cut = servers.flatMap { $0.cutRequests() }
+        if !cut.isEmpty {
+            let now = ContinuousClock.now
+            app.log.warning(
+                "shutdown cut requests in flight",
+                ["requests": String(cut.count), "waited_s": Self.seconds(waited, digits: 0)])
+            for request in cut {
+                app.log.warning(
+                    "shutdown cut a request",
+                    [
+                        "client": request.client ?? "-", "method": request.method, "path": request.path,
+                        "running_s": Self.seconds(now - request.started, digits: 1),
+                    ])
+            }
+        }
+        let graceEnd = ContinuousClock.now + Self.cutGrace
+        let left = servers.reduce(0) { $0 + ($1.waitForConnections(until: graceEnd) ? 0 : $1.remainingConnections) }
+        if left > 0 {
+            app.log.warning("shutdown goes on without connections that did not end", ["connections": String(left)])
+        }
+        stopped.signal()
+        return cut
+    }
+
+    private static func seconds(_ duration: Duration, digits: Int) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return String(format: "%.\(digits)f", max(value, 0))
+    }
+
+    /// Blocks until a shutdown has finished: every listener has stopped, or its requests were cut and given their
+    /// grace (a handler that noticed nothing is not waited for: the process ends under it).
     package func waitUntilStopped() {
-        for server in servers { server.waitUntilStopped() }
+        stopped.wait()
+        stopped.signal()
     }
 
     /// From now on SIGINT and SIGTERM stop the server gracefully (`shutdown()`: replications checkpoint, in-flight
@@ -152,17 +200,21 @@ package final class ServerProcess: Sendable {
         waitUntilStopped()
         app.replicatorDatabase.withLock { $0 }?.stop()
         app.replications.cancelAll()
-        app.localServer.shutdown(timeout: .seconds(5))
+        app.localServer.shutdown(timeout: Self.cutGrace)
         app.store.close()
         app.databaseUpdates.log.close()
+        app.dataDirLock?.release()
     }
 
-    /// The order of a graceful stop: replications first, while the server and the local databases they
-    /// checkpoint into still answer (their `_replicate` requests then end too), then the HTTP server.
+    /// The order of a graceful stop, all of it within `--shutdown-timeout`: replications first (10 s at most),
+    /// while the server and the local databases they checkpoint into still answer (their `_replicate` requests
+    /// then end too), then the HTTP server, whose requests in flight get what is left.
     package func shutdown() {
+        let timeout = Duration.seconds(app.options.shutdownTimeoutSeconds)
+        let deadline = ContinuousClock.now + timeout
         app.replicatorDatabase.withLock { $0 }?.stop()
-        app.replications.stopAll(within: .seconds(10))
-        shutdown(timeout: .seconds(10))
+        app.replications.stopAll(within: min(.seconds(10), timeout))
+        shutdown(until: deadline, waited: timeout)
     }
 
     /// Tunes the process once, before any server starts.

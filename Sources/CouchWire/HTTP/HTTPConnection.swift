@@ -64,7 +64,7 @@ final class HTTPConnection {
             var head = parsedHead
             head.remoteAddress = remoteAddress
             head.isSecure = configuration.tls != nil
-            registry.markBusy(id)
+            registry.markBusy(id, method: head.method, path: head.path, client: remoteAddress)
             let outcome = serve(head, framing)
             let mayContinue = registry.markIdle(id)
             switch outcome {

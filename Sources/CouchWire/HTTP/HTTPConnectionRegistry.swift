@@ -14,6 +14,8 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
         let address: String?
         /// When the connection last became idle (accepted, or finished a request).
         var idleSince: HTTPDeadline
+        /// The request being served and since when, while busy: what a shutdown says it cut.
+        var request: HTTPCutRequest?
     }
 
     private let condition = NSCondition()
@@ -112,13 +114,20 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
         address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
     }
 
-    /// Marks a connection as serving a request; shutdown waits for busy connections.
-    func markBusy(_ id: Int) { locked { entries[id]?.busy = true } }
+    /// Marks a connection as serving a request (named for the shutdown's report); shutdown waits for busy
+    /// connections.
+    func markBusy(_ id: Int, method: String = "", path: String = "", client: String? = nil) {
+        locked {
+            entries[id]?.busy = true
+            entries[id]?.request = HTTPCutRequest(method: method, path: path, client: client, started: .now)
+        }
+    }
 
     /// Marks a connection as idle between requests. Returns false when shutting down: the caller must close.
     func markIdle(_ id: Int) -> Bool {
         locked {
             entries[id]?.busy = false
+            entries[id]?.request = nil
             entries[id]?.idleSince = .now()
             condition.broadcast()
             if lifecycle != .running {
@@ -179,7 +188,21 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
     }
 
     /// Shuts every remaining socket down, so blocked reads and writes fail and their threads finish.
-    func shutdownAllSockets() { locked { for entry in entries.values { entry.socket.shutdown() } } }
+    /// - Returns: the requests that were still being served, longest-running first.
+    @discardableResult
+    func shutdownAllSockets() -> [HTTPCutRequest] {
+        locked {
+            var cut: [HTTPCutRequest] = []
+            for entry in entries.values {
+                entry.socket.shutdown()
+                if entry.busy, let request = entry.request { cut.append(request) }
+            }
+            return cut.sorted { $0.started < $1.started }
+        }
+    }
+
+    /// Connection threads not yet ended.
+    var remainingConnections: Int { locked { entries.count } }
 
     /// Waits until the accept thread and every connection thread are gone (or `deadline` passes);
     /// once they are, marks the server stopped.
@@ -210,4 +233,14 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
             while lifecycle != .stopped { condition.wait() }
         }
     }
+}
+
+/// A request a shutdown stopped waiting for: its socket was shut down while its handler still ran.
+public struct HTTPCutRequest: Sendable {
+    public let method: String
+    public let path: String
+    /// The client's address, when known.
+    public let client: String?
+    /// When it started being served.
+    public let started: ContinuousClock.Instant
 }

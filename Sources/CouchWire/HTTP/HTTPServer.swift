@@ -96,15 +96,55 @@ public final class HTTPServer: Sendable {
     /// Graceful shutdown: stops accepting, closes idle connections, lets in-flight requests finish for up to
     /// `timeout`, then shuts the remaining sockets down (their handlers see `.clientGone` or `isPeerClosed()`).
     /// Returns when every connection thread has ended, or after a further `timeout` if a handler does not notice.
-    public func shutdown(timeout: Duration) {
+    /// - Returns: the requests still running when their sockets were shut down.
+    @discardableResult
+    public func shutdown(timeout: Duration) -> [HTTPCutRequest] {
+        shutdown(until: .now + timeout, grace: timeout)
+    }
+
+    /// `shutdown(timeout:)` with the wait for in-flight requests ending at `deadline`, and `grace` for the threads
+    /// of the requests cut to end. A process with several listeners takes the steps itself, to give them all one
+    /// deadline: `stopAccepting`, `waitForRequests`, `cutRequests`, `waitForConnections`.
+    @discardableResult
+    public func shutdown(until deadline: ContinuousClock.Instant, grace: Duration) -> [HTTPCutRequest] {
+        stopAccepting()
+        waitForRequests(until: deadline)
+        let cut = cutRequests()
+        waitForConnections(until: .now + grace)
+        return cut
+    }
+
+    /// The first step of a shutdown: no new connection is accepted and idle ones close; requests in flight go on.
+    public func stopAccepting() {
         guard registry.beginShutdown() else { return }
         var byte: UInt8 = 1
         _ = write(wakePipe.write, &byte, 1)
-        let seconds = Double(timeout.clampedNanoseconds) / 1e9
-        registry.waitForBusyConnections(until: Date(timeIntervalSinceNow: seconds))
-        registry.shutdownAllSockets()
-        registry.waitForAllThreads(until: Date(timeIntervalSinceNow: seconds))
     }
+
+    /// Waits until no request is in flight (connections that become idle meanwhile close), or until `deadline`.
+    public func waitForRequests(until deadline: ContinuousClock.Instant) {
+        registry.waitForBusyConnections(until: Self.date(deadline))
+    }
+
+    /// Shuts every connection's socket down, so the handlers still running see their client gone.
+    /// - Returns: the requests that were in flight, longest-running first.
+    public func cutRequests() -> [HTTPCutRequest] { registry.shutdownAllSockets() }
+
+    /// Waits until every connection thread has ended, or until `deadline`.
+    /// - Returns: whether they all have.
+    @discardableResult
+    public func waitForConnections(until deadline: ContinuousClock.Instant) -> Bool {
+        registry.waitForAllThreads(until: Self.date(deadline))
+        return registry.remainingConnections == 0
+    }
+
+    private static func date(_ instant: ContinuousClock.Instant) -> Date {
+        let left = instant - .now
+        return Date(timeIntervalSinceNow: left <= .zero ? 0 : Double(left.clampedNanoseconds) / 1e9)
+    }
+
+    /// Connection threads still running (after a shutdown: those whose handlers did not notice the cut).
+    public var remainingConnections: Int { registry.remainingConnections }
 
     /// Blocks until shutdown has completed and every thread has ended.
     public func waitUntilStopped() { registry.waitUntilStopped() }

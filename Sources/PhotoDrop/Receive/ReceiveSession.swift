@@ -78,6 +78,9 @@ package final class ReceiveSession: Sendable {
                 progress.saved(totals, file: file, bytes: bytes)
             }
             try exporter.start()
+        } catch let held as DataDirLock.Held {
+            log.error("could not start", ["error": held.description])
+            return 75  // EX_TEMPFAIL: it may work once the other process has stopped
         } catch {
             log.error("could not start", ["error": String(describing: error)])
             return 1
@@ -103,7 +106,7 @@ package final class ReceiveSession: Sendable {
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
         if end != .interrupted { Thread.sleep(forTimeInterval: Double(ReceiveLimits.closingGraceSeconds)) }
-        process.shutdown(timeout: .seconds(10))
+        process.shutdown(timeout: .seconds(options.server.shutdownTimeoutSeconds))
         process.waitUntilStopped()
         exporter.drainAndStop()
         progress.finish()

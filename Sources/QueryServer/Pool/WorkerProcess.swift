@@ -32,7 +32,7 @@ package final class WorkerProcess: @unchecked Sendable {
             close(input[1])
             throw .workerFailed("pipe: \(String(cString: strerror(errno)))")
         }
-        let argv = [executable, subcommand] + limits.arguments
+        let argv = [executable, subcommand] + limits.arguments + ["--parent", String(getpid())]
         var cArgs = argv.map { strdup($0) }
         cArgs.append(nil)
         let pid = couchlite_spawn(executable, &cArgs, input[0], output[1])

@@ -6,7 +6,8 @@ import Foundation
 /// The server starts workers with `QueryServerPool`; nothing else should.
 public enum QueryWorker {
     /// Runs the worker loop; returns the process's exit status.
-    /// - Parameter arguments: `--heap-limit BYTES`, `--address-space BYTES`, `--cpu-seconds N` (each optional).
+    /// - Parameter arguments: `--heap-limit BYTES`, `--address-space BYTES`, `--cpu-seconds N`, `--parent PID` (the
+    ///   server's; each optional).
     public static func run(_ arguments: [String]) -> Int32 {
         serve(arguments, name: "query-server") { limits throws(QueryServerError) in
             try DuktapeRuntime(heapLimit: limits.heapBytes).dispatch
@@ -21,6 +22,9 @@ public enum QueryWorker {
         start: (WorkerLimits) throws(QueryServerError) -> ([UInt8]) -> [UInt8]
     ) -> Int32 {
         var limits = WorkerLimits()
+        // The server says who it is: the pid this process saw as its parent when it got here could already be
+        // init's, had the server died since it started this worker.
+        var parent = getppid()
         var index = 0
         while index < arguments.count {
             let value = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
@@ -28,27 +32,24 @@ public enum QueryWorker {
             case ("--heap-limit", let value?): limits.heapBytes = value
             case ("--address-space", let value?): limits.addressSpaceBytes = value
             case ("--cpu-seconds", let value?): limits.cpuSeconds = value
+            case ("--parent", let value?) where value > 0 && value <= Int(Int32.max): parent = pid_t(value)
             default:
                 FileHandle.standardError.write(Data("\(name): unknown argument \(arguments[index])\n".utf8))
                 return 64
             }
             index += 2
         }
+        // A worker never outlives its server, however the server ended and whatever this process is busy with
+        // (see couchlite_watch_server): an orphaned worker would run a stranger's endless loop until its CPU cap.
+        if couchlite_watch_server(parent) != 0 {
+            FileHandle.standardError.write(Data("\(name): cannot watch the server\n".utf8))
+            return 71
+        }
         // A worker has no network: the bytes it is given come from strangers (a design function, a photo), so a
         // worker they take over can reach nothing beyond the pipes to the server.
         if couchlite_deny_network() != 0 {
             FileHandle.standardError.write(Data("\(name): cannot take the network away (seccomp)\n".utf8))
             return 71
-        }
-        // A worker never outlives the server. Not PR_SET_PDEATHSIG: it fires when the *thread* that spawned the
-        // worker ends (a connection thread), not the server. An idle worker sees its input close; a busy one
-        // (a script in a loop) is ended by this watchdog within a second of being orphaned.
-        let parent = getppid()
-        Thread.detachNewThread {
-            while true {
-                sleep(1)
-                if getppid() != parent { _exit(0) }
-            }
         }
         if couchlite_limit_process(
             UInt64(max(limits.addressSpaceBytes, 0)), UInt64(max(limits.cpuSeconds, 0))) != 0

@@ -45,7 +45,7 @@ extension Commands {
         footer: """
             exit status: 0 everything is on the peer, 77 wrong user name or password, 69 peer
             unreachable, 76 the peer's certificate was refused (or TLS failed), 74 a disk is full,
-            130 interrupted, 1 anything else, 64 bad usage.
+            75 another couchlite uses the data dir, 130 interrupted, 1 anything else, 64 bad usage.
             """)
 
     /// `couchlite push DIR URL`.
@@ -72,6 +72,9 @@ extension Commands {
         let app: App
         do {
             app = try LocalApp.open(dataDir: dataDir, log: Logger(label: "couchlite", level: .warning))
+        } catch let held as DataDirLock.Held {
+            printError(held.description)
+            return dataDirInUse
         } catch {
             printError("cannot open the data dir \(dataDir): \(error)")
             return 1

@@ -100,6 +100,9 @@ extension Commands {
             let target = try endpoint(positional[1])
             if let app { options.replicatorIdentity = app.serverUUID }
             replication = try Replication.resolvingFilter(source: source, target: target, options: options)
+        } catch let held as DataDirLock.Held {
+            printError(held.description)
+            return dataDirInUse
         } catch let error as ReplicationError {
             printError("\(error)")
             switch error {

@@ -21,6 +21,9 @@ public enum Commands {
         let process: ServerProcess
         do {
             process = try ServerProcess(options: options, log: log, productRoutes: GalleryRoutes.make)
+        } catch let held as DataDirLock.Held {
+            log.error("could not start", ["error": held.description])
+            return dataDirInUse
         } catch {
             log.error("could not start", ["error": String(describing: error)])
             return 1
@@ -68,6 +71,10 @@ public enum Commands {
         }
         return text
     }
+
+    /// The exit status of a command refused because another process uses its data dir: EX_TEMPFAIL, as it may
+    /// work once that one has stopped.
+    public static let dataDirInUse: Int32 = 75
 
     /// A command-line mistake, as every subcommand reports it (then exit 64, EX_USAGE).
     public static func printUsageError(_ message: String, usage: String) {

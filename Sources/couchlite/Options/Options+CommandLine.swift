@@ -100,6 +100,11 @@ extension Options {
             help: "time a request head may take (from accept for the first, TLS handshake included), default 30",
             in: 1...Int.max
         ) { $0.headerTimeoutSeconds = $1 },
+        .integer(
+            "--shutdown-timeout", environment: "COUCHLITE_SHUTDOWN_TIMEOUT", valueName: "SECONDS",
+            help: "how long SIGTERM/SIGINT waits for requests in flight before it cuts them (logged), default 30",
+            in: 0...86_400
+        ) { $0.shutdownTimeoutSeconds = $1 },
         Spec(
             flag: "--cors-origins", environment: "COUCHLITE_CORS_ORIGINS", valueName: "LIST",
             help: "comma-separated origins allowed CORS (e.g. http://app.example:8080), or *; default none"
