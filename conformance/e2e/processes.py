@@ -126,6 +126,19 @@ class Process:
         return status_field(self.proc.pid, field)
 
 
+def cpu_seconds(pid: int, *, gone: float | None = None) -> float:
+    """utime + stime of the process (all threads) in seconds: fields 14 and 15 of /proc/PID/stat (proc(5)), counted
+    after the command name, which may hold spaces. A process that has ended raises, or answers `gone` if given."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        if gone is None:
+            raise
+        return gone
+
+
 def status_field(pid: int, name: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:

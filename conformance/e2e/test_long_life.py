@@ -31,6 +31,8 @@ import statistics
 import threading
 import time
 
+from processes import cpu_seconds
+
 SINGLE_WRITES = int(os.environ.get("LONG_LIFE_WRITES", "100000"))
 BULKS = int(os.environ.get("LONG_LIFE_BULKS", "20000"))
 BULK_SIZE = 100
@@ -40,7 +42,6 @@ RSS_SLACK_MIB = 48
 LATENCY_GROWTH_LIMIT = 1.5
 LATENCY_WINDOW = 1000
 SAMPLE_EVERY_S = 0.5
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 AUTH = "Basic YWRtaW46cGFzcw=="  # admin:pass
 
 
@@ -90,13 +91,6 @@ class Sampler(threading.Thread):
         self.done.set()
         self.join()
         return self.samples
-
-
-def cpu_seconds(pid: int) -> float:
-    """The process's user + system CPU time so far (fields 14 and 15 of /proc/PID/stat, after the command)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 class CPUWindows:

@@ -15,7 +15,8 @@ import time
 
 import requests
 
-from processes import children
+from processes import children, cpu_seconds
+from test_replication_e2e import wait_for
 
 
 def workers_of(pid: int) -> list[int]:
@@ -73,26 +74,6 @@ def test_a_killed_worker_is_replaced(servers):
     assert worker not in workers_of(a.proc.pid) and len(workers_of(a.proc.pid)) == 1
 
 
-def cpu_ticks(pid: int) -> int:
-    """Clock ticks of CPU the process has used (utime + stime)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def wait_until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"no {what} within {timeout} s")
-
-
 def assert_all_end(pids: list[int], what: str) -> float:
     """Waits (10 s at most, on a loaded machine too) until none of `pids` is alive; the seconds it took."""
     started = time.monotonic()
@@ -126,9 +107,9 @@ def looping_filter(servers):
 
 def test_a_looping_worker_ends_with_the_server(servers):
     a = looping_filter(servers)
-    workers = wait_until(lambda: workers_of(a.proc.pid), 10, what="worker")
+    workers = wait_for(lambda: workers_of(a.proc.pid), 10, what="worker")
     # Killed while the script runs (0.2 s of CPU in it), not before it got its request.
-    wait_until(lambda: cpu_ticks(workers[0]) >= 20, 10, what="busy worker")
+    wait_for(lambda: cpu_seconds(workers[0], gone=0) >= 0.2, 10, what="busy worker")
     a.kill(signal.SIGKILL)
     took = assert_all_end(workers, "a worker looping in a script")
     print(f"the looping worker ended {took:.2f} s after its server")
@@ -139,7 +120,7 @@ def test_a_worker_started_just_before_its_server_was_killed_ends(servers):
     # leave it unscheduled: when it gets as far as looking, its parent is already init and its request, a loop,
     # waits in the pipe.
     a = looping_filter(servers)
-    workers = wait_until(lambda: workers_of(a.proc.pid), 10, what="worker")
+    workers = wait_for(lambda: workers_of(a.proc.pid), 10, what="worker")
     for worker in workers:
         os.kill(worker, signal.SIGSTOP)
     time.sleep(0.5)  # the server writes the request into the pipe
@@ -177,7 +158,7 @@ def test_a_media_worker_stuck_in_a_file_ends_with_the_server(servers, tmp_path):
         # Blocked opening the FIFO: the kernel waits for a writer (wait_for_partner).
         return [pid for _, pid in children(a.proc.pid, "media-worker") if wchan(pid) == "wait_for_partner"]
 
-    workers = wait_until(stuck_workers, 20, what="media worker waiting on the FIFO")
+    workers = wait_for(stuck_workers, 20, what="media worker waiting on the FIFO")
     a.kill(signal.SIGKILL)
     took = assert_all_end(workers, "a media worker stuck in a file")
     print(f"the stuck media worker ended {took:.2f} s after its server")

@@ -16,7 +16,7 @@ import time
 import requests
 
 from receive_support import Receiver
-from processes import process_fixture
+from processes import cpu_seconds, process_fixture
 from test_replication_e2e import Client, doc_count, wait_for
 
 import pytest
@@ -27,14 +27,6 @@ SETTLE_S = 1.0       # after the deletion, before measuring: the first (fast) re
 PAST_LONG_POLL_S = 31.0
 IDLE_WINDOW_S = 3.0  # measured idle period
 MAX_CORE_SHARE = 0.10
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process (all threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    # After the command name: state is field 3, utime field 14, stime field 15 (1-based, see proc(5)).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def assert_idle(pid: int, what: str, after: float = SETTLE_S) -> float:
