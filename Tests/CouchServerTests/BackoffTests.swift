@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 import Testing
 
@@ -54,6 +55,18 @@ import Testing
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { wakeup.wake() }
         #expect(wakeup.sleep(for: .seconds(30)))
         #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    /// `[replicator] interval` = 2^63-1 ms: the scheduler's sleep computed its nanoseconds with a multiplication that
+    /// overflowed (a trap at once); now it sleeps "forever" (136 years) and a wake still ends it.
+    @Test func attack_a_sleep_of_2_63_milliseconds_does_not_trap() {
+        for duration in [Duration.milliseconds(Int.max), .seconds(Int64.max), .seconds(Int64(Int32.max) * 8)] {
+            let wakeup = Wakeup()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { wakeup.wake() }
+            #expect(wakeup.sleep(for: duration))
+        }
+        #expect(Duration.milliseconds(Int.max).clampedNanoseconds / 1_000_000_000 == 1 << 32)
+        #expect(Duration.seconds(-5).clampedNanoseconds == 0)
     }
 
     @Test func anUnwokenSleepLastsItsDuration() {

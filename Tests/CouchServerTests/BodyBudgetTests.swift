@@ -48,4 +48,21 @@ struct BodyBudgetTests {
         let small = BodyReservation(budget)
         #expect(throws: CouchError.self) { try small.cover(bodyBytes: 1024) }
     }
+
+    /// `[chttpd] max_http_request_size` = 2^63-1 let a declared Content-Length near it through: what it would cost
+    /// wrapped negative (`&+`), so nothing was reserved and the body's buffer was then allocated at that size (1 TiB
+    /// aborted the process). The cost saturates, such a body goes through only alone (and the request holds it to
+    /// `Limits.heldBodyCeiling` before it gets here), and nothing else fits beside it.
+    @Test func attack_a_body_of_2_63_bytes_costs_everything_not_a_negative_number() throws {
+        #expect(JSON.memoryBudget(forInput: Int.max) == Int.max)
+        #expect(JSON.memoryBudget(forInput: Int.max / 2) == Int.max)
+        #expect(JSON.memoryBudget(forInput: 1 << 40) > 2 << 40)
+        let budget = BodyBudget(capacity: 256 * BodyBudgetTests.mib, maxWait: .milliseconds(50))
+        let huge = BodyReservation(budget)
+        try huge.cover(bodyBytes: Int.max)
+        #expect(budget.inUse == Int.max)
+        let small = BodyReservation(budget)
+        #expect(throws: CouchError.self) { try small.cover(bodyBytes: 1024) }
+        #expect(Limits.heldBodyCeiling > 0 && Limits.heldBodyCeiling < Int.max / 2)
+    }
 }

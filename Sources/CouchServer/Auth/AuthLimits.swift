@@ -7,8 +7,12 @@ package enum AuthLimits {
     static let pbkdf2Iterations = 600_000
     /// Range `--pbkdf2-iterations` accepts.
     package static let configurablePBKDF2Iterations = 1_000...10_000_000
-    /// Session cookie lifetime, in seconds (`[chttpd_auth] timeout`, default 600).
-    static var sessionSeconds: Int { Limits.live.sessionSeconds.value }
+    /// Session cookie lifetime, in seconds (`[chttpd_auth] timeout`, default 600), at most `longestSessionSeconds`.
+    static var sessionSeconds: Int { min(Limits.live.sessionSeconds.value, longestSessionSeconds) }
+    /// The longest a session lasts whatever `[chttpd_auth] timeout` says (2^31-1 s, 68 years): CouchDB takes any
+    /// integer, and a timeout of 2^63-1 means "never expires", which this is, while `issued + timeout` and the
+    /// cookie's Expires date stay far inside an Int and a `time_t`.
+    static let longestSessionSeconds = Int(Int32.max)
     /// Verified Basic credentials are remembered this long, in seconds, so that Basic auth on
     /// every request does not cost one PBKDF2 each.
     static let credentialCacheSeconds = 300

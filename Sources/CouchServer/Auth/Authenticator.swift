@@ -273,7 +273,9 @@ package final class Authenticator: Sendable {
                 cookie.isAuthentic(secret: secret, salt: account.hash.salt)
             {
                 let now = Authenticator.now
-                let timeLeft = cookie.issued + AuthLimits.sessionSeconds - now
+                // `issued` is the cookie's (authentic, so ours, but any Int parses): no arithmetic that traps.
+                let (sum, overflow) = cookie.issued.addingReportingOverflow(AuthLimits.sessionSeconds - now)
+                let timeLeft = overflow ? 0 : sum
                 if timeLeft > 0 {
                     let user = UserContext(
                         name: account.name, roles: account.roles, handler: "cookie", scope: account.scope,

@@ -36,8 +36,9 @@ package final class BodyBudget: Sendable {
     /// Takes `bytes` more when they fit (or when nothing else is reserved); false otherwise.
     private func tryTake(_ bytes: Int, holding: Int) -> Bool {
         reserved.withLock { total in
-            guard total &+ bytes <= capacity || total == holding else { return false }
-            total &+= bytes
+            let (sum, overflow) = total.addingReportingOverflow(bytes)
+            guard (!overflow && sum <= capacity) || total == holding else { return false }
+            total = overflow ? Int.max : sum
             return true
         }
     }
@@ -73,7 +74,8 @@ package final class BodyReservation {
     /// Makes sure the request holds room for a body of `bodyBytes` bytes and its parse.
     /// - Throws: 503 when the server's budget has no room in time.
     package func cover(bodyBytes: Int) throws(CouchError) {
-        let needed = bodyBytes &+ JSON.memoryBudget(forInput: bodyBytes)
+        let (sum, overflow) = max(bodyBytes, 0).addingReportingOverflow(JSON.memoryBudget(forInput: bodyBytes))
+        let needed = overflow ? Int.max : sum
         guard needed > bytes else { return }
         try budget.take(needed &- bytes, holding: bytes)
         bytes = needed

@@ -58,7 +58,10 @@ package struct Request {
         func http<T>(_ step: () throws(HTTPError) -> T) throws(CouchError) -> T {
             do { return try step() } catch { throw CouchError(error) }
         }
-        // Over the limit: 413 from the head, before any reservation.
+        // Over the limit: 413 from the head, before any reservation. A limit raised past what the machine can
+        // hold (`[chttpd] max_http_request_size` = 2^63-1) is held to half its memory: a declared Content-Length
+        // is reserved at once, and an allocation that fails traps.
+        let limit = min(limit, Limits.heldBodyCeiling)
         try http { () throws(HTTPError) in try body.limit(to: limit) }
         var capacity = body.contentLength ?? min(limit, 64 * 1024)
         try bodyMemory.cover(bodyBytes: capacity)

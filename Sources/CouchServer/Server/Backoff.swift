@@ -1,3 +1,4 @@
+import CouchWire
 import Dispatch
 
 /// The pauses of a loop that tries again (a follower whose database is gone, an exporter that cannot read):
@@ -37,9 +38,9 @@ package final class Wakeup: Sendable {
     /// Sleeps `duration` or until `wake()`; returns whether it was woken.
     @discardableResult
     package func sleep(for duration: Duration) -> Bool {
-        let (seconds, attoseconds) = duration.components
-        let nanos = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
-        return semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: nanos))) == .success
+        // Saturating: `[replicator] interval` may be 2^63-1 ms, whose nanoseconds overflow an Int64.
+        let nanos = Int(clamping: duration.clampedNanoseconds)
+        return semaphore.wait(timeout: .now() + .nanoseconds(nanos)) == .success
     }
 
     /// Ends the current (or the next) `sleep(for:)`.

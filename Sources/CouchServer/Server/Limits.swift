@@ -1,3 +1,5 @@
+import Foundation
+
 /// Sizes the application enforces on request bodies and parameters (the engine's own limits live
 /// in CouchWire's `HTTPLimits`).
 package enum Limits {
@@ -25,6 +27,12 @@ package enum Limits {
     static let streamChunk = 256 * 1024
     /// Most ids one `GET /_uuids` may ask for (CouchDB's `[uuids] max_count`).
     static var maxUUIDCount: Int { live.maxUUIDCount.value }
+    /// Most bytes of one body held in memory (JSON, a show function's `req.body`), whatever the limits say: half the
+    /// machine's memory.
+    static let heldBodyCeiling = Int(clamping: ProcessInfo.processInfo.physicalMemory / 2)
+    /// Most ids one `GET /_uuids` answers whatever `[uuids] max_count` says (CouchDB takes any integer there and
+    /// would build the whole list in memory: 2^63-1 is "no limit" in the setting, never a request for exabytes).
+    static let uuidCountCeiling = 100_000
     /// Longest database name, in bytes (CouchDB's limit).
     static let databaseNameBytes = 238
 }

@@ -4,8 +4,9 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 
-    /// The duration in nanoseconds, clamped to `0...UInt64.max / 2`.
-    var clampedNanoseconds: UInt64 {
+    /// The duration in nanoseconds, clamped to `0...UInt64.max / 2` (2^32 s, 136 years): a setting of 2^63-1 ms
+    /// is a wait that never ends, not an overflow.
+    public var clampedNanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         guard seconds >= 0 else { return 0 }
         let capped = min(UInt64(seconds), 1 << 32)

@@ -124,8 +124,11 @@ public final class HTTPRequestBody {
         var result: [UInt8] = []
         result.reserveCapacity(min(contentLength ?? 0, limit))
         while true {
-            // Ask for one byte beyond the limit so an oversized chunked body is detected.
-            let chunk = try read(upTo: max(1, min(HTTPLimits.maxReadChunkBytes, limit - result.count + 1)))
+            // Ask for one byte beyond the limit so an oversized chunked body is detected (without `limit + 1`,
+            // which overflows for a limit of Int.max, `[chttpd] max_http_request_size` = 2^63-1).
+            let left = limit - result.count
+            let chunkBytes = left < HTTPLimits.maxReadChunkBytes ? max(0, left) + 1 : HTTPLimits.maxReadChunkBytes
+            let chunk = try read(upTo: chunkBytes)
             if chunk.isEmpty { return result }
             if result.count + chunk.count > limit {
                 failure = .payloadTooLarge

@@ -60,9 +60,11 @@ extension JSON {
     /// value costs at most 4 times its size (4.0× at 64 MiB, 3.5× at 512 MiB) instead of 17×.
     /// ``JSONMemoryBudget/requestBody`` applies it to the bytes parsed so far.
     public static func memoryBudget(forInput count: Int) -> Int {
+        // Saturating: a limit of 2^63-1 (a `_config` setting) must cost "more than there is", not wrap negative.
         let head = min(max(count, 0), 16 * 1024 * 1024)
         let tail = max(count &- head, 0)
-        return 256 * 1024 &+ head &* 6 &+ tail &* 2
+        guard tail <= Int.max / 4 else { return Int.max }
+        return 256 * 1024 + head * 6 + tail * 2
     }
 
     /// Parses one JSON text; see ``parse(_:maxDepth:memoryBudget:)-(UnsafeRawBufferPointer,_,_)``.

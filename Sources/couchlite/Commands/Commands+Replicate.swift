@@ -41,7 +41,14 @@ extension Commands {
             .init(
                 flag: "--filter", valueName: "DDOC/NAME",
                 help: "only documents the source's JavaScript filter function passes"
-            ) { $0.options.filter = $1 },
+            ) { s, v throws(OptionsError) in
+                // The shape the replicator needs, checked here so that the mistake names the flag.
+                let parts = v.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                    throw OptionsError("--filter must look like DDOC/NAME, got '\(v)'")
+                }
+                s.options.filter = v
+            },
             .init(flag: "--query-params", valueName: "JSON", help: "the filter's req.query, a JSON object") {
                 s, v throws(OptionsError) in
                 guard let params = (try? JSON.parse(v))?.objectValue else {
@@ -104,10 +111,16 @@ extension Commands {
             printError(held.description)
             return dataDirInUse
         } catch let error as ReplicationError {
-            printError("\(error)")
             switch error {
-            case .badRequest, .filterNotFound: return 64
-            default: return Commands.exitStatus(error)
+            case .filterNotFound:
+                printError("--filter: \(error)")
+                return 64
+            case .badRequest:
+                printError("\(error)")
+                return 64
+            default:
+                printError("\(error)")
+                return Commands.exitStatus(error)
             }
         } catch {
             printError("\(error)")

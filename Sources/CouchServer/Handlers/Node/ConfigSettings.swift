@@ -69,7 +69,9 @@ struct ConfigSettings: Sendable {
         return sections[section] ?? .object(JSONObject())
     }
 
-    /// A positive integer limit.
+    /// A positive integer limit: any up to Int.max is taken, as CouchDB takes any integer; where a huge one is used
+    /// it is held to what the machine can do (`AuthLimits.longestSessionSeconds`, `Limits.heldBodyCeiling`,
+    /// `Limits.uuidCountCeiling`), never used in arithmetic that traps.
     static func integer(_ section: String, _ key: String, _ setting: LiveInt) -> Entry {
         Entry(
             section: section, key: key, read: { String(setting.value) },

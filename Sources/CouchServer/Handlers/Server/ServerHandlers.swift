@@ -49,7 +49,9 @@ package struct ServerHandlers: Sendable {
     /// `GET /_uuids?count=N`: random 128-bit ids as 32 lowercase hex digits.
     func uuids(_ c: RequestContext) throws {
         let count = try c.query.int("count") ?? 1
-        guard count <= Limits.maxUUIDCount else { throw CouchError.badRequest("count parameter too large") }
+        guard count <= min(Limits.maxUUIDCount, Limits.uuidCountCeiling) else {
+            throw CouchError.badRequest("count parameter too large")
+        }
         let uuids = (0..<count).map { _ in JSON.string(Secrets.randomBytes(16).hexString) }
         var headers = HTTPHeaders()
         headers.set("Cache-Control", "must-revalidate, no-cache")
