@@ -3,8 +3,8 @@ refused (400) or taken, and what the setting controls still works afterwards. `[
 2^63-1 crashed couchlite at the next login (`now + timeout` overflowed), `[replicator] interval` at once (its
 nanoseconds overflowed in the scheduler's sleep).
 
-CouchDB stores any string (200) and its readers fall back to their default on a value that is no integer, so
-there every value is taken; couchlite refuses (400) a value it would not use (`test_config.py`), and takes the
+CouchDB stores any string (200), and what its readers do with one that is no integer varies, so there every
+value is taken and only the server's staying up is checked after text; couchlite refuses (400) a value it would not use (`test_config.py`), and takes the
 huge ones, held to what the machine can do (a session of 2^63-1 s lasts 68 years; a body is held to half the
 memory; `_uuids` answers at most 100,000). Against CouchDB each key is put back at once."""
 
@@ -33,12 +33,14 @@ def put_back(couch, section, key, original):
 
 
 def in_use(value: str, at_least: int) -> bool:
-    """Whether a taken `value` leaves the thing it controls working: an integer of at least `at_least`, or (on
-    CouchDB) no integer at all, when the reader falls back to its default."""
+    """Whether a taken `value` must leave the thing it controls working: an integer of at least `at_least`. On
+    CouchDB, which takes any text, some readers fall back to their default on one that is no integer and others
+    fail (an attachment under `max_attachment_size` = "abc" is a 500 there), so after such a value only the
+    server being up is checked."""
     try:
         return int(value) >= at_least
     except ValueError:
-        return True
+        return False
 
 
 def local_url(couch, name: str) -> str:
@@ -127,12 +129,20 @@ SETTINGS = [
     ("replicator", "max_churn", replication, 0),
 ]
 
+# Settings whose huge values CouchDB 3.4.3 takes and then cannot use: a login under `[chttpd_auth] timeout` =
+# 2^63-1 is a 500 (`badarg`), and after the `[replicator]` values its scheduler leaves new jobs pending until a
+# restart. What survives them is couchlite's behaviour, checked there only.
+COUCHDB_BREAKS = {("chttpd_auth", "timeout"), ("replicator", "max_jobs"), ("replicator", "interval"),
+                  ("replicator", "max_churn")}
+
 # couchlite's least value of each (a smaller one, or any that is not a whole number, is refused with 400).
 COUCHLITE_MINIMUM = {"max_jobs": 0}
 
 
 @pytest.mark.parametrize(("section", "key", "check", "at_least"), SETTINGS, ids=[f"{s}-{k}" for s, k, _, _ in SETTINGS])
 def test_numeric_setting_survives_every_value(couch, db, section, key, check, at_least):
+    if (section, key) in COUCHDB_BREAKS and not is_couchlite(couch):
+        pytest.skip(f"CouchDB does not survive every value of [{section}] {key} (couchlite-only behaviour)")
     path = f"{CONFIG}/{section}/{key}"
     before = couch.get(path)
     assert before.status_code in (200, 404), before.text
@@ -163,6 +173,8 @@ def test_numeric_setting_survives_every_value(couch, db, section, key, check, at
 
 def test_a_session_of_2_63_seconds_logs_in_and_its_cookie_works(couch, db):
     """The crash this file is named after: `[chttpd_auth] timeout` = 2^63-1, then a login and its cookie."""
+    if not is_couchlite(couch):
+        pytest.skip("CouchDB's login under this timeout is a 500 badarg (couchlite-only behaviour)")
     original = couch.get(f"{CONFIG}/chttpd_auth/timeout")
     try:
         assert couch.put(f"{CONFIG}/chttpd_auth/timeout", json=TWO_63).status_code == 200

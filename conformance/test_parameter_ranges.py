@@ -10,6 +10,8 @@ import json
 import pytest
 import requests
 
+from conftest import is_couchlite
+
 VALUES = ("0", "-1", str(2 ** 31), str(2 ** 63 - 1), str(2 ** 63), "99999999999999999999", "1e400", "1.5", "abc")
 
 
@@ -35,14 +37,43 @@ def ranges_db(couch):
     couch.delete(f"/{name}")
 
 
+_vendor: dict[str, bool] = {}
+
+
+def ours(couch) -> bool:
+    """Asked once per server: after CouchDB drops a connection, the next request on its pool may fail too."""
+    if couch.base not in _vendor:
+        _vendor[couch.base] = is_couchlite(couch)
+    return _vendor[couch.base]
+
+
 def answered(couch, method, path, **kw):
+    """couchlite answers 2xx or 4xx. CouchDB answers some of these with a 500 its handler caught (a `$mod` by 0:
+    `unknown_error`, `badarith`) and drops the connection on others (a continuous feed with `timeout=-1`),
+    and goes on serving: there only that is checked (`assert_up` after each test)."""
     kw.setdefault("timeout", 30)
+    if not ours(couch):
+        try:
+            return couch.request(method, path, **kw)
+        except requests.ConnectionError:
+            return None
     r = couch.request(method, path, **kw)
     assert r.status_code < 500, (method, path, kw, r.status_code, r.text[:300])
     return r
 
 
+def streamed(couch, path, params):
+    """The first bytes of a continuous feed, with `answered`'s rule."""
+    try:
+        with requests.get(couch.url(path), params=params, auth=couch.session.auth, stream=True, timeout=30) as r:
+            assert r.status_code < 500 or not ours(couch), (params, r.status_code)
+    except requests.ConnectionError:
+        assert not ours(couch), params
+
+
 def assert_up(couch, db):
+    if not ours(couch):
+        couch.session.close()  # a connection CouchDB dropped may still sit in the pool
     assert couch.get("/_up").status_code == 200
     assert couch.get(f"/{db}/doc").status_code == 200
 
@@ -72,9 +103,7 @@ def test_changes_feed_numbers(couch, ranges_db, value):
     answered(couch, "GET", path, params={"since": value + "-abc"})
     for name in ("timeout", "heartbeat"):
         answered(couch, "GET", path, params={"feed": "longpoll", "since": "0", name: value})
-        with requests.get(couch.url(path), params={"feed": "continuous", "since": "0", name: value, "limit": "1"},
-                          auth=couch.session.auth, stream=True, timeout=30) as r:
-            assert r.status_code < 500, (name, value, r.status_code)
+        streamed(couch, path, {"feed": "continuous", "since": "0", name: value, "limit": "1"})
     answered(couch, "GET", "/_db_updates", params={"feed": "longpoll", "timeout": "1", "heartbeat": value})
     answered(couch, "GET", "/_db_updates", params={"limit": value, "timeout": "1"})
     assert_up(couch, ranges_db)
@@ -104,7 +133,7 @@ def test_revision_numbers_and_limits(couch, ranges_db, value):
     # A document updated from a very high revision number: the next one is one more, never an overflow.
     r = answered(couch, "POST", f"/{db}/_bulk_docs", json={"new_edits": False, "docs": [
         {"_id": f"high-{value}", "_rev": f"{value}-abc"}]})
-    if r.status_code == 201 and couch.get(f"/{db}/high-{value}").status_code == 200:
+    if r is not None and r.status_code == 201 and couch.get(f"/{db}/high-{value}").status_code == 200:
         answered(couch, "PUT", f"/{db}/high-{value}", json={"_rev": f"{value}-abc", "b": 2})
     assert_up(couch, db)
 
@@ -114,8 +143,10 @@ def test_range_offsets(couch, ranges_db, value):
     for header in (f"bytes={value}-", f"bytes=-{value}", f"bytes=0-{value}", f"bytes={value}-{value}",
                    f"bytes=1-2,{value}-"):
         r = answered(couch, "GET", f"/{ranges_db}/adoc/att.txt", headers={"Range": header})
+        if r is None:
+            continue
         assert r.status_code in (200, 206, 416), (header, r.status_code)
-        if r.status_code == 206:
+        if r.status_code == 206 and not r.headers.get("Content-Type", "").startswith("multipart/byteranges"):
             assert 0 < len(r.content) <= 1000, header
     assert_up(couch, ranges_db)
 
@@ -126,10 +157,20 @@ def test_replication_numbers(couch, ranges_db, value):
     parts = requests.utils.urlparse(couch.base)
     source = f"{parts.scheme}://{couch.user}:{couch.password}@{parts.netloc}/{ranges_db}"
     n = number(value)
-    r = couch.post("/_replicate", json={
+    job = {
         "source": source, "target": source, "worker_batch_size": n, "checkpoint_interval": n,
-        "connection_timeout": n, "retries_per_request": n, "http_connections": n, "worker_processes": n},
-        timeout=120)
-    # CouchDB answers a replication that failed at run time 500 `replication_failed`; anything else is a 4xx.
+        "connection_timeout": n, "retries_per_request": n, "http_connections": n, "worker_processes": n}
+    if not ours(couch):
+        # CouchDB takes some of these (a connection_timeout of 0, ...) and keeps the request open while its job
+        # retries: after a while that job is cancelled; only the server staying up is checked there.
+        try:
+            couch.post("/_replicate", json=job, timeout=15)
+        except requests.ReadTimeout:
+            couch.session.close()
+            couch.post("/_replicate", json={**job, "cancel": True}, timeout=30)
+        assert_up(couch, ranges_db)
+        return
+    r = couch.post("/_replicate", json=job, timeout=120)
+    # A replication that failed at run time is CouchDB's 500 `replication_failed`; anything else is a 4xx.
     assert r.status_code < 500 or r.json().get("error") == "replication_failed", (value, r.status_code, r.text)
     assert_up(couch, ranges_db)

@@ -116,7 +116,9 @@ def base_arguments(subcommand: str, root: str) -> list[str]:
     return ["replicate", "source", "target", "--data-dir", os.path.join(root, "data")]
 
 
-ADDRESS = re.compile(r"http://(?:[^@/\s\"]+@)?(127\.0\.0\.1):(\d+)/")
+ADDRESS = re.compile(r"http://(?:[^@/\s\"]+@)?(\[[^\]/\s]+\]|[^\[\]@/\s\":]+):(\d+)/")
+# `--bind 0` (inet_aton's short 0.0.0.0) or a wildcard prints that host; the probe asks loopback there.
+WILDCARDS = {"0", "0.0.0.0", "[::]", "[0:0:0:0:0:0:0:0]"}
 
 
 def probe(output: str) -> str:
@@ -127,7 +129,8 @@ def probe(output: str) -> str:
     if not match:
         return f"no address in {output[:200]!r}"
     try:
-        connection = http.client.HTTPConnection(match.group(1), int(match.group(2)), timeout=10)
+        host = "127.0.0.1" if match.group(1) in WILDCARDS else match.group(1).strip("[]")
+        connection = http.client.HTTPConnection(host, int(match.group(2)), timeout=10)
         connection.request("GET", "/_up")
         up = connection.getresponse()
         up.read()
