@@ -7,6 +7,17 @@ import Testing
 
 @testable import RevTree
 
+/// Descriptors this process holds on `path` itself (not its `-wal` or `-shm`): one per SQLite connection to it,
+/// and one per connection closed while another held a lock on the file (SQLite keeps those to reuse, since closing
+/// them would drop the other's POSIX locks).
+func descriptors(on path: String) -> Int {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+    return entries.filter {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == path
+    }
+    .count
+}
+
 /// Bytes the process's heap has handed out now, after giving back what it can.
 func heapInUse() -> Int {
     _ = malloc_trim(0)
@@ -16,6 +27,31 @@ func heapInUse() -> Int {
 /// What a database costs while it stays open: thousands of them, each written once, must fit in a small server
 /// (the open-database bound keeps 500 of them open).
 @Suite struct OpenDatabaseCostTests {
+    /// An open database holds its writer's connection and its idle readers, and nothing for checkpoints: the
+    /// checkpointer's pass opens a connection of its own and closes it when done.
+    @Test func anOpenDatabaseHoldsNoCheckpointConnection() throws {
+        let store = try Store(directory: temporaryDirectory())
+        defer { store.close() }
+        let db = try store.create("db")
+        _ = try db.applyEdits([RevisionWrite(docID: "doc", path: [], body: body("{}"))])
+        _ = try db.document("doc")
+        #expect(descriptors(on: db.path) == 2)  // the writer and one idle reader
+        // Enough writes for background checkpoint passes (a WAL of `walThresholdPages` pages each time).
+        let text = String(repeating: "x", count: 3_000)
+        for batch in 0..<12 {
+            let edits = (0..<100).map {
+                RevisionWrite(docID: "b\(batch)-\($0)", path: [], body: body("{\"t\":\"\(text)\"}"))
+            }
+            _ = try db.applyEdits(edits)
+            while try db.withEngine({ $0.checkpointer.isRunning }) { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        let wal = try FileManager.default.attributesOfItem(atPath: db.path + "-wal")[.size] as? Int ?? 0
+        #expect(wal < 3 * Checkpointer.walThresholdPages * 4096)  // the passes ran and did their work
+        // The passes' connections are closed; at most the descriptor SQLite kept for reuse remains.
+        #expect(descriptors(on: db.path) <= 3)
+        #expect(try db.info().docCount == 1_201)
+    }
+
     /// SQLite sets aside no page cache per connection before it caches pages (by default each connection's first
     /// read reserved room for 20 pages, ~86 KB, more than the rest of what a connection costs). Heap figures are
     /// the process's, shared with tests running meanwhile, so the least of three rounds is compared, with margin.

@@ -239,7 +239,7 @@ final class DatabaseEngine: Sendable {
         uuidStatement.reset()
         published.withLock { $0.revsLimit = revsLimit }
         published.sequence.publish(updateSeq)
-        self.checkpointer = try Checkpointer(path: path, writer: connection)
+        self.checkpointer = Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path, gauge: gauge)
         self.writer = WriteQueue(connection: connection, cache: budget, gauge: gauge) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
@@ -253,8 +253,11 @@ final class DatabaseEngine: Sendable {
     /// Finishes queued writes, stops the threads and closes every connection.
     /// - Parameter persistWAL: keep the WAL files (an idle database closed by the bound, not a deleted one).
     func close(persistWAL: Bool = false) {
+        // The checkpointer first: its passes open connections of their own, never the file's last while the
+        // writer's is open. Writes still queued then commit without a background pass (SQLite's last close
+        // checkpoints what they leave).
+        checkpointer.close()
         writer.close(persistWAL: persistWAL)
-        checkpointer.close(persistWAL: persistWAL)
         readers.close(persistWAL: persistWAL)
     }
 }
