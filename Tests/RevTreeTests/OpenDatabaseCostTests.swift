@@ -56,6 +56,7 @@ func heapInUse() -> Int {
     /// read reserved room for 20 pages, ~86 KB, more than the rest of what a connection costs). Heap figures are
     /// the process's, shared with tests running meanwhile, so the least of three rounds is compared, with margin.
     @Test func aConnectionReservesNoPageCacheAheadOfUse() throws {
+        #expect(SQLiteConnection.configureProcess())
         let directory = temporaryDirectory()
         let seed = try SQLiteConnection(path: directory + "/cost.sqlite", readOnly: false, create: true)
         try seed.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)")

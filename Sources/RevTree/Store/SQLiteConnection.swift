@@ -17,11 +17,17 @@ final class SQLiteConnection: @unchecked Sendable {
     /// around every allocation of every connection), and no page cache set aside per connection before it caches
     /// anything (about 86 KB each by default, three or more connections per open database: it was most of what
     /// an open database cost, see `couchlite_no_page_cache_preallocation`).
+    /// Whether they were applied: false if something in the process initialized SQLite before the first connection
+    /// (a test's own SQLite calls must call ``configureProcess()`` first).
     private static let configured: Bool = {
         let statistics = couchlite_disable_memory_statistics()
         let preallocation = couchlite_no_page_cache_preallocation()
         return statistics == SQLITE_OK && preallocation == SQLITE_OK
     }()
+
+    /// Applies the process-wide settings if nothing has yet; returns whether they are in force.
+    @discardableResult
+    static func configureProcess() -> Bool { configured }
 
     /// Opens (and with `create`, creates) the file at `path`.
     init(path: String, readOnly: Bool, create: Bool) throws {
