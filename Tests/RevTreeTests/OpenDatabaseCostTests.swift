@@ -52,6 +52,29 @@ func heapInUse() -> Int {
         #expect(try db.info().docCount == 1_201)
     }
 
+    /// A writer idle for its timeout gives back its page cache before its thread ends, and the gauge hears of it;
+    /// its next write works as before.
+    @Test func anIdleWriterGivesItsPageCacheBack() throws {
+        let path = temporaryDirectory() + "/idle.sqlite"
+        let connection = try SQLiteConnection(path: path, readOnly: false, create: true)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        try connection.execute("CREATE TABLE t (n INTEGER, v TEXT)")
+        let gauge = PageCacheGauge()
+        let queue = WriteQueue(connection: connection, gauge: gauge, idleTimeout: .milliseconds(50)) { _ in nil }
+        defer { queue.close() }
+        try queue.perform { connection in
+            for n in 0..<2_000 { try connection.run("INSERT INTO t VALUES (?, ?)", [.int(n), .text("value \(n)")]) }
+        }
+        let held = gauge.writers
+        #expect(held > 40 << 10)
+        try waitUntil(10) { !queue.hasThread }
+        // No thread uses the connection now: its own figure can be read here.
+        #expect(connection.cacheUsedBytes < held / 4)
+        #expect(gauge.writers == connection.cacheUsedBytes)
+        let count = try queue.perform { try $0.scalarInt("SELECT count(*) FROM t") }
+        #expect(count == 2_000)
+    }
+
     /// SQLite sets aside no page cache per connection before it caches pages (by default each connection's first
     /// read reserved room for 20 pages, ~86 KB, more than the rest of what a connection costs). Heap figures are
     /// the process's, shared with tests running meanwhile, so the least of three rounds is compared, with margin.
@@ -76,5 +99,14 @@ func heapInUse() -> Int {
         // About 25 KB now (with the reservation: about 110 KB).
         #expect(perConnection < 60 << 10)
         seed.close()
+    }
+}
+
+/// Polls `condition` every millisecond for up to `seconds`.
+func waitUntil(_ seconds: Double, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while try !condition() {
+        guard Date() < deadline else { throw StoreError.internalError("condition not met within \(seconds) s") }
+        usleep(1000)
     }
 }

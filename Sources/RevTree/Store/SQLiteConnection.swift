@@ -71,6 +71,12 @@ final class SQLiteConnection: @unchecked Sendable {
 
     private var isClosed = false
 
+    /// Frees every page the cache holds that no statement is using (`sqlite3_db_release_memory`); later reads
+    /// fetch them again.
+    func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
+
     deinit { close() }
 
     /// Finalizes the statements and closes the handle, now, on the calling thread; later calls do nothing. Owners
