@@ -102,6 +102,35 @@ func heapInUse() -> Int {
     }
 }
 
+/// A database this store created needs no read to know it has no design documents (the server's
+/// validation-function cache asks on every write), until one is written; one opened from its file may hold some.
+@Suite struct DesignDocumentPresenceTests {
+    @Test func aCreatedDatabaseMayHoldDesignDocumentsOnlyOnceOneIsWritten() throws {
+        let directory = temporaryDirectory()
+        let store = try Store(directory: directory)
+        let db = try store.create("db")
+        #expect(!db.mayHoldDesignDocuments)
+        _ = try db.applyEdits([RevisionWrite(docID: "plain", path: [], body: body("{}"))])
+        #expect(!db.mayHoldDesignDocuments)
+        let design = RevisionWrite(docID: "_design/d", path: [], body: body("{\"validate_doc_update\":\"x\"}"))
+        _ = try db.applyEdits([design])
+        #expect(db.mayHoldDesignDocuments)
+        _ = try store.create("other")
+        store.close()
+        let again = try Store(directory: directory)
+        defer { again.close() }
+        #expect(try again.open("other").mayHoldDesignDocuments)  // an existing file: unknown without a read
+    }
+
+    @Test func aDesignDocumentReplicatedInCountsToo() throws {
+        let store = try Store(directory: temporaryDirectory())
+        defer { store.close() }
+        let db = try store.create("db")
+        _ = try db.applyReplicated([replicated("_design/d", "1-abc")])
+        #expect(db.mayHoldDesignDocuments)
+    }
+}
+
 /// Polls `condition` every millisecond for up to `seconds`.
 func waitUntil(_ seconds: Double, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(seconds)
