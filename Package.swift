@@ -116,7 +116,7 @@ let package = Package(
         // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (RevTreeTests).
         .target(name: "CSQLiteSyncProbe", dependencies: ["CSQLite"], path: "Tests/CSQLiteSyncProbe"),
         .testTarget(
-            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "CSQLiteSyncProbe", "Callbacks"],
+            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "CSQLiteSyncProbe", "Callbacks", "CMalloc"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",

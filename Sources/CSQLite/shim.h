@@ -14,4 +14,10 @@ static inline int couchlite_bind_blob(sqlite3_stmt *s, int i, const void *p, int
 static inline int couchlite_disable_memory_statistics(void) {
     return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
+/// No page-cache memory set aside per connection ahead of use: by default (SQLITE_DEFAULT_PCACHE_INITSZ, 20 pages)
+/// each connection's first read allocates room for 20 pages at once, about 86 KB, whether it ever caches them or
+/// not; with this every page is allocated when it is first cached. Only valid before SQLite is initialized.
+static inline int couchlite_no_page_cache_preallocation(void) {
+    return sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+}
 #endif

@@ -65,6 +65,7 @@ import Testing
     }
 
     func integrityCheck(_ path: String) throws -> String {
+        SQLiteConnection.configureProcess()  // before this first SQLite call of the process, if it is one
         var db: OpaquePointer?
         guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let db else { return "open failed" }
         defer { sqlite3_close_v2(db) }

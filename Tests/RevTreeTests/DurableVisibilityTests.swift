@@ -23,6 +23,8 @@ import Testing
         let events = Events()
 
         init() throws {
+            // Registering a VFS initializes SQLite, after which the store's process-wide settings cannot apply.
+            SQLiteConnection.configureProcess()
             #expect(couchlite_sync_probe_install() == 0)
             store = try Store(directory: directory)
             database = try store.create("db")

@@ -93,6 +93,42 @@ import Testing
         }
     }
 
+    /// `whenIdle` (an idle writer giving back its page cache) runs on the worker's thread before it ends, never
+    /// while a batch is handled, even with items arriving as the thread times out; nothing is lost to it.
+    @Test func whenIdleRunsBeforeTheThreadEndsAndNeverBesideABatch() {
+        let busy = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        let idles = Atomic<Int>(0)
+        let handled = Mutex<[Int]>([])
+        let exclusive: @Sendable (() -> Void) -> Void = { body in
+            if busy.add(1, ordering: .sequentiallyConsistent).newValue != 1 { overlaps.add(1, ordering: .relaxed) }
+            body()
+            busy.subtract(1, ordering: .sequentiallyConsistent)
+        }
+        let worker = BatchWorker<Int>(
+            name: "test-when-idle", idleTimeout: .milliseconds(1),
+            whenIdle: {
+                exclusive {
+                    idles.add(1, ordering: .relaxed)
+                    // Longer than the pause below less the timeout: the next item arrives while this runs.
+                    usleep(3000)
+                }
+            }
+        ) { items in
+            exclusive { handled.withLock { $0 += items } }
+        }
+        DispatchQueue.concurrentPerform(iterations: 4) { producer in
+            for n in 0..<1000 {
+                #expect(worker.enqueue(producer * 10_000 + n))
+                if n % 53 == 0 { usleep(2000) }
+            }
+        }
+        worker.close()
+        #expect(overlaps.load(ordering: .relaxed) == 0)
+        #expect(idles.load(ordering: .relaxed) > 0)
+        #expect(Set(handled.withLock { $0 }).count == 4000)
+    }
+
     /// Polls `condition` for up to 10 s (a thread's start and end are the scheduler's to time).
     private func waitUntil(_ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(10)

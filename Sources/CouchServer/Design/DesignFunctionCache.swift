@@ -19,6 +19,8 @@ final class DesignFunctionCache: Sendable {
 
     /// The validating design documents of `database`, in id order (the order CouchDB runs them in).
     func validators(_ database: Database) throws -> [DesignDocument] {
+        // A database created since the server started, with no design document written: nothing to read or keep.
+        guard database.mayHoldDesignDocuments else { return [] }
         let generation = database.designGeneration
         if let entry = entries.withLock({ $0[database.name] }), entry.database === database,
             entry.generation == generation

@@ -19,17 +19,22 @@ final class BatchWorker<Item: Sendable>: Sendable {
     private let name: String
     private let idleTimeout: DispatchTimeInterval
     private let handle: @Sendable ([Item]) -> Void
+    private let whenIdle: @Sendable () -> Void
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    /// `handle` runs on the worker's thread, once per batch, never concurrently with itself.
+    /// `handle` runs on the worker's thread, once per batch, never concurrently with itself. `whenIdle` runs on
+    /// that thread too, after `idleTimeout` with nothing queued and before the thread ends, so it may use what
+    /// `handle` uses (a batch queued meanwhile waits for it, then runs on the same thread).
     init(
         name: String, idleTimeout: DispatchTimeInterval = .seconds(10),
+        whenIdle: @escaping @Sendable () -> Void = {},
         handle: @escaping @Sendable ([Item]) -> Void
     ) {
         self.name = name
         self.idleTimeout = idleTimeout
+        self.whenIdle = whenIdle
         self.handle = handle
     }
 
@@ -89,7 +94,11 @@ final class BatchWorker<Item: Sendable>: Sendable {
                 return
             }
             // A wake-up may be stale (its item was taken with an earlier batch): the loop then finds nothing.
-            if wake.wait(timeout: .now() + idleTimeout) == .timedOut, endIfIdle() { return }
+            if wake.wait(timeout: .now() + idleTimeout) == .timedOut {
+                // Still marked running, so no other thread can start and handle a batch while this runs.
+                whenIdle()
+                if endIfIdle() { return }
+            }
         }
     }
 

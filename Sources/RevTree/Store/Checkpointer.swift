@@ -13,6 +13,11 @@ import Synchronization
 /// (cheap) and the following transaction starts the WAL from its beginning again, keeping it near the threshold.
 /// Durability does not depend on checkpoints (a commit is durable once its WAL frames are fsynced, and a crash
 /// replays the WAL), so this changes when the database file is updated, not what survives.
+///
+/// The pass opens its own connection and closes it when done: a pass comes once per `walThresholdPages` frames
+/// written (4 MiB), where opening a connection costs well under a millisecond, while a connection kept for the
+/// database's whole life cost every open database about 26 KB (a file handle, the schema, cached pages) although
+/// most of them, written a little, never checkpoint in the background at all.
 final class Checkpointer: Sendable {
     /// WAL size, in pages, that triggers a checkpoint (SQLite's default autocheckpoint).
     static let walThresholdPages = 1000
@@ -33,22 +38,16 @@ final class Checkpointer: Sendable {
     }
 
     private let progress: Progress
-    private let connection: SQLiteConnection
     /// The checkpoint thread; each item is the WAL size, in pages, when a checkpoint was asked for.
     private let worker: BatchWorker<Int>
 
-    /// Opens a second connection to `path`, starts the thread and installs the WAL hook on `writer` (replacing
-    /// SQLite's automatic checkpoint). `writer` keeps this object alive for as long as the hook can fire.
-    init(path: String, writer: SQLiteConnection) throws {
-        let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
-        // A connection that has not yet read the file is not in WAL mode, and checkpointing it silently does
-        // nothing (log and checkpointed counts of -1).
-        try connection.setPragma("journal_mode", "WAL")
+    /// Starts the thread (on demand) and installs the WAL hook on `writer` (replacing SQLite's automatic
+    /// checkpoint). `writer` keeps this object alive for as long as the hook can fire.
+    init(path: String, writer: SQLiteConnection) {
         let progress = Progress()
         self.progress = progress
-        self.connection = connection
         worker = BatchWorker(name: "couchlite-checkpoint") { requests in
-            Checkpointer.checkpoint(connection, walPages: requests.max() ?? 0, progress)
+            Checkpointer.checkpoint(path: path, walPages: requests.max() ?? 0, progress)
         }
         writer.walHookOwner = self
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -91,20 +90,33 @@ final class Checkpointer: Sendable {
     /// measure is the mechanism rather than how soon a busy machine schedules the thread).
     var isRunning: Bool { progress.state.withLock { $0.running } }
 
-    /// Stops the thread after any queued or running checkpoint and closes its connection.
-    func close(persistWAL: Bool = false) {
+    /// Stops the thread after any queued or running checkpoint (whose connection it closes).
+    func close() {
         worker.close()
-        if persistWAL { connection.persistWAL() }
-        connection.close()
     }
 
-    /// One background pass, on the checkpoint thread.
-    private static func checkpoint(_ connection: SQLiteConnection, walPages: Int, _ progress: Progress) {
+    /// One background pass, on the checkpoint thread, on a connection of its own.
+    private static func checkpoint(path: String, walPages: Int, _ progress: Progress) {
         let mode = walPages >= Checkpointer.walLimitPages ? SQLITE_CHECKPOINT_RESTART : SQLITE_CHECKPOINT_PASSIVE
         var log: Int32 = 0
         var done: Int32 = 0
-        // Errors (SQLITE_BUSY while another checkpoint runs) just mean "try again at the next threshold".
-        let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, mode, &log, &done)
+        var rc = SQLITE_ERROR
+        do {
+            let connection = try SQLiteConnection(path: path, readOnly: false, create: false)
+            defer {
+                // The writer outlives every pass (`DatabaseEngine.close` stops this thread first), so this is not
+                // the file's last connection, whose close would checkpoint and delete the WAL; kept all the same.
+                connection.persistWAL()
+                connection.close()
+            }
+            // A connection that has not yet read the file is not in WAL mode, and checkpointing it silently does
+            // nothing (log and checkpointed counts of -1).
+            try connection.setPragma("journal_mode", "WAL")
+            // Errors (SQLITE_BUSY while another checkpoint runs) just mean "try again at the next threshold".
+            rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, mode, &log, &done)
+        } catch {
+            // Not opened (no descriptor, no memory): like a busy checkpoint, left to the next threshold.
+        }
         progress.state.withLock { state in
             state.running = false
             state.caughtUp = rc == SQLITE_OK && log >= 0 && done == log

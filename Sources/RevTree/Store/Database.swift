@@ -22,6 +22,8 @@ public final class Database: Sendable {
     /// has a new one, so state kept beside it (view indexes) can tell it is stale.
     public let uuid: String
     private let designWrites = Atomic<Int>(0)
+    /// Created by this store (not opened from an existing file): it started with no documents at all.
+    private let createdEmpty: Bool
     /// The open engine and how many users hold it.
     private let usage = Mutex(Usage())
     /// The bound this database counts against; nil for one opened outside a `Store`'s bound.
@@ -55,6 +57,7 @@ public final class Database: Sendable {
         self.name = name
         self.path = path
         self.registry = registry
+        self.createdEmpty = create
         let published = PublishedState(Published(revsLimit: RevTreeLimits.defaultRevsLimit))
         self.published = published
         let engine = try DatabaseEngine(path: path, create: create, published: published, registry: registry)
@@ -70,6 +73,11 @@ public final class Database: Sendable {
     /// A count of committed batches that wrote a `_design/` document: a cache of what design documents
     /// hold (their validation functions) is current while this has not moved since it was read.
     public var designGeneration: Int { designWrites.load(ordering: .acquiring) }
+
+    /// False only while it is known to hold no design document without reading it: created by this store and
+    /// no design document written since (``designGeneration`` still 0). A cache of design functions then needs
+    /// no read (which would open a reader connection on each new database's first write).
+    public var mayHoldDesignDocuments: Bool { !createdEmpty || designGeneration != 0 }
 
     /// Called after a batch that wrote design documents committed.
     func designDocumentsChanged() { designWrites.wrappingAdd(1, ordering: .releasing) }
@@ -239,7 +247,7 @@ final class DatabaseEngine: Sendable {
         uuidStatement.reset()
         published.withLock { $0.revsLimit = revsLimit }
         published.sequence.publish(updateSeq)
-        self.checkpointer = try Checkpointer(path: path, writer: connection)
+        self.checkpointer = Checkpointer(path: path, writer: connection)
         self.readers = ReaderPool(path: path, gauge: gauge)
         self.writer = WriteQueue(connection: connection, cache: budget, gauge: gauge) { connection in
             guard let meta = try? Meta.load(connection) else { return nil }
@@ -253,8 +261,11 @@ final class DatabaseEngine: Sendable {
     /// Finishes queued writes, stops the threads and closes every connection.
     /// - Parameter persistWAL: keep the WAL files (an idle database closed by the bound, not a deleted one).
     func close(persistWAL: Bool = false) {
+        // The checkpointer first: its passes open connections of their own, never the file's last while the
+        // writer's is open. Writes still queued then commit without a background pass (SQLite's last close
+        // checkpoints what they leave).
+        checkpointer.close()
         writer.close(persistWAL: persistWAL)
-        checkpointer.close(persistWAL: persistWAL)
         readers.close(persistWAL: persistWAL)
     }
 }

@@ -12,9 +12,22 @@ final class SQLiteConnection: @unchecked Sendable {
     /// Whatever `sqlite3_wal_hook`'s context points to, kept alive as long as the hook can fire.
     var walHookOwner: AnyObject?
 
-    /// Process-wide SQLite settings, applied once before the first connection opens: no global memory statistics
-    /// (nothing reads them, and they take a global mutex around every allocation of every connection).
-    private static let configured: Bool = couchlite_disable_memory_statistics() == SQLITE_OK
+    /// Process-wide SQLite settings, applied once before the first connection opens (every connection of the
+    /// process is one of these): no global memory statistics (nothing reads them, and they take a global mutex
+    /// around every allocation of every connection), and no page cache set aside per connection before it caches
+    /// anything (about 86 KB each by default, three or more connections per open database: it was most of what
+    /// an open database cost, see `couchlite_no_page_cache_preallocation`).
+    /// Whether they were applied: false if something in the process initialized SQLite before the first connection
+    /// (a test's own SQLite calls must call ``configureProcess()`` first).
+    private static let configured: Bool = {
+        let statistics = couchlite_disable_memory_statistics()
+        let preallocation = couchlite_no_page_cache_preallocation()
+        return statistics == SQLITE_OK && preallocation == SQLITE_OK
+    }()
+
+    /// Applies the process-wide settings if nothing has yet; returns whether they are in force.
+    @discardableResult
+    static func configureProcess() -> Bool { configured }
 
     /// Opens (and with `create`, creates) the file at `path`.
     init(path: String, readOnly: Bool, create: Bool) throws {
@@ -57,6 +70,12 @@ final class SQLiteConnection: @unchecked Sendable {
     static let mmapBytes = 0
 
     private var isClosed = false
+
+    /// Frees every page the cache holds that no statement is using (`sqlite3_db_release_memory`); later reads
+    /// fetch them again.
+    func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
 
     deinit { close() }
 

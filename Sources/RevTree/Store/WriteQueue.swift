@@ -94,15 +94,25 @@ final class WriteQueue: Sendable {
     ///   - gauge: where the writer reports the bytes its page cache holds after each commit.
     ///   - afterCommit: runs on the writer thread after each durable commit and reads what it changed; the closure
     ///     it returns publishes that (the new seq, waking feeds) before the commit's callers are answered.
+    ///   - idleTimeout: how long the thread waits for more work before it gives its page cache back and ends.
     init(
         connection: SQLiteConnection, cache budget: WriterCacheBudget = WriterCacheBudget(),
-        gauge: PageCacheGauge = PageCacheGauge(),
+        gauge: PageCacheGauge = PageCacheGauge(), idleTimeout: DispatchTimeInterval = .seconds(10),
         afterCommit: @escaping @Sendable (SQLiteConnection) -> (@Sendable () -> Void)?
     ) {
         self.connection = connection
         let cache = WriterCache(budget, gauge: gauge, connection: connection)
         self.cache = cache
-        self.writer = BatchWorker<Job>(name: "couchlite-writer") { jobs in
+        // A writer with nothing to do for a while gives its page cache back (the next write reads its pages again,
+        // from the kernel's cache): otherwise every open database written once kept what it cached, up to its
+        // part of the budget and never less than `WriterCacheBudget.minimumKiB`, for as long as it stayed open.
+        self.writer = BatchWorker<Job>(
+            name: "couchlite-writer", idleTimeout: idleTimeout,
+            whenIdle: {
+                connection.releaseMemory()
+                cache.report(connection)
+            }
+        ) { jobs in
             cache.apply(to: connection)
             WriteQueue.commit(jobs, connection) { connection in
                 // Reported before anyone is answered, so a caller answered sees its commit counted.
@@ -127,6 +137,9 @@ final class WriteQueue: Sendable {
         guard let value = box.value else { throw StoreError.internalError("write job produced no value") }
         return value
     }
+
+    /// Whether the writer's thread runs now.
+    var hasThread: Bool { writer.hasThread }
 
     /// Finishes queued jobs, stops the thread and closes the connection.
     /// - Parameter persistWAL: keep the WAL files (see ``SQLiteConnection/persistWAL()``).
