@@ -277,9 +277,39 @@ struct BlobStoreTests {
         #expect(!blobs.exists(key))
     }
 
+    /// The process's resident size is shared with every test running beside this one, which can add a few MiB
+    /// while a stream is written; buffering the upload would add 20 MiB every time. So a stream is written up to
+    /// three times and the least growth must stay under 10 MiB.
     @Test func streams20MiBIn64KiBChunksWithBoundedMemory() throws {
         let scratch = Scratch()
         let blobs = try BlobStore(directory: scratch.path)
+        var growths: [Int] = []
+        for _ in 0..<3 {
+            let (result, digest, growth) = try stream20MiB(into: blobs)
+            #expect(result.length == 20 * 1024 * 1024)
+            #expect(result.key == digest)
+            growths.append(growth)
+            if growth < 10 * 1024 * 1024 {
+                // Read it back in chunks and check the digest.
+                let reader = try blobs.openReader(result.key)
+                let check = Digest(.md5)
+                var offset = 0
+                while offset < reader.length {
+                    let piece = try reader.read(at: offset, upTo: 64 * 1024)
+                    check.update(piece)
+                    offset += piece.count
+                }
+                #expect(check.finalize().hexString == result.key)
+                break
+            }
+        }
+        #expect((growths.min() ?? .max) < 10 * 1024 * 1024, "resident memory grew by \(growths) bytes")
+    }
+
+    /// Writes 20 MiB in 64 KiB chunks; what was committed, its md5 and how much the resident size grew meanwhile.
+    private func stream20MiB(into blobs: BlobStore) throws -> (
+        result: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int), digest: String, growth: Int
+    ) {
         let writer = try blobs.makeWriter()
         let md5 = Digest(.md5)
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -292,21 +322,7 @@ struct BlobStoreTests {
             try writer.write(chunk)
         }
         let growth = residentBytes() - residentBefore
-        let result = try writer.commit()
-        #expect(result.length == 20 * 1024 * 1024)
-        #expect(result.key == md5.finalize().hexString)
-        // Buffering the upload would grow the process by 20 MiB; streaming does not.
-        #expect(growth < 10 * 1024 * 1024, "resident memory grew by \(growth) bytes")
-        // Read it back in chunks and check the digest.
-        let reader = try blobs.openReader(result.key)
-        let check = Digest(.md5)
-        var offset = 0
-        while offset < reader.length {
-            let piece = try reader.read(at: offset, upTo: 64 * 1024)
-            check.update(piece)
-            offset += piece.count
-        }
-        #expect(check.finalize().hexString == result.key)
+        return (try writer.commit(), md5.finalize().hexString, growth)
     }
 
     private func residentBytes() -> Int {
