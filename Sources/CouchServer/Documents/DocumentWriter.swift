@@ -54,6 +54,7 @@ package struct DocumentWriter: Sendable {
 
     /// Stores a local document's fields and returns its new `0-N` rev.
     func putLocal(_ database: Database, _ docID: String, input: DocumentInput, user: UserContext) throws -> String {
+        // For the `_local` documents of a `_bulk_docs` (`PUT /db/_local/id` was refused by its row already).
         try RequestAuthorizer.requireUnreservedLocal(docID, user.scope)
         // The drop credentials may read back only the `_local` documents they wrote (their checkpoints).
         try user.drop?.wroteLocal(docID)
