@@ -303,11 +303,6 @@ extension App {
 
 /// What the rows that only refuse answer.
 private enum Refusal {
-    /// Endpoints of CouchDB's API that couchlite does not serve yet: 501 with the reason.
-    static func unsupported(_ endpoint: String) throws -> Never {
-        throw CouchError.notImplemented("\(endpoint) is not supported by couchlite.")
-    }
-
     /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
     static func localAttachment() throws -> Never {
         throw CouchError.badRequest("_local documents do not accept attachments.")

@@ -271,9 +271,7 @@ extension GalleryHandlers {
             docID: id, path: [], deleted: false,
             body: JSON.object(PhotoDocument.fields(name: file.name, taken: taken, size: stored.length)).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try documents.applyEdits(database, [write], user: user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
+        let outcome = try documents.applyEdit(database, write, user: user)
         switch outcome.result {
         case .success(let rev):
             return (201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
