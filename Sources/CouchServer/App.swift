@@ -191,7 +191,7 @@ package final class App: Sendable {
             guard let user = try authenticate(request, reply, trusted: trusted) else { return finish() }
             request.user = user
             try dispatch(resolution, request, reply) { route in
-                temporaryRequest = access.authenticator.temporary.begin(user, method: request.method, drop: route.drop)
+                temporaryRequest = access.authenticator.temporary.begin(user, method: request.verb, drop: route.drop)
             }
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.

@@ -61,7 +61,7 @@ extension GalleryHandlers {
     /// `GET /` from a browser (`Accept: text/html`): a page linking to the gallery. JSON clients get
     /// the welcome object unchanged.
     static func prefersHTML(_ request: Request) -> Bool {
-        guard request.method == "GET" || request.method == "HEAD", let accept = request.head.headers["Accept"] else {
+        guard request.verb == .GET || request.verb == .HEAD, let accept = request.head.headers["Accept"] else {
             return false
         }
         return accept.lowercased().split(separator: ",").contains {
