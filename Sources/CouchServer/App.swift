@@ -93,7 +93,7 @@ package final class App: Sendable {
     let users: UserHandlers
 
     /// - Parameter productRoutes: Routes a product adds to CouchDB's (the photo gallery), made from the app's
-    ///   services; they are tried first, so they may also answer a method of a CouchDB path (a browser's `GET /`).
+    ///   services; a product row for a CouchDB path and method replaces CouchDB's row (`App.joined`).
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
         log: Logger, dataDirLock: DataDirLock? = nil, productRoutes: (AppServices) -> [Route] = { _ in [] }
@@ -131,7 +131,7 @@ package final class App: Sendable {
         let services = AppServices(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
             log: log)
-        router = Router(productRoutes(services) + App.routeTable)
+        router = Router(App.joined(productRoutes(services), App.routeTable))
         authorizer = RequestAuthorizer(store: store, security: access.security)
 
         server = ServerHandlers(store: store, serverUUID: serverUUID)
@@ -191,7 +191,7 @@ package final class App: Sendable {
             guard let user = try authenticate(request, reply, trusted: trusted) else { return finish() }
             request.user = user
             try dispatch(resolution, request, reply) { route in
-                temporaryRequest = access.authenticator.temporary.begin(user, method: request.method, drop: route.drop)
+                temporaryRequest = access.authenticator.temporary.begin(user, method: request.verb, drop: route.drop)
             }
         } catch let error as HTTPError {
             // The client went away or sent a bad body mid-request; answer if we still can.

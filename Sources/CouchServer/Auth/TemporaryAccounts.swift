@@ -98,10 +98,10 @@ package final class TemporaryAccounts: Sendable {
 
     /// Starts tracking a request made by `user`, when `user` is a temporary account.
     /// - Parameter drop: What the request's route lets the account do (its checkpoints, its uploads).
-    package func begin(_ user: UserContext, method: String, drop: DropScope) -> Request? {
+    package func begin(_ user: UserContext, method: HTTPMethod?, drop: DropScope) -> Request? {
         guard user.scope != nil, let key = user.name else { return nil }
         var kind = Request.Kind.other
-        if drop == .checkpoint && method == "PUT" {
+        if drop == .checkpoint && method == .PUT {
             kind = .checkpoint
         } else if drop == .upload {
             kind = .write

@@ -36,7 +36,7 @@ struct DesignRequestObject {
         req["uuid"] = .string(Secrets.randomBytes(16).hexString)
         req["id"] = id.map { .string($0) } ?? .null
         // chttpd aliases HEAD to GET before anything sees the method (mochiweb drops the body).
-        req["method"] = .string(request.method == "HEAD" ? "GET" : request.method)
+        req["method"] = .string(request.verb == .HEAD ? "GET" : request.method)
         req["requested_path"] = .array(Self.requestedPath(Self.requestedTarget(request.head)).map { .string($0) })
         req["path"] = .array(request.segments.map { .string($0) })
         req["raw_path"] = .string(request.head.target)
@@ -78,7 +78,7 @@ struct DesignRequestObject {
     /// The fields of a form body (`mochiweb_util:parse_qs`), only for POST and PUT, as CouchDB.
     private static func form(_ request: Request, _ body: Body) throws -> JSONObject {
         var form = JSONObject()
-        guard case .raw(let body) = body, request.method == "POST" || request.method == "PUT",
+        guard case .raw(let body) = body, request.verb == .POST || request.verb == .PUT,
             request.contentType == "application/x-www-form-urlencoded"
         else { return form }
         let text = String(decoding: body, as: UTF8.self).split(separator: "+", omittingEmptySubsequences: false)

@@ -125,21 +125,29 @@ extension DocumentWriter {
 
 extension DocumentWriter {
     /// `database.applyEdits` for the single-document write paths (PUT, POST, DELETE, COPY, attachment PUT and
-    /// DELETE, multipart, the gallery's upload): validated first, the first refusal thrown.
-    package func applyEdits(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
-        -> [WriteResult]
-    {
-        for write in writes { try validateWrite(database, write, newEdits: true, user: user) }
-        if let drop = user.drop { return try drop.apply(database, writes, newEdits: true, abortOnInvalid: false) }
-        return try database.applyEdits(writes)
+    /// DELETE, multipart, the gallery's upload): validated first, the refusal thrown.
+    package func applyEdit(_ database: Database, _ write: RevisionWrite, user: UserContext) throws -> WriteResult {
+        try validateWrite(database, write, newEdits: true, user: user)
+        if let drop = user.drop {
+            return try DocumentWriter.only(drop.apply(database, [write], newEdits: true, abortOnInvalid: false))
+        }
+        return try DocumentWriter.only(database.applyEdits([write]))
     }
 
     /// `database.applyReplicated` for a single replicated write (`PUT ?new_edits=false`), validated first.
-    package func applyReplicated(_ database: Database, _ writes: [RevisionWrite], user: UserContext) throws
-        -> [WriteResult]
+    package func applyReplicated(_ database: Database, _ write: RevisionWrite, user: UserContext) throws
+        -> WriteResult
     {
-        for write in writes { try validateWrite(database, write, newEdits: false, user: user) }
-        if let drop = user.drop { return try drop.apply(database, writes, newEdits: false, abortOnInvalid: false) }
-        return try database.applyReplicated(writes)
+        try validateWrite(database, write, newEdits: false, user: user)
+        if let drop = user.drop {
+            return try DocumentWriter.only(drop.apply(database, [write], newEdits: false, abortOnInvalid: false))
+        }
+        return try DocumentWriter.only(database.applyReplicated([write]))
+    }
+
+    /// The one result of a one-write batch (the store answers each write it is given).
+    private static func only(_ results: [WriteResult]) throws(CouchError) -> WriteResult {
+        guard let result = results.first else { throw .unknownError("store returned no result") }
+        return result
     }
 }

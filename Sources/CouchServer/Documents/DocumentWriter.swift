@@ -19,10 +19,8 @@ package struct DocumentWriter: Sendable {
     ) throws -> RevID {
         let write = try makeWrite(
             database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: user)
-        let results =
-            newEdits
-            ? try applyEdits(database, [write], user: user) : try applyReplicated(database, [write], user: user)
-        guard let result = results.first else { throw CouchError.unknownError("store returned no result") }
+        let result =
+            newEdits ? try applyEdit(database, write, user: user) : try applyReplicated(database, write, user: user)
         switch result.result {
         case .success(let rev): return rev
         case .failure(let error): throw CouchError(error, docID: docID)
@@ -54,6 +52,7 @@ package struct DocumentWriter: Sendable {
 
     /// Stores a local document's fields and returns its new `0-N` rev.
     func putLocal(_ database: Database, _ docID: String, input: DocumentInput, user: UserContext) throws -> String {
+        // For the `_local` documents of a `_bulk_docs` (`PUT /db/_local/id` was refused by its row already).
         try RequestAuthorizer.requireUnreservedLocal(docID, user.scope)
         // The drop credentials may read back only the `_local` documents they wrote (their checkpoints).
         try user.drop?.wroteLocal(docID)
@@ -96,9 +95,7 @@ package struct DocumentWriter: Sendable {
         }
         let write = RevisionWrite(
             docID: docID, path: base.map { [$0] } ?? [], deleted: false, body: body, attachments: refs)
-        guard let outcome = try applyEdits(database, [write], user: user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
+        let outcome = try applyEdit(database, write, user: user)
         switch outcome.result {
         case .success(let rev): return rev
         case .failure(let error): throw CouchError(error)

@@ -15,9 +15,12 @@ package struct Request {
     let bodyMemory: BodyReservation
 
     package var method: String { head.method }
+    /// The method typed, as the route table knows it (nil for any other: it reaches no handler).
+    package let verb: HTTPMethod?
 
     init(head: HTTPRequestHead, body: HTTPRequestBody, bodyBudget: BodyBudget = .shared) throws(CouchError) {
         self.head = head
+        self.verb = HTTPMethod(head.method)
         self.body = body
         self.bodyMemory = BodyReservation(bodyBudget)
         var segments: [String] = []
@@ -92,7 +95,7 @@ package struct Request {
     /// The JSON object body of a POSTed query (`_view`, `_all_docs`, `_list`), nil for other methods: 415 for
     /// another content type, at most `Limits.bulkRequestBytes`.
     func postedQueryBody() throws(CouchError) -> JSONObject? {
-        guard method == "POST" else { return nil }
+        guard verb == .POST else { return nil }
         try requireJSONContent()
         return try jsonObjectBody(limit: Limits.bulkRequestBytes)
     }

@@ -33,11 +33,12 @@ package struct Route: Sendable {
         self.handler = handler
     }
 
-    /// Whether the request holds its database open (leased) while its handler runs: every route of a database does,
-    /// but creating and deleting one (`PUT`/`DELETE /{db}`), which must not hold it open.
+    /// Whether the request holds its database open (leased) while its handler runs: every route that names a
+    /// `{db}`, wherever in its path (the gallery's `/_photos/api/db/{db}/…`), but creating and deleting one
+    /// (`PUT`/`DELETE /{db}`), which must not hold it open.
     var leasesDatabase: Bool {
-        guard pattern.segments.first == .database else { return false }
-        return pattern.segments.count > 1 || !methods.allSatisfy { $0 == .PUT || $0 == .DELETE }
+        guard pattern.segments.contains(.database) else { return false }
+        return pattern.segments != [.database] || !methods.allSatisfy { $0 == .PUT || $0 == .DELETE }
     }
 
     /// Whether the row answers a request for `database` (nil for a server route).

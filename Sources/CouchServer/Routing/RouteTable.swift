@@ -7,6 +7,16 @@ import CouchWire
 ///
 /// Adding an endpoint is one row here and one handler function.
 extension App {
+    /// A product's rows, then CouchDB's without the rows it takes over: a product row of a CouchDB pattern replaces
+    /// every CouchDB row of that pattern sharing one of its methods (the gallery's `GET /`, a page for browsers and
+    /// CouchDB's welcome for JSON clients), so no row of the joined table is shadowed.
+    package static func joined(_ product: [Route], _ couchDB: [Route]) -> [Route] {
+        product
+            + couchDB.filter { row in
+                !product.contains { $0.pattern == row.pattern && !Set($0.methods).isDisjoint(with: row.methods) }
+            }
+    }
+
     static let routeTable: [Route] = {
         let read: [HTTPMethod] = [.GET, .HEAD]
         let every = HTTPMethod.allCases
@@ -128,7 +138,7 @@ extension App {
             Route(read, "/{db}/_security", .member, notAllowedReason: "PUT,GET") { app, c in
                 try app.databases.securityObject(c)
             },
-            Route([.PUT], "/{db}/_security", .member, body: .small) { app, c in
+            Route([.PUT], "/{db}/_security", .databaseAdmin, body: .small) { app, c in
                 try app.databases.setSecurityObject(c)
             },
             Route(every, "/{db}/_temp_view", .member) { _, _ in
@@ -293,11 +303,6 @@ extension App {
 
 /// What the rows that only refuse answer.
 private enum Refusal {
-    /// Endpoints of CouchDB's API that couchlite does not serve yet: 501 with the reason.
-    static func unsupported(_ endpoint: String) throws -> Never {
-        throw CouchError.notImplemented("\(endpoint) is not supported by couchlite.")
-    }
-
     /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
     static func localAttachment() throws -> Never {
         throw CouchError.badRequest("_local documents do not accept attachments.")

@@ -33,11 +33,8 @@ final class ReaderPool: Sendable {
         self.gauge = gauge
     }
 
-    /// Runs `body` in a read transaction.
-    ///
-    /// Not `SQLiteConnection.inTransaction`: a read ends with `COMMIT` whatever `body` did (a read transaction has
-    /// nothing to roll back) and ignores a failed `COMMIT`, and a connection goes back to the pool only once its
-    /// `BEGIN` succeeded.
+    /// Runs `body` in a read transaction (`SQLiteConnection.reading`) on an idle connection, or a new one; it goes
+    /// back to the pool only once its `BEGIN` succeeded.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         slots.wait()
         defer { slots.signal() }
@@ -47,18 +44,23 @@ final class ReaderPool: Sendable {
         }
         if let taken { gauge.reader(-taken.cached) }
         let connection = try taken?.0 ?? open()
-        try connection.run(.begin)
+        var began = false
         defer {
-            try? connection.run(.commit)
-            let cached = connection.cacheUsedBytes
-            let kept = idle.withLock { idle in
-                guard !idle.closed && idle.connections.count < ReaderPool.maxIdle else { return false }
-                idle.connections.append((connection, cached))
-                return true
-            }
-            if kept { gauge.reader(cached) }
+            // Back to the pool once its transaction has ended, and only if it began (else it is closed).
+            if began { keep(connection) }
         }
-        return try body(connection)
+        return try connection.reading(began: { began = true }, body)
+    }
+
+    /// Puts a connection whose read has ended back among the idle ones (closed instead beyond `maxIdle`).
+    private func keep(_ connection: SQLiteConnection) {
+        let cached = connection.cacheUsedBytes
+        let kept = idle.withLock { idle in
+            guard !idle.closed && idle.connections.count < ReaderPool.maxIdle else { return false }
+            idle.connections.append((connection, cached))
+            return true
+        }
+        if kept { gauge.reader(cached) }
     }
 
     /// Closes the idle connections now; one lent out is closed when its read returns.

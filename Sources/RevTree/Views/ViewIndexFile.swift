@@ -358,21 +358,20 @@ public final class ViewIndexFile: Sendable {
         if let docID = bound.docID { bindings.append(.text(docID)) }
     }
 
-    /// Runs `body` in a read transaction on a connection nobody else uses.
-    ///
-    /// Not `inTransaction`: a read ends with `COMMIT` whatever `body` did (a read transaction has nothing to roll
-    /// back) and ignores a failed `COMMIT`, and a connection goes back to the pool only once its `BEGIN` succeeded.
+    /// Runs `body` in a read transaction (`SQLiteConnection.reading`) on a connection nobody else uses, which goes
+    /// back to the pool only once its `BEGIN` succeeded.
     func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         guard !state.withLock({ $0.closed }) else { throw StoreError.dbNotFound }
         let connection = try readers.withLock { $0.popLast() } ?? openReader()
-        try connection.execute("BEGIN")
+        var began = false
         defer {
-            try? connection.execute("COMMIT")
-            readers.withLock { readers in
-                if readers.count < 4 { readers.append(connection) } else { connection.close() }
+            if began {
+                readers.withLock { readers in
+                    if readers.count < 4 { readers.append(connection) } else { connection.close() }
+                }
             }
         }
-        return try body(connection)
+        return try connection.reading(began: { began = true }, body)
     }
 
     private func openReader() throws -> SQLiteConnection {

@@ -34,15 +34,15 @@ import Testing
         let accounts = TemporaryAccounts(identities: ServerIdentities())
         accounts.add(name: "u", password: [1], database: "d", expires: .now + .seconds(60))
         let user = UserContext(name: "u", roles: [], handler: "default", scope: "d")
-        let put = try #require(accounts.begin(user, method: "PUT", drop: try drop("PUT", ["d", "_local", "x"])))
+        let put = try #require(accounts.begin(user, method: .PUT, drop: try drop("PUT", ["d", "_local", "x"])))
         #expect(accounts.activity(of: "u")?.inFlight == 1)
         put.end(status: 201)
-        accounts.begin(user, method: "POST", drop: try drop("POST", ["d", "_bulk_docs"]))?.end(status: 201)
-        accounts.begin(user, method: "PUT", drop: try drop("PUT", ["d", "doc"]))?.end(status: 403)
+        accounts.begin(user, method: .POST, drop: try drop("POST", ["d", "_bulk_docs"]))?.end(status: 201)
+        accounts.begin(user, method: .PUT, drop: try drop("PUT", ["d", "doc"]))?.end(status: 403)
         let activity = try #require(accounts.activity(of: "u"))
         #expect(activity.checkpointed && activity.writes == 1 && activity.inFlight == 0 && activity.lastEnded != nil)
         let anonymous = UserContext(name: "u", roles: [], handler: nil)
-        #expect(accounts.begin(anonymous, method: "GET", drop: try drop("GET", [])) == nil)
+        #expect(accounts.begin(anonymous, method: .GET, drop: try drop("GET", [])) == nil)
     }
 
     /// What the route table lets the drop credentials do on a request.

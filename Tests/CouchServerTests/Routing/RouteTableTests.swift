@@ -3,12 +3,21 @@ import Testing
 
 @testable import CouchServer
 
-/// Walks `App.routeTable` (CouchDB's rows; the gallery adds its own, `GalleryRoutes`): every row is well formed and
-/// reachable, no two rows claim the same request, every row that takes a body caps it, and a path with no row is
-/// refused to everyone, server admins included.
-@Suite struct RouteTableTests {
-    let table = App.routeTable
-    let router = Router(App.routeTable)
+/// Walks the table a server answers from: CouchDB's rows (`App.routeTable`) joined with the gallery's
+/// (`GalleryRoutes`). Every row is well formed and reachable, no two rows claim the same request, every row that
+/// takes a body caps it, and a path with no row is refused to everyone, server admins included.
+@Suite final class RouteTableTests {
+    let server: InProcessServer
+    let table: [Route]
+    let router: Router
+
+    init() throws {
+        server = try InProcessServer()
+        router = server.app.router
+        table = router.routes
+    }
+
+    deinit { server.shutdown() }
 
     /// Rows that accept POST, PUT or COPY but read no body, so `.none` is right for them; each with its reason.
     /// A new row that takes a body must name its limit instead of landing here.
@@ -30,6 +39,8 @@ import Testing
         "/{db}/_design/{design}/_list/{list}": "404 list_error: no view named",
         "/{db}/_design/{design}/_update": "404 update_error: no update named",
         "/{db}/_design/{design}/_rewrite/{path…?}": "501: _rewrite is not run",
+        "/_photos/api/db/{db}/uploads": "POST starts an upload from its query (name, length, sha256): no body",
+        "/_photos/{path…}": "nothing of the gallery's there: 404 whatever the method",
     ]
 
     /// Paths no row has: each resolves to `.unrouted`, whatever the method.
@@ -73,7 +84,7 @@ import Testing
     @Test func everyRowNamesAnAccessRuleThatFitsItsPath() {
         for route in table {
             let name = route.pattern.description
-            let namesDatabase = route.pattern.segments.first == .database
+            let namesDatabase = route.pattern.segments.contains(.database)
             // A rule that needs the database on a path that names none would answer 404 to everyone.
             if route.access.needsDatabase {
                 #expect(namesDatabase, "\(name): \(route.access) needs a {db}")
@@ -90,6 +101,24 @@ import Testing
             }
             if route.drop == .checkpoint { #expect(route.pattern.description.contains("{local}"), "\(name)") }
         }
+    }
+
+    /// Who may call a database's route is decided by its row, before any handler runs: no row that names a `{db}`,
+    /// wherever in its path, lets anyone in and leaves the database's `_security` to its handler, and every such row
+    /// holds its database open for the request (`leasesDatabase`) but creating and deleting one.
+    @Test func everyRowThatNamesADatabaseIsAuthorizedAndLeasedByItsRow() {
+        var galleryRows = 0
+        for route in table where route.pattern.segments.contains(.database) {
+            let name = route.pattern.description
+            let decided = route.access.needsDatabase || route.access == .serverAdmin
+            #expect(decided, "\(name): \(route.access) leaves the database's _security to its handler")
+            let createsOrDeletes =
+                route.pattern.segments == [.database] && route.methods.allSatisfy { [.PUT, .DELETE].contains($0) }
+            #expect(route.leasesDatabase == !createsOrDeletes, "\(name) \(route.methods.map(\.rawValue))")
+            if name.hasPrefix("/_photos/") { galleryRows += 1 }
+        }
+        // The walk covers the gallery's rows (a table without them would pass the loop above vacuously for them).
+        #expect(galleryRows == 11)
     }
 
     @Test func everyRowThatTakesABodyNamesItsLimit() {

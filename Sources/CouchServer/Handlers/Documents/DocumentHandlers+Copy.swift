@@ -31,9 +31,7 @@ extension DocumentHandlers {
         let write = RevisionWrite(
             docID: targetID, path: targetRev.map { [$0] } ?? [], deleted: source.deleted,
             body: source.body ?? Array("{}".utf8), attachments: source.attachments.map { .stored($0) })
-        guard let result = try documents.applyEdits(database, [write], user: request.user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
+        let result = try documents.applyEdit(database, write, user: request.user)
         switch result.result {
         case .success(let rev):
             try sendWriteResult(database, docID: targetID, rev: rev, status: 201, reply: reply)

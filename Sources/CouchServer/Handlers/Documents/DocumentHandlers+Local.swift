@@ -2,13 +2,13 @@ import CouchWire
 import RevTree
 
 /// `_local/` documents: no revision tree, `0-N` revs, never in `_changes` or `_all_docs`, and never
-/// a 409 (a replicator's checkpoint write must always land).
+/// a 409 (a replicator's checkpoint write must always land). What the drop credentials may do here is their rows'
+/// (`DropScope.checkpoint`: not couchlite's own `_local` documents; no delete at all).
 extension DocumentHandlers {
     /// `GET /db/_local/id`.
     func getLocal(_ c: RequestContext) throws {
         let docID = try c.docID()
         try DocumentID.validate(docID)
-        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
         // The drop credentials read only their own checkpoints: any other `_local` document is absent to them.
         if let drop = c.user.drop, !drop.wroteLocal(contains: docID) { throw CouchError.notFound("missing") }
         guard let local = try c.database().localDocument(docID) else { throw CouchError.notFound("missing") }
@@ -25,7 +25,6 @@ extension DocumentHandlers {
     func putLocal(_ c: RequestContext) throws {
         let docID = try c.docID()
         try DocumentID.validate(docID)
-        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
         let input = try DocumentInput(try c.request.documentJSONBody(), local: true)
         let rev = try documents.putLocal(c.database(), docID, input: input, user: c.user)
         try c.reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
@@ -35,7 +34,6 @@ extension DocumentHandlers {
     func deleteLocal(_ c: RequestContext) throws {
         let docID = try c.docID()
         try DocumentID.validate(docID)
-        try RequestAuthorizer.requireUnreservedLocal(docID, c.user.scope)
         guard try c.database().deleteLocal(docID) else { throw CouchError.notFound("missing") }
         try c.reply.json(200, ["ok": true, "id": .string(docID), "rev": "0-0"])
     }

@@ -179,9 +179,7 @@ extension DocumentHandlers {
             )
             let names = Set(uploads.map(\.name))
             write.attachments = write.attachments.filter { !names.contains($0.name) } + uploads.map { .stored($0) }
-            guard let outcome = try documents.applyEdits(database, [write], user: request.user).first else {
-                throw CouchError.unknownError("store returned no result")
-            }
+            let outcome = try documents.applyEdit(database, write, user: request.user)
             switch outcome.result {
             case .success(let written): rev = written
             case .failure(let error): throw CouchError(error)

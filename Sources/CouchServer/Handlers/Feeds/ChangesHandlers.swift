@@ -20,7 +20,7 @@ struct ChangesHandlers: Sendable {
     func feed(_ c: RequestContext) throws {
         let database = try c.database()
         let request = c.request
-        if request.method == "POST" { try request.requireJSONContent() }
+        if request.verb == .POST { try request.requireJSONContent() }
         let query = try ChangesQuery(request, database: database)
         var feed = ChangesFeed(
             database: database, query: query, reply: c.reply, engine: views.engine, queryServer: queryServer,

@@ -96,7 +96,7 @@ struct ChangesQuery {
             }
         }
         let body: JSONObject? =
-            request.method == "POST" && request.body.hasBody
+            request.verb == .POST && request.body.hasBody
             ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
         self.body = body
         filter = try ChangesQuery.filter(filterName, request, database, body: body)
@@ -130,13 +130,13 @@ struct ChangesQuery {
         guard let name, !name.isEmpty else { return .none }
         switch name {
         case "_doc_ids":
-            let ids = request.method == "POST" ? body?["doc_ids"] : try request.query.json("doc_ids")
+            let ids = request.verb == .POST ? body?["doc_ids"] : try request.query.json("doc_ids")
             guard let array = ids?.arrayValue, array.allSatisfy({ $0.stringValue != nil }) else {
                 throw CouchError.badRequest("`doc_ids` filter parameter is not a list of doc ids.")
             }
             return .docIDs(Set(array.compactMap(\.stringValue)))
         case "_selector":
-            guard request.method == "POST" else {
+            guard request.verb == .POST else {
                 throw CouchError.badRequest("Selector must be specified in POST payload")
             }
             guard let selectorJSON = body?["selector"], case .object = selectorJSON else {

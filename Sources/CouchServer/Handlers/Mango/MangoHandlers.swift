@@ -147,9 +147,7 @@ struct MangoHandlers: Sendable {
         let write = RevisionWrite(
             docID: designID, path: current.map { [$0.rev] } ?? [], deleted: deleted,
             body: JSON.object(object).serialized(), attachments: deleted ? [] : stubs)
-        guard let outcome = try documents.applyEdits(database, [write], user: c.user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
+        let outcome = try documents.applyEdit(database, write, user: c.user)
         if case .failure(let error) = outcome.result { throw CouchError(error, docID: designID) }
     }
 }

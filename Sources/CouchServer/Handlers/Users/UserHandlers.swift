@@ -36,7 +36,7 @@ struct UserHandlers: Sendable {
         if let ifMatch = request.head.headers["If-Match"] {
             base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
         }
-        if request.method == "DELETE" {
+        if request.verb == .DELETE {
             guard let base else { throw CouchError.conflict }
             let rev = try writeUserDocument(
                 database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true,

@@ -140,9 +140,7 @@ extension GalleryHandlers {
         let write = RevisionWrite(
             docID: id, path: [rev], deleted: false, body: JSON.object(revision.fields).serialized(),
             attachments: [.stored(att)])
-        guard let outcome = try documents.applyReplicated(database, [write], user: user).first else {
-            throw CouchError.unknownError("store returned no result")
-        }
+        let outcome = try documents.applyReplicated(database, write, user: user)
         if case .failure(let error) = outcome.result { throw CouchError(error) }
         return (201, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
     }

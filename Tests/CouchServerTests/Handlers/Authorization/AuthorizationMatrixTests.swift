@@ -52,13 +52,23 @@ import Testing
         Expectation("GET", "/_node/_local/_stats", [401, 401, 401, 401, 200, 403]),
         Expectation("POST", "/_replicate", "{}", [401, 401, 401, 401, 400, 403]),
         Expectation("GET", "/_photos/api/dbs", [200, 200, 200, 200, 200, 200]),
-        // The gallery's resumable uploads: members and the drop credentials start them (anonymous requests carry
-        // neither an Origin nor credentials, so the cross-site check refuses them first); an id not one's own is 404.
+        // The gallery's resumable uploads: members and the drop credentials start them; an id not one's own is 404.
         Expectation(
             "POST", "/_photos/api/db/m/uploads?name={who}.jpg&length=3&sha256=\(String(repeating: "ab", count: 32))",
-            [403, 403, 201, 201, 201, 201]),
+            [401, 403, 201, 201, 201, 201]),
         Expectation(
             "HEAD", "/_photos/api/db/m/uploads/\(String(repeating: "0", count: 32))", [401, 403, 404, 404, 404, 404]),
+        // The gallery's reads and deletes: the database's members, as its documents; never the drop credentials.
+        // (`att.txt` is no picture: its tile and preview are the placeholder; a delete without `rev` is CouchDB's 409.)
+        Expectation("GET", "/_photos/api/db/m/photos", [401, 403, 200, 200, 200, 403]),
+        Expectation("GET", "/_photos/api/db/m/photo/doc", [401, 403, 200, 200, 200, 403]),
+        Expectation("GET", "/_photos/api/db/m/download/doc/att.txt", [401, 403, 200, 200, 200, 403]),
+        Expectation("GET", "/_photos/api/db/m/thumb/doc/att.txt", [401, 403, 200, 200, 200, 403]),
+        Expectation("GET", "/_photos/api/db/m/preview/doc/att.txt", [401, 403, 200, 200, 200, 403]),
+        Expectation("DELETE", "/_photos/api/db/m/doc/none-{who}", [401, 403, 409, 409, 409, 403]),
+        // A system database is no album, but who may ask is decided first; a missing one is 404 to everyone.
+        Expectation("GET", "/_photos/api/db/_users/photos", [401, 403, 403, 403, 404, 403]),
+        Expectation("GET", "/_photos/api/db/missing/photos", [404, 404, 404, 404, 404, 403]),
         // The database.
         Expectation("GET", "/m", [401, 403, 200, 200, 200, 200]),
         Expectation("HEAD", "/m", [401, 403, 200, 200, 200, 200]),
