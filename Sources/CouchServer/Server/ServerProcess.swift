@@ -127,9 +127,18 @@ package final class ServerProcess: Sendable {
     /// The URL clients should prefer: HTTPS when it is on.
     package var preferredBaseURL: String { tlsBaseURL ?? baseURL ?? "" }
 
-    private var urlHost: String {
-        let bind = app.options.bind
-        return bind.contains(":") ? "[\(bind)]" : bind
+    private var urlHost: String { ServerProcess.urlHost(bind: app.options.bind) }
+
+    /// How `--bind ADDRESS` is written in a URL: an IPv6 address in brackets, an IPv4 address in the dotted quad it
+    /// stands for (the resolver also takes inet_aton's short forms: `0` is 0.0.0.0, `127.1` is 127.0.0.1), a host
+    /// name as given.
+    static func urlHost(bind: String) -> String {
+        if bind.contains(":") { return "[\(bind)]" }
+        var address = in_addr()
+        guard bind.utf8.allSatisfy({ $0 < 0x80 }), inet_aton(bind, &address) != 0 else { return bind }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return bind }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// How long the threads of requests cut by a shutdown get to notice before the process goes on without them
