@@ -23,23 +23,20 @@ import Testing
         return true
     }
 
-    /// A read ends its transaction whatever its body did, and says it began only when `BEGIN` succeeded (a pool
+    /// A read ends its transaction whatever its body did, and runs its body only when `BEGIN` succeeded (a pool
     /// takes the connection back only then).
     @Test func aReadEndsItsTransactionWhetherItsBodyReturnsOrThrows() throws {
         let connection = try connection()
         try connection.run("INSERT INTO t VALUES (1)")
-        var began = 0
-        let count = try connection.reading(began: { began += 1 }) { try rows($0) }
-        #expect(count == 1 && began == 1)
+        #expect(try connection.reading { try rows($0) } == 1)
         #expect(try idle(connection))
-        #expect(throws: Boom.self) { try connection.reading(began: { began += 1 }) { _ in throw Boom() } }
-        #expect(began == 2)
+        #expect(throws: Boom.self) { try connection.reading { _ in throw Boom() } }
         #expect(try idle(connection))
-        // Inside a transaction already, `BEGIN` fails: the body never runs and `began` is not called.
+        // Inside a transaction already, `BEGIN` fails: the body never runs.
         try connection.execute("BEGIN")
         var ran = false
-        #expect(throws: (any Error).self) { try connection.reading(began: { began += 1 }) { _ in ran = true } }
-        #expect(!ran && began == 2)
+        #expect(throws: (any Error).self) { try connection.reading { _ in ran = true } }
+        #expect(!ran)
         try connection.execute("COMMIT")
     }
 

@@ -49,7 +49,10 @@ final class ReaderPool: Sendable {
             // Back to the pool once its transaction has ended, and only if it began (else it is closed).
             if began { keep(connection) }
         }
-        return try connection.reading(began: { began = true }, body)
+        return try connection.reading { connection in
+            began = true
+            return try body(connection)
+        }
     }
 
     /// Puts a connection whose read has ended back among the idle ones (closed instead beyond `maxIdle`).

@@ -131,11 +131,9 @@ final class SQLiteConnection: @unchecked Sendable {
 
     /// Runs a hot statement without results (`BEGIN`, `COMMIT`, …) — no SQL parsing, unlike `execute`.
     /// Runs `body` in a read transaction on this connection: `BEGIN`, then `COMMIT` whatever `body` did (a read has
-    /// nothing to roll back) with a failed `COMMIT` ignored. `began` is called once `BEGIN` succeeded, before
-    /// `body`: a pool takes the connection back only then.
-    func reading<T>(began: () -> Void = {}, _ body: (SQLiteConnection) throws -> T) throws -> T {
+    /// nothing to roll back) with a failed `COMMIT` ignored. `body` runs only once `BEGIN` succeeded.
+    func reading<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try run(.begin)
-        began()
         defer { try? run(.commit) }
         return try body(self)
     }

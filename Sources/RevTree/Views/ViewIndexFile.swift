@@ -371,7 +371,10 @@ public final class ViewIndexFile: Sendable {
                 }
             }
         }
-        return try connection.reading(began: { began = true }, body)
+        return try connection.reading { connection in
+            began = true
+            return try body(connection)
+        }
     }
 
     private func openReader() throws -> SQLiteConnection {
