@@ -127,22 +127,27 @@ extension DocumentWriter {
     /// `database.applyEdits` for the single-document write paths (PUT, POST, DELETE, COPY, attachment PUT and
     /// DELETE, multipart, the gallery's upload): validated first, the refusal thrown.
     package func applyEdit(_ database: Database, _ write: RevisionWrite, user: UserContext) throws -> WriteResult {
-        try validateWrite(database, write, newEdits: true, user: user)
-        if let drop = user.drop {
-            return try DocumentWriter.only(drop.apply(database, [write], newEdits: true, abortOnInvalid: false))
-        }
-        return try DocumentWriter.only(database.applyEdits([write]))
+        try applyOne(database, write, newEdits: true, user: user)
     }
 
     /// `database.applyReplicated` for a single replicated write (`PUT ?new_edits=false`), validated first.
     package func applyReplicated(_ database: Database, _ write: RevisionWrite, user: UserContext) throws
         -> WriteResult
     {
-        try validateWrite(database, write, newEdits: false, user: user)
-        if let drop = user.drop {
-            return try DocumentWriter.only(drop.apply(database, [write], newEdits: false, abortOnInvalid: false))
-        }
-        return try DocumentWriter.only(database.applyReplicated([write]))
+        try applyOne(database, write, newEdits: false, user: user)
+    }
+
+    private func applyOne(_ database: Database, _ write: RevisionWrite, newEdits: Bool, user: UserContext) throws
+        -> WriteResult
+    {
+        try validateWrite(database, write, newEdits: newEdits, user: user)
+        let results =
+            if let drop = user.drop {
+                try drop.apply(database, [write], newEdits: newEdits, abortOnInvalid: false)
+            } else {
+                newEdits ? try database.applyEdits([write]) : try database.applyReplicated([write])
+            }
+        return try DocumentWriter.only(results)
     }
 
     /// The one result of a one-write batch (the store answers each write it is given).
