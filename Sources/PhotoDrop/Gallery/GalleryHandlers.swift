@@ -240,7 +240,7 @@ extension GalleryHandlers {
         let (status, answer) = try storePhoto(
             database, PhotoFile(name: name, contentType: contentType, modified: modified),
             stored: stored, id: PhotoDocument.id(sha256: sha256.finalize()), user: request.user)
-        return .json(Response.Status(status), answer)
+        return .json(status, answer)
     }
 
     /// A photo's file as its uploader described it.
@@ -255,14 +255,14 @@ extension GalleryHandlers {
     func storePhoto(
         _ database: Database, _ file: PhotoFile, stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int),
         id: String, user: UserContext
-    ) throws -> (Int, JSON) {
+    ) throws -> (Response.Status, JSON) {
         // The camera's date when the file has one (read now, in the sandbox, and kept for the listing).
         let probed = try? state.catalog.info(key: stored.key) { try blobPath(database, stored.key) }
         let taken = probed?.takenISO ?? ISO8601DateFormatter().string(from: file.modified)
         let existing = try database.document(id)
         if let existing, !existing.deleted {
             return (
-                200, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true]
+                .ok, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true]
             )
         }
         let base = existing?.winner
@@ -278,12 +278,12 @@ extension GalleryHandlers {
         let outcome = try documents.applyEdit(database, write, user: user)
         switch outcome.result {
         case .success(let rev):
-            return (201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
+            return (.created, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
         case .failure(let error):
             // The same file uploaded at the same moment by someone else: stored once, theirs won.
             if let info = try database.document(id), !info.deleted {
                 return (
-                    200, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true]
+                    .ok, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true]
                 )
             }
             throw CouchError(error)

@@ -36,7 +36,7 @@ struct ReplicationJobHandlers: Sendable {
                 source: parsed.source, target: parsed.target, options: parsed.options)
         } catch {
             let (status, name) = Self.replicationErrorStatus(error)
-            return .json(Response.Status(status), ["error": .string(name), "reason": .string(error.description)])
+            return .json(status, ["error": .string(name), "reason": .string(error.description)])
         }
         if parsed.cancel { return try cancelReplication(replication.fullID) }
         let job = ReplicationJobs.Job(replication, docID: nil)
@@ -75,20 +75,20 @@ struct ReplicationJobHandlers: Sendable {
             let (status, name) = Self.replicationErrorStatus(error)
             var reason = error.description
             if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
-            return .json(Response.Status(status), ["error": .string(name), "reason": .string(reason)])
+            return .json(status, ["error": .string(name), "reason": .string(reason)])
         }
     }
 
     /// CouchDB's answers for a failed one-shot replication.
-    private static func replicationErrorStatus(_ error: ReplicationError) -> (Int, String) {
+    private static func replicationErrorStatus(_ error: ReplicationError) -> (Response.Status, String) {
         switch error {
-        case .databaseNotFound: (404, "db_not_found")
-        case .unauthorized: (401, "unauthorized")
-        case .forbidden: (403, "forbidden")
-        case .badRequest: (400, "bad_request")
-        case .filterNotFound: (404, "not_found")
-        case .cancelled: (500, "cancelled")
-        default: (500, "replication_failed")
+        case .databaseNotFound: (.notFound, "db_not_found")
+        case .unauthorized: (.unauthorized, "unauthorized")
+        case .forbidden: (.forbidden, "forbidden")
+        case .badRequest: (.badRequest, "bad_request")
+        case .filterNotFound: (.notFound, "not_found")
+        case .cancelled: (.internalServerError, "cancelled")
+        default: (.internalServerError, "replication_failed")
         }
     }
 

@@ -125,14 +125,14 @@ extension GalleryHandlers {
             try upload.revision.map { try storeRevision(database, $0, file, stored: stored, id: id, user: c.user) }
             ?? storePhoto(database, file, stored: stored, id: id, user: c.user)
         state.uploads.remove(upload.id)
-        return .json(Response.Status(status), answer)
+        return .json(status, answer)
     }
 
     /// Writes the pushed revision with the file as its one attachment, as `PUT ?new_edits=false` would.
     private func storeRevision(
         _ database: Database, _ revision: (rev: String, fields: JSONObject), _ file: PhotoFile,
         stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int), id: String, user: UserContext
-    ) throws -> (Int, JSON) {
+    ) throws -> (Response.Status, JSON) {
         let rev = try DocumentInput.parseRev(revision.rev)
         let att = AttachmentInfo(
             name: file.name, contentType: file.contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
@@ -142,7 +142,7 @@ extension GalleryHandlers {
             attachments: [.stored(att)])
         let outcome = try documents.applyReplicated(database, write, user: user)
         if case .failure(let error) = outcome.result { throw CouchError(error) }
-        return (201, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
+        return (.created, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
     }
 
     private func ownUpload(_ c: RequestContext) throws -> (PartialUpload, Int) {
