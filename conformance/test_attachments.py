@@ -1011,3 +1011,38 @@ def test_multipart_media_type_case(couch, db):
         # anything else as a JSON body.
         assert r.status_code == 400 and r.json() == {"error": "bad_request", "reason": "invalid UTF-8 JSON"}, r.text
         assert doc_absent(couch, db, "d")
+
+
+def test_gzip_bomb_attachment_is_refused_after_bounded_work(couch, db):
+    """A gzip body that inflates a thousandfold (64 MiB of zeros in 65 KB) would cost seconds of CPU to check its
+    length at ingest. couchlite decodes at most 64 times a gzip body's size (plus 1 MiB) and refuses the rest with a
+    400, storing nothing; CouchDB stores it without looking. Real gzipped text, far below the ratio, is stored."""
+    bomb = gzip.compress(b"\0" * (64 * 1024 * 1024), compresslevel=9)
+    assert len(bomb) * 500 < 64 * 1024 * 1024
+    headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+    r = couch.put(att_url(db, "bomb", "zeros.txt"), data=bomb, headers=headers)
+    if is_couchlite(couch):
+        assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+        assert "64 times its gzip size" in r.json()["reason"]
+        assert couch.get(f"/{db}/bomb").status_code == 404
+    else:
+        assert r.status_code == 201, r.text
+    # The same bomb as a replicator's gzip part, its decoded `length` declared honestly.
+    b = uuid.uuid4().hex
+    att = {"content_type": "text/plain", "revpos": 1, "digest": md5_digest(bomb), "length": 64 * 1024 * 1024,
+           "follows": True, "encoding": "gzip", "encoded_length": len(bomb)}
+    doc = replicated_doc("bomb2", {"z": att})
+    r = put_related(couch, f"/{db}/bomb2", related_body(b, doc, [replicator_part("z", bomb, encoding="gzip")]), b,
+                    query="?new_edits=false")
+    if is_couchlite(couch):
+        assert r.status_code == 400 and "64 times its gzip size" in r.json()["reason"], r.text
+        assert couch.get(f"/{db}/bomb2").status_code == 404
+    else:
+        assert r.status_code == 201, r.text
+    # Text that compresses twentyfold is nowhere near the bound.
+    text = b"".join(b"line %06d: the same words again and again\n" % (i % 1000) for i in range(50_000))
+    packed = gzip.compress(text)
+    assert len(text) > 10 * len(packed)
+    r = couch.put(att_url(db, "text", "log.txt"), data=packed, headers=headers)
+    assert r.status_code == 201, r.text
+    assert get_att(couch, db, "text", "log.txt").content == text

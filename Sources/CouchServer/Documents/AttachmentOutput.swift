@@ -39,15 +39,30 @@ extension BlobRegistry {
     }
 
     /// The decoded size of a stored gzip blob, found by decoding it in 64 KiB steps that are counted and dropped;
-    /// decoding stops as soon as it passes `limit`.
+    /// decoding stops as soon as it passes `limit`, or `Limits.maxGzipExpansion` times the blob's size (a gzip bomb
+    /// costs a bounded fraction of a second to refuse, not seconds per megabyte).
     /// - Parameters:
     ///   - tooLarge: The reason of the 413 past `limit`.
     ///   - invalid: The reason of the 400 when the blob is not valid gzip.
+    /// - Throws: 413 `tooLarge` past `limit`; 400 past the expansion bound, or when the blob is not valid gzip.
     func gzipIdentityLength(_ database: Database, key: String, limit: Int, tooLarge: String, invalid: String) throws
         -> Int
     {
         let reader = try store(for: database).openReader(key)
         defer { reader.close() }
+        let bound = Limits.gzipExpansionBound(encoded: reader.length)
+        guard bound >= limit else {
+            do {
+                return try gzipIdentityLength(reader, limit: bound, tooLarge: tooLarge, invalid: invalid)
+            } catch CouchError.tooLarge {
+                throw CouchError.badRequest(
+                    "Attachment expands more than \(Limits.maxGzipExpansion) times its gzip size (a gzip bomb?)")
+            }
+        }
+        return try gzipIdentityLength(reader, limit: limit, tooLarge: tooLarge, invalid: invalid)
+    }
+
+    private func gzipIdentityLength(_ reader: BlobReader, limit: Int, tooLarge: String, invalid: String) throws -> Int {
         let decoder = try GzipDecoder(limit: limit)
         var offset = 0
         do {

@@ -46,6 +46,22 @@ extension Limits {
     /// identity upload may be. Decoding always streams (memory stays at one 64 KiB step), so this bounds
     /// the work a small upload can make every later reader do, not memory.
     static let gzipIdentityBytes = attachmentRequestBytes
+
+    /// How many times its gzip size an attachment may decode to (plus `gzipExpansionSlack`). Real gzipped text stays
+    /// far below (logs and JSON 5–20 times, a file of one repeated line about 100 at gzip's best); a gzip bomb of
+    /// zeros is about 1,000 times, and checking its length would cost seconds of CPU per megabyte sent. At 64, a
+    /// 4 MB upload decodes at most 256 MB to be checked: well under a second.
+    static let maxGzipExpansion = 64
+    /// What any small gzip body may decode to whatever its ratio (a few bytes of gzip for a short text).
+    static let gzipExpansionSlack = 1024 * 1024
+
+    /// The most a gzip body of `encoded` bytes is decoded to at ingest: its ratio's bound, within
+    /// `gzipIdentityBytes`.
+    static func gzipExpansionBound(encoded: Int) -> Int {
+        let (product, overflow) = max(encoded, 0).multipliedReportingOverflow(by: maxGzipExpansion)
+        guard !overflow, product <= gzipIdentityBytes - gzipExpansionSlack else { return gzipIdentityBytes }
+        return product + gzipExpansionSlack
+    }
 }
 
 extension Limits {
