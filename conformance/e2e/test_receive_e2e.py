@@ -250,25 +250,29 @@ def gzip_multipart(doc_id: str, name: str, encoded: bytes, length: int | None) -
     return build_multipart_related(doc, [Attachment(name, info, encoded)])
 
 
-def gzip_bomb(decoded: int, head: bytes = b"\xff\xd8\xff\xe0") -> bytes:
-    """`head` then zeros, `decoded` bytes in all, gzipped (1 GiB makes about 1 MB)."""
+def gzip_bomb(decoded: int, head: bytes = b"\xff\xd8\xff\xe0", noise_per_mib: int = 0) -> bytes:
+    """`head` then zeros, `decoded` bytes in all, gzipped (1 GiB makes about 1 MB); with `noise_per_mib` random
+    bytes at the start of each MiB it compresses less (20 KiB: about fiftyfold)."""
     import zlib
+    rng = random.Random(11)
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     out = [z.compress(head)]
     zeros = bytes(1 << 20)
     left = decoded - len(head)
     while left > 0:
-        out.append(z.compress(zeros[:min(left, len(zeros))]))
-        left -= min(left, len(zeros))
+        piece = rng.randbytes(noise_per_mib) + zeros[noise_per_mib:]
+        out.append(z.compress(piece[:min(left, len(piece))]))
+        left -= min(left, len(piece))
     out.append(z.flush())
     return b"".join(out)
 
 
 def test_gzip_bomb_attachment_is_not_inflated_into_the_folder(receivers):
-    """A 1 MB upload marked `"encoding": "gzip"` that inflates to 1 GiB (a JPEG header, then zeros): with a
-    `length` that lies it is refused at ingest (400), and so is an encoding other than gzip; declared honestly
-    it is stored but not exported (photos do not compress 1000:1); the receiver's memory stays bounded (the
-    exporter once inflated a megabyte at a time into one array: +1 GiB RSS, and wrote the gigabyte)."""
+    """A 1 MB upload marked `"encoding": "gzip"` that inflates to 1 GiB (a JPEG header, then zeros) is refused at
+    ingest (400): with a `length` that lies, with an encoding other than gzip, and declared honestly too, since it
+    inflates past 64 times its size. One that stays under that ratio (64 MiB at about fiftyfold) is stored but not
+    exported (photos do not compress 50:1); the receiver's memory stays bounded (the exporter once inflated a
+    megabyte at a time into one array: +1 GiB RSS, and wrote the gigabyte)."""
     receiver = receivers()
     receiver.start()
     size = (1 << 30) + (1 << 20)
@@ -287,6 +291,12 @@ def test_gzip_bomb_attachment_is_not_inflated_into_the_folder(receivers):
     assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
     ctype, body = gzip_multipart("honest", "photo", bomb, size)
     r = s.put(f"{url}/honest?new_edits=false", data=body, headers={"Content-Type": ctype})
+    assert r.status_code == 400 and "times its gzip size" in r.json()["reason"], r.text
+    within = 64 << 20
+    dense = gzip_bomb(within, noise_per_mib=20 * 1024)
+    assert 40 * len(dense) < within < 64 * len(dense)
+    ctype, body = gzip_multipart("dense", "photo", dense, within)
+    r = s.put(f"{url}/dense?new_edits=false", data=body, headers={"Content-Type": ctype})
     assert r.status_code in (200, 201), r.text
     small = gzip_bomb(50_000)
     ctype, body = gzip_multipart("fine", "photo", small, 50_000)
@@ -302,7 +312,7 @@ def test_gzip_bomb_attachment_is_not_inflated_into_the_folder(receivers):
     assert peak_kib < 300 * 1024, f"peak RSS {peak_kib} KiB"
     assert receiver.stop() == 0
     log = receiver.log_text()
-    assert f"honest/photo: gzip-encoded, {len(bomb)} bytes declaring {size}: a bomb" in log, log[-2000:]
+    assert f"dense/photo: gzip-encoded, {len(dense)} bytes declaring {within}: a bomb" in log, log[-2000:]
 
 
 def test_attachments_that_are_not_photos_stay_out_of_the_folder(receivers):

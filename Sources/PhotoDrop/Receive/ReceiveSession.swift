@@ -56,9 +56,20 @@ package final class ReceiveSession: Sendable {
         let database: Database
         let exporter: PhotoExporter
         let progress = ReceiveProgress(handle: options.json ? .standardError : .standardOutput)
+        // The folder first: a bad `--out` stops the start before anything listens or runs (the process once
+        // exited with the server's threads running, and crashed in their teardown now and then).
+        let folder: PhotoFolder
+        do {
+            folder = try PhotoFolder(path: options.out)
+        } catch {
+            log.error("could not start", ["error": String(describing: error)])
+            return 1
+        }
+        var started: ServerProcess?
         do {
             process = try ServerProcess(
                 options: serverOptions, log: log, extraHosts: extraHosts, product: GalleryRoutes.make)
+            started = process
             let app = process.app
             app.hosts.answerOnly(
                 hosts: ([serverOptions.bind] + extraHosts).flatMap { bind in
@@ -67,7 +78,6 @@ package final class ReceiveSession: Sendable {
                     }
                 })
             database = try ReceiveSession.openOrCreate(options.database, app)
-            let folder = try PhotoFolder(path: options.out)
             let out = options.out
             app.onDiskFull.set { progress.diskFull(in: "the data dir") }
             exporter = PhotoExporter(
@@ -83,6 +93,12 @@ package final class ReceiveSession: Sendable {
             return 75  // EX_TEMPFAIL: it may work once the other process has stopped
         } catch {
             log.error("could not start", ["error": String(describing: error)])
+            // Stopped before the exit: its threads must not run while the process tears down.
+            if let started {
+                started.shutdown(timeout: .seconds(1))
+                started.waitUntilStopped()
+                started.app.store.close()
+            }
             return 1
         }
         if let generated = process.generatedAdmin {
