@@ -40,10 +40,13 @@ let package = Package(
         .target(name: "Callbacks", swiftSettings: swiftSettings),
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage.
-        .target(
-            name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib", "CPCRE2"],
-            swiftSettings: swiftSettings),
+        // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage
+        // or of queries.
+        .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
+        // The query language over JSON: Mango selectors (matching, normalization, `$regex` over PCRE2, Erlang-style
+        // error text), CouchDB's view collation and the built-in reducers (`_sum`, `_count`, `_stats`,
+        // `_approx_count_distinct`). Pure: no storage, no HTTP.
+        .target(name: "CouchQuery", dependencies: ["CouchWire", "CPCRE2"], swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto", "Callbacks"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
@@ -73,7 +76,8 @@ let package = Package(
         .target(
             name: "CouchServer",
             dependencies: [
-                "Callbacks", "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator", "QueryServer",
+                "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator",
+                "QueryServer",
             ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
@@ -105,6 +109,7 @@ let package = Package(
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
+        .testTarget(name: "CouchQueryTests", dependencies: ["CouchQuery", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),

@@ -3,7 +3,7 @@ import Synchronization
 
 /// One emitted row on its way into a view index: which view of the design document, the key's collation
 /// bytes (compared with `memcmp`: SQLite's BLOB order), and the key and value as JSON text. The store knows
-/// nothing of JSON or collation; `CouchWire.ViewCollation` makes `sortKey`.
+/// nothing of JSON or collation; `CouchQuery.ViewCollation` makes `sortKey`.
 public struct ViewEmit: Sendable {
     public var view: Int
     public var sortKey: [UInt8]

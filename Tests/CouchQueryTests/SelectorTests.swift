@@ -1,6 +1,7 @@
+import CouchWire
 import Testing
 
-@testable import CouchWire
+@testable import CouchQuery
 
 private func selector(_ text: String) throws -> Selector { try Selector(JSON.parse(text)) }
 

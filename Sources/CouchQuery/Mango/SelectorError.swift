@@ -1,3 +1,5 @@
+import CouchWire
+
 /// Why a Mango selector was refused: CouchDB's `error` name (`bad_arg`, `invalid_operator`, …) and `reason`,
 /// both meant for a 400 body.
 public struct SelectorError: Error, CustomStringConvertible, Equatable {

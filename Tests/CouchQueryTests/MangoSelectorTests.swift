@@ -1,7 +1,8 @@
+import CouchWire
 import Foundation
 import Testing
 
-@testable import CouchWire
+@testable import CouchQuery
 
 private func matches(_ selector: String, _ doc: String) throws -> Bool {
     try Selector(JSON.parse(selector)).matches(JSON.parse(doc))

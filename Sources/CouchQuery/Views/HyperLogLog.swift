@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 
 /// The HyperLogLog sketch behind `_approx_count_distinct`, at CouchDB's precision (2^11 registers, `hyper:new(11)`):

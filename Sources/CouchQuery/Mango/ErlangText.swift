@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 
 /// JSON written as Erlang prints the term jiffy decodes it to with `~w`, which is how CouchDB quotes a bad

@@ -1,6 +1,7 @@
+import CouchWire
 import Testing
 
-@testable import CouchWire
+@testable import CouchQuery
 
 private func reduce(_ reducer: BuiltinReducer, _ values: [String], keys: [String]? = nil) throws -> String {
     var accumulator = reducer.accumulator()

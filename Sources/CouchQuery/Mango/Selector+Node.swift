@@ -1,3 +1,5 @@
+import CouchWire
+
 extension Selector {
     /// A normalized selector compiled for matching: one node per normalized operator, arguments prepared.
     indirect enum Node: Sendable {

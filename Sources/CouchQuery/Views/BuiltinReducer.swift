@@ -1,3 +1,5 @@
+import CouchWire
+
 /// CouchDB's built-in reduce functions (`couch_query_servers:builtin_reduce`), run natively: a view whose
 /// `reduce` starts with `_sum`, `_count`, `_stats` or `_approx_count_distinct` never reaches the JavaScript engine.
 ///

@@ -1,3 +1,4 @@
+import CouchWire
 import Foundation
 
 /// CouchDB's view collation (`couch_ejson_compare`) as a byte string: two keys compare with `memcmp` on their

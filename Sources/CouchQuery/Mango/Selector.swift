@@ -1,3 +1,5 @@
+import CouchWire
+
 /// A CouchDB Mango selector, compiled for matching: the full operator set of CouchDB 3.4
 /// (`$and $or $nor $not $lt $lte $eq $ne $gte $gt $exists $type $in $nin $all $size $mod $regex $elemMatch
 /// $allMatch $keyMapMatch $beginsWith`), implicit `$eq` and `$and`, nested fields by object nesting and by dotted

@@ -1,6 +1,7 @@
+import CouchWire
 import Testing
 
-@testable import CouchWire
+@testable import CouchQuery
 
 private func j(_ text: String) throws -> JSON { try JSON.parse(text) }
 

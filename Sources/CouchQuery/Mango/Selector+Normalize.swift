@@ -1,3 +1,5 @@
+import CouchWire
+
 /// CouchDB's three normalization passes (`mango_selector:normalize/1`), on JSON so the result is what `_explain`
 /// shows: `norm_ops` validates operators and makes implicit ones explicit (`{"a":1}` is `{"a":{"$eq":1}}`, two
 /// members are an `$and`), `norm_fields` pushes field names down to the terminal operators as dotted paths

@@ -1,4 +1,5 @@
 import CPCRE2
+import CouchWire
 
 /// A compiled `$regex` pattern. CouchDB runs them with Erlang's `re` (PCRE, bytes, no options); this is PCRE2 the
 /// same way, with limits so that a hostile pattern cannot hold a thread: at most ``matchLimit`` backtracking steps

@@ -1,3 +1,5 @@
+import CouchWire
+
 /// CouchDB's view collation order for JSON values, used by Mango comparisons:
 /// `null < false < true < numbers < strings < arrays < objects`.
 ///
