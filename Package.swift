@@ -47,8 +47,15 @@ let package = Package(
         // error text), CouchDB's view collation and the built-in reducers (`_sum`, `_count`, `_stats`,
         // `_approx_count_distinct`). Pure: no storage, no HTTP.
         .target(name: "CouchQuery", dependencies: ["CouchWire", "CPCRE2"], swiftSettings: swiftSettings),
-        // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
-        .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto", "Callbacks"], swiftSettings: swiftSettings),
+        // Revision trees, pure: CouchDB's key-tree merge, stemming and purge, winners and conflicts, rev ids and
+        // the revision hash (over the Erlang term of the body, as CouchDB computes it). No storage, no HTTP.
+        .target(name: "RevTree", dependencies: ["CouchCrypto"], swiftSettings: swiftSettings),
+        // The storage engine: databases in SQLite (one writer queue, a pool of readers, the changes feed and its
+        // waiters, purge), the open-database cache, attachment blobs on disk with their trash, and the view index
+        // files. Stores revision trees; knows nothing of HTTP.
+        .target(
+            name: "CouchStore", dependencies: ["RevTree", "CSQLite", "CouchCrypto", "Callbacks"],
+            swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
@@ -76,8 +83,8 @@ let package = Package(
         .target(
             name: "CouchServer",
             dependencies: [
-                "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator",
-                "QueryServer",
+                "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchStore", "CouchCrypto", "CMalloc", "CZlib",
+                "Replicator", "QueryServer",
             ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
@@ -85,8 +92,8 @@ let package = Package(
         .target(
             name: "PhotoDrop",
             dependencies: [
-                "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails",
-                "Replicator", "MediaDecoding", "MediaSandbox",
+                "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchStore", "CouchCrypto", "CQRencode", "CZlib",
+                "Thumbnails", "Replicator", "MediaDecoding", "MediaSandbox",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -98,12 +105,12 @@ let package = Package(
         .executableTarget(
             name: "couchlite",
             dependencies: [
-                "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer", "MediaSandbox",
+                "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "Replicator", "QueryServer", "MediaSandbox",
             ],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
-            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
+            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchStore", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
@@ -118,20 +125,31 @@ let package = Package(
             exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
-        // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (RevTreeTests).
+        // What RevTreeTests and CouchStoreTests both build cases from (rev ids from text, a seeded generator, the
+        // reference model of a history): a library, since one test target cannot import another.
+        .target(
+            name: "RevTreeTestSupport", dependencies: ["RevTree"], path: "Tests/RevTreeTestSupport",
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevTreeTests", dependencies: ["RevTree", "RevTreeTestSupport"], swiftSettings: swiftSettings),
+        // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (CouchStoreTests).
         .target(name: "CSQLiteSyncProbe", dependencies: ["CSQLite"], path: "Tests/CSQLiteSyncProbe"),
         .testTarget(
-            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "CSQLiteSyncProbe", "Callbacks", "CMalloc"],
+            name: "CouchStoreTests",
+            dependencies: [
+                "CouchStore", "RevTree", "RevTreeTestSupport", "CSQLite", "CSQLiteSyncProbe", "Callbacks", "CMalloc",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",
-            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],
+            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "CommandLineTests", dependencies: ["couchlite", "CouchServer", "PhotoDrop", "CouchWire", "RevTree"],
+            name: "CommandLineTests",
+            dependencies: ["couchlite", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore"],
             swiftSettings: swiftSettings),
     ]
 )

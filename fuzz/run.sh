@@ -44,7 +44,7 @@ max_len_of() {
 }
 readonly INPUT_TIMEOUT_S=10       # seconds one input may take before libFuzzer calls it a hang
 # -O: the long runs need the speed; -g: symbolized ASan reports. Same language settings as Package.swift.
-readonly SWIFT_FLAGS=(-sanitize=fuzzer,address -O -g -parse-as-library -swift-version 6
+readonly SWIFT_FLAGS=(-sanitize=fuzzer,address -O -g -parse-as-library -swift-version 6 -package-name couchlite
   -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility -use-ld=lld)
 readonly HARNESS_FLAGS=(-sanitize=address "${SWIFT_FLAGS[@]:1}")
 
@@ -77,8 +77,8 @@ build_modules() {
   # shellcheck disable=SC2046
   build_module CouchWire Sources/COpenSSL Sources/CZlib -- $(find Sources/CouchWire -name '*.swift' | sort)
   # shellcheck disable=SC2046
-  build_module CouchQuery Sources/CPCRE2 -- $(find Sources/CouchQuery -name '*.swift' | sort)
-  # Only the pure tree algorithms: the SQLite store is not under test here.
+  build_module CouchQuery Sources/COpenSSL Sources/CZlib Sources/CPCRE2 -- $(find Sources/CouchQuery -name '*.swift' | sort)
+  # The pure tree algorithms (the SQLite store, CouchStore, is not under test here).
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
 }
 

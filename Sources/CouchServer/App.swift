@@ -1,8 +1,8 @@
 import Callbacks
+import CouchStore
 import CouchWire
 import Foundation
 import QueryServer
-import RevTree
 import Synchronization
 
 /// The CouchDB application, as its composition root: it builds the services and the handler groups, and `handle`

@@ -1,4 +1,5 @@
 import CouchQuery
+import CouchStore
 import CouchWire
 import Foundation
 import QueryServer
