@@ -4,27 +4,36 @@
     import Darwin
 #endif
 
-/// One connected, non-blocking TCP socket; every wait goes through `poll` with a deadline.
+/// One connected, non-blocking TCP socket (or one end of an in-process socket pair); every wait goes through `poll`
+/// with a deadline, so a silent peer is a timeout, never a hang.
 ///
-/// Only its connection thread uses it, except `shutdown()`, which the registry may call from another thread
-/// (under the registry lock, which also guards `close`, so the descriptor cannot be reused meanwhile).
-final class HTTPSocket {
-    enum ReceiveOutcome: Equatable {
+/// The one socket layer of both ends of HTTP: the server's connections, and (`package`) the replicator's client
+/// connections, which `connect(host:port:timeout:)` opens and which map these outcomes to their own errors.
+///
+/// Only its connection thread uses it, except `shutdown()`, which the registry (or a cancelling client) may call
+/// from another thread (under the registry lock, which also guards `close`, so the descriptor cannot be reused
+/// meanwhile).
+package final class HTTPSocket {
+    package enum ReceiveOutcome: Equatable {
         case received(Int)
         case endOfStream
         case timedOut
         case failed
     }
 
-    let descriptor: Int32
+    package let descriptor: Int32
     /// Counts the bytes this socket moves (nil: not counted, as for in-process socket pairs).
     let traffic: HTTPTraffic?
-    /// False once `TCP_QUICKACK` was refused (not a TCP socket).
-    private var acknowledgesAtOnce = true
+    /// False once `TCP_QUICKACK` was refused (not a TCP socket), or when the owner asked for none.
+    private var acknowledgesAtOnce: Bool
 
-    init(descriptor: Int32, traffic: HTTPTraffic? = nil) {
+    /// Adopts a connected descriptor: non-blocking, `TCP_NODELAY`.
+    /// - Parameter acknowledgesAtOnce: whether a read that has to wait sets `TCP_QUICKACK` (see `acknowledgeNow`):
+    ///   the server does, for clients that write requests in Nagle-held pieces; the replicator's client does not.
+    package init(descriptor: Int32, traffic: HTTPTraffic? = nil, acknowledgesAtOnce: Bool = true) {
         self.descriptor = descriptor
         self.traffic = traffic
+        self.acknowledgesAtOnce = acknowledgesAtOnce
         let flags = fcntl(descriptor, F_GETFL, 0)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
         var one: Int32 = 1
@@ -36,7 +45,7 @@ final class HTTPSocket {
     }
 
     /// Receives into `buffer`, waiting until `deadline` for data.
-    func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> ReceiveOutcome {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> ReceiveOutcome {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .received(0) }
         while true {
             let count = recv(descriptor, base, buffer.count, 0)
@@ -61,7 +70,7 @@ final class HTTPSocket {
 
     /// Sends all of `bytes`; each wait for buffer space may last up to `stall`.
     /// - Throws: `.timeout` when the peer stops reading, `.clientGone` when the connection failed.
-    func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
+    package func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
         guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
@@ -104,17 +113,37 @@ final class HTTPSocket {
     }
 
     /// Non-blocking: true when the peer has closed (or reset) its side. Pending request bytes count as open.
-    func isPeerClosed() -> Bool {
+    func isPeerClosed() -> Bool { peerState() == .closed }
+
+    /// What a non-blocking look at the socket shows, for the two ends' different questions: the server asks
+    /// whether a connection is closed (pending request bytes are the next request), a client whether an idle
+    /// pooled connection is still usable (any byte the peer sent unasked makes it unusable).
+    package enum PeerState: Equatable {
+        /// Open, nothing to read.
+        case quiet
+        /// Open, with bytes to read.
+        case pendingBytes
+        /// Closed or reset by the peer, or the descriptor failed.
+        case closed
+        /// A signal cut the look short: the state is unknown.
+        case interrupted
+    }
+
+    package func peerState() -> PeerState {
         var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         let ready = poll(&fds, 1, 0)
-        if ready < 0 { return errno != EINTR }
-        if ready == 0 { return false }
-        if fds.revents & Int16(POLLERR | POLLNVAL) != 0 { return true }
+        if ready < 0 { return errno == EINTR ? .interrupted : .closed }
+        if ready == 0 { return .quiet }
+        if fds.revents & Int16(POLLERR | POLLNVAL) != 0 { return .closed }
         var byte: UInt8 = 0
         let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK))
-        if peeked > 0 { return false }
-        if peeked == 0 { return true }
-        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+        if peeked > 0 { return .pendingBytes }
+        if peeked == 0 { return .closed }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK: return .quiet
+        case EINTR: return .interrupted
+        default: return .closed
+        }
     }
 
     /// Waits until `deadline` for the first byte and returns it without consuming it; nil at end of stream,
@@ -137,7 +166,10 @@ final class HTTPSocket {
     }
 
     /// Stops both directions; a thread blocked in `poll` on this socket wakes up and sees end of stream.
-    func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+    package func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+    /// Closes the descriptor (a client's connection; the server's registry closes its own under its lock).
+    package func close() { _ = Glibc.close(descriptor) }
 
     /// Sends FIN but keeps reading, so a response is not destroyed by a reset caused by unread request bytes.
     func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
