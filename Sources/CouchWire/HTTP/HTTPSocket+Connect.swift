@@ -40,9 +40,8 @@ extension HTTPSocket {
             _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
             var rc = Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen)
             if rc != 0 && errno == EINPROGRESS {
-                var fds = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&fds, 1, HTTPDeadline.after(timeout).remainingMilliseconds)
-                if ready == 1 {
+                // A failed poll counts as a timeout, as a silent peer's.
+                if DescriptorWait.until(.after(timeout), descriptor: fd, events: Int16(POLLOUT)) == .ready {
                     var soError: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)
                     getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)

@@ -58,7 +58,7 @@ package final class HTTPSocket {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
                 acknowledgeNow()
-                switch wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) {
+                switch DescriptorWait.until(deadline, descriptor: descriptor, events: Int16(POLLIN)) {
                 case .ready: continue
                 case .timedOut: return .timedOut
                 case .failed: return .failed
@@ -83,7 +83,7 @@ package final class HTTPSocket {
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
-                switch wait(for: Int16(POLLOUT), timeout: HTTPDeadline.after(stall).remainingMilliseconds) {
+                switch DescriptorWait.until(.after(stall), descriptor: descriptor, events: Int16(POLLOUT)) {
                 case .ready: continue
                 case .timedOut: throw .timeout
                 case .failed: throw .clientGone
@@ -157,7 +157,7 @@ package final class HTTPSocket {
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
-                guard case .ready = wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) else {
+                guard case .ready = DescriptorWait.until(deadline, descriptor: descriptor, events: Int16(POLLIN)) else {
                     return nil
                 }
             default: return nil
@@ -174,26 +174,32 @@ package final class HTTPSocket {
     /// Sends FIN but keeps reading, so a response is not destroyed by a reset caused by unread request bytes.
     func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 
-    private enum WaitOutcome { case ready, timedOut, failed }
-
-    private func wait(for events: Int16, timeout: Int32) -> WaitOutcome {
-        var fds = pollfd(fd: descriptor, events: events, revents: 0)
-        while true {
-            let ready = poll(&fds, 1, timeout)
-            if ready > 0 {
-                // POLLHUP/POLLERR are reported as ready: the following recv/send reports the real outcome.
-                return .ready
-            }
-            if ready == 0 { return .timedOut }
-            if errno != EINTR { return .failed }
-        }
-    }
-
     private func sendFlags(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
         #if canImport(Glibc)
             return Glibc.send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))
         #else
             return Darwin.send(descriptor, pointer, count, 0)
         #endif
+    }
+}
+
+/// The one wait of the socket layer (plain sockets, TLS, a client's connect): `poll` on one descriptor until a
+/// deadline, polled again after a signal for the time that is left.
+enum DescriptorWait: Equatable {
+    /// Ready, or POLLHUP/POLLERR: the following recv/send (or OpenSSL call) reports the real outcome.
+    case ready
+    case timedOut
+    /// `poll` itself failed, with its errno.
+    case failed(errno: Int32)
+
+    static func until(_ deadline: HTTPDeadline, descriptor: Int32, events: Int16) -> DescriptorWait {
+        var fds = pollfd(fd: descriptor, events: events, revents: 0)
+        while true {
+            let ready = poll(&fds, 1, deadline.remainingMilliseconds)
+            if ready > 0 { return .ready }
+            if ready == 0 { return .timedOut }
+            let code = errno
+            if code != EINTR { return .failed(errno: code) }
+        }
     }
 }
