@@ -33,9 +33,10 @@ package final class App: Sendable {
     let replicatorDatabase = ReplicatorDatabaseSlot()
     /// `[replicator] max_jobs`, `interval`, `max_churn`: what the `_replicator` scheduler reads on each pass.
     let replicatorSettings: ReplicatorSettings
-    /// The `Host` names answered: `options.allowedHosts`, widened by `answerOnly(hosts:)` once `receive` knows
-    /// its addresses and port.
-    private let allowedHosts: Mutex<HostAllowList>
+    /// The `Host` names answered and the `Origin`s served.
+    package let hosts: HostPolicy
+    /// `couchlite receive`'s one-time drop credentials.
+    package var dropAccounts: TemporaryAccounts { access.authenticator.temporary }
     let compactions = Compactions()
     /// Request counters and times (`_node/_local/_stats`).
     let metrics = ServerMetrics()
@@ -61,42 +62,11 @@ package final class App: Sendable {
     /// Decides from a request's route whether its user may make it.
     let authorizer: RequestAuthorizer
 
-    // MARK: Handler groups (what the route table's rows call)
-
-    /// `/`, `/_up`, `/_all_dbs`, `/_uuids`.
-    package let server: ServerHandlers
-    /// `/_membership` and `/_node/{node}/…`.
-    let node: NodeHandlers
-    /// `GET/PUT/DELETE /db`, `_security` and the maintenance calls.
-    let databases: DatabaseHandlers
-    /// Documents, `_local` documents, COPY and form uploads.
-    let documents: DocumentHandlers
-    /// `/db/doc/attachment`.
-    let attachments: AttachmentHandlers
-    /// The replication protocol: `_bulk_docs`, `_revs_diff`, `_missing_revs`, `_bulk_get`.
-    let replication: ReplicationHandlers
-    /// `/_replicate`, `/_active_tasks`, `/_scheduler/…`.
-    let replicationJobs: ReplicationJobHandlers
-    /// `_changes`.
-    let changes: ChangesHandlers
-    /// `_all_docs`.
-    let allDocs: AllDocsHandlers
-    /// `_design/d/_view/v`, `_design/d/_info` and `_view_cleanup`.
-    let designViews: ViewHandlers
-    /// `_design/d/_show`, `_list` and `_update`.
-    let designRender: DesignRenderHandlers
-    /// `_find`, `_explain` and `_index`: Mango queries and their json indexes.
-    let mango: MangoHandlers
-    /// `/_session`: cookie login and logout.
-    let sessions: SessionHandlers
-    /// `_users` documents.
-    let users: UserHandlers
-
-    /// - Parameter productRoutes: Routes a product adds to CouchDB's (the photo gallery), made from the app's
+    /// - Parameter product: The handler groups a product adds to CouchDB's (the photo gallery), made from the app's
     ///   services; a product row for a CouchDB path and method replaces CouchDB's row (`App.joined`).
     init(
         store: Store, blobRegistry: BlobRegistry, serverUUID: String, options: Options, access: AccessControl,
-        log: Logger, dataDirLock: DataDirLock? = nil, productRoutes: (AppServices) -> [Route] = { _ in [] }
+        log: Logger, dataDirLock: DataDirLock? = nil, product: (AppServices) -> [any RouteCollection] = { _ in [] }
     ) {
         self.dataDirLock = dataDirLock
         self.store = store
@@ -106,7 +76,7 @@ package final class App: Sendable {
         self.options = options
         self.log = log
         databaseUpdates = DatabaseUpdates(following: store, dataDir: options.dataDir, log: log)
-        allowedHosts = Mutex(HostAllowList(options.allowedHosts))
+        hosts = HostPolicy(allowedHosts: options.allowedHosts, bind: options.bind)
         replicatorSettings = ReplicatorSettings(options)
         var limits = WorkerLimits()
         limits.heapBytes = options.jsHeapMiB * 1024 * 1024
@@ -128,40 +98,43 @@ package final class App: Sendable {
             box.app?.handle(head, body, writer, trusted: UserContext.localReplicator)
         }
 
-        let services = AppServices(
-            store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
-            log: log)
-        router = Router(App.joined(productRoutes(services), App.routeTable))
-        authorizer = RequestAuthorizer(store: store, security: access.security)
-
-        server = ServerHandlers(store: store, serverUUID: serverUUID)
-        node = NodeHandlers(
+        let server = ServerHandlers(store: store, serverUUID: serverUUID, databaseUpdates: databaseUpdates)
+        let node = NodeHandlers(
             store: store, serverUUID: serverUUID, metrics: metrics, traffic: traffic, replications: replications,
             replicatorDatabase: replicatorDatabase,
             configSettings: ConfigSettings(log: log, access: access, replicator: replicatorSettings))
-        databases = DatabaseHandlers(
+        let databases = DatabaseHandlers(
             store: store, blobRegistry: blobRegistry, security: access.security, views: views,
             compactions: compactions, log: log, usersDBSecurityEditable: options.usersDBSecurityEditable)
-        documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
-        attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
-        replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
-        replicationJobs = ReplicationJobHandlers(
+        let documents = DocumentHandlers(documents: documentWriter, blobs: blobRegistry, log: log)
+        let attachments = AttachmentHandlers(documents: documentWriter, blobs: blobRegistry)
+        let replication = ReplicationHandlers(documents: documentWriter, blobs: blobRegistry)
+        let replicationJobs = ReplicationJobHandlers(
             replications: replications, replicatorDatabase: replicatorDatabase, store: store, localServer: localServer,
             serverUUID: serverUUID, log: log)
-        changes = ChangesHandlers(
+        let changes = ChangesHandlers(
             metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
             compactions: compactions)
-        allDocs = AllDocsHandlers(blobs: blobRegistry)
-        designViews = ViewHandlers(views: views)
-        designRender = DesignRenderHandlers(
+        let allDocs = AllDocsHandlers(blobs: blobRegistry)
+        let designViews = ViewHandlers(views: views)
+        let designRender = DesignRenderHandlers(
             queryServer: queryServer, writer: documentWriter,
             requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews,
             allDocs: allDocs)
-        mango = MangoHandlers(views: views, documents: documentWriter)
-        sessions = SessionHandlers(authenticator: access.authenticator, options: options)
-        users = UserHandlers(
+        let mango = MangoHandlers(views: views, documents: documentWriter)
+        let sessions = SessionHandlers(authenticator: access.authenticator, options: options)
+        let users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,
             iterations: access.authenticator.iterations)
+        let couchDB: [any RouteCollection] = [
+            server, node, databases, documents, attachments, replication, replicationJobs, changes, allDocs,
+            designViews, designRender, mango, sessions, users,
+        ]
+        let services = AppServices(
+            store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
+            log: log, serverUUID: serverUUID, hosts: hosts)
+        router = Router(App.joined(product(services).flatMap(\.routes), couchDB.flatMap(\.routes)))
+        authorizer = RequestAuthorizer(store: store, security: access.security)
         box.app = self
     }
 
@@ -171,11 +144,19 @@ package final class App: Sendable {
     func handle(
         _ head: HTTPRequestHead, _ body: HTTPRequestBody, _ writer: HTTPResponseWriter, trusted: UserContext? = nil
     ) {
+        respond(head, body, to: writer, trusted: trusted)
+    }
+
+    /// Answers one request into `sink`: the connection's writer, or memory for tests that call the router without
+    /// a socket (`MemoryResponseSink`).
+    package func respond(
+        _ head: HTTPRequestHead, _ body: HTTPRequestBody, to sink: any ResponseSink, trusted: UserContext? = nil
+    ) {
         let started = ContinuousClock.now
-        let reply = Reply(writer: writer)
+        let reply = Reply(sink: sink)
         if trusted == nil { metrics.requestStarted(method: head.method) }
         // In-process connections (`trusted`) name no host of ours; every network request must.
-        guard trusted != nil || allowedHosts.withLock({ $0.allows(head.headers["Host"]) }) else {
+        guard trusted != nil || hosts.allows(head.headers["Host"]) else {
             // Before CORS and authentication: a rebound name gets nothing from this server.
             log.info("host refused", ["client": head.remoteAddress ?? "-", "host": head.headers["Host"] ?? "-"])
             return reply.error(.badRequest("Host not allowed: this server does not answer to that name."))
@@ -243,15 +224,16 @@ package final class App: Sendable {
             defer { if let charged { request.user.drop?.refund(charged - request.body.received) } }
             begin(route)
             guard route.leasesDatabase, let name = parameters.database else {
-                let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: nil)
-                return try route.handler(self, context)
+                let context = RequestContext(request: request, parameters: parameters, leased: nil)
+                return try reply.send(route.handler(context))
             }
             let database = try store.existing(name)
-            // Held for the whole request: the bound on open databases never closes a database under its user.
+            // Held for the whole request, its streamed body included: the bound on open databases never closes a
+            // database under its user.
             let lease = try database.lease()
             defer { lease.release() }
-            let context = RequestContext(request: request, reply: reply, parameters: parameters, leased: database)
-            try route.handler(self, context)
+            let context = RequestContext(request: request, parameters: parameters, leased: database)
+            try reply.send(route.handler(context))
         }
     }
 
@@ -303,33 +285,8 @@ package final class App: Sendable {
         return mapped
     }
 
-    /// From now on answers only requests whose `Host` is one of `hosts` or of `--allowed-hosts` (see
-    /// `HostAllowList`): `receive` calls it with the addresses it printed, against DNS rebinding.
-    package func answerOnly(hosts: [String]) {
-        let list = HostAllowList(options.allowedHosts + hosts)
-        allowedHosts.withLock { $0 = list }
-    }
-
-    /// Whether a browser's `Origin` names this server, for cross-site checks (the gallery's writes). With
-    /// `--allowed-hosts` (always, for `receive`) it must be one of those names; without, it must be the
-    /// request's own `Host` and that host one a page of another site cannot take over by DNS rebinding: a
-    /// loopback name, the bound address, or an IP address literal. A name only the request claims (`Host:
-    /// evil.example`, pointed at this server's address by its owner) is not enough.
-    package func servesOrigin(_ origin: String, host: String?) -> Bool {
-        let authority: Substring
-        if origin.hasPrefix("http://") {
-            authority = origin.dropFirst(7)
-        } else if origin.hasPrefix("https://") {
-            authority = origin.dropFirst(8)
-        } else {
-            return false
-        }
-        guard let (name, _) = HostAllowList.split(String(authority)) else { return false }
-        let list = allowedHosts.withLock { $0 }
-        if list.isActive { return list.allows(String(authority)) }
-        guard let host, authority == host else { return false }
-        return HostAllowList.cannotBeRebound(name, bind: options.bind)
-    }
+    /// Whether `name` is a server admin's (compared by bytes): the drop credentials never take one's name.
+    package func isServerAdmin(_ name: String) -> Bool { access.authenticator.isServerAdmin(ExactName(name)) }
 
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]

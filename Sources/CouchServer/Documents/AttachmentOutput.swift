@@ -81,19 +81,21 @@ extension BlobRegistry {
     }
 }
 
-extension Reply {
-    /// Sends a 200 JSON document whose inline attachment data streams in (chunked), or as one body when
-    /// it has none.
-    package func json(_ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders()) throws {
-        guard !inline.isEmpty else { return try json(200, value, headers: headers) }
+extension Response {
+    /// A 200 JSON document whose inline attachment data streams in (chunked), or one body when it has none.
+    package static func json(_ value: JSON, inline: InlineAttachments, headers: HTTPHeaders = HTTPHeaders()) -> Response
+    {
+        guard !inline.isEmpty else { return json(.ok, value, headers: headers) }
         var bytes = value.serialized()
         bytes.append(UInt8(ascii: "\n"))
-        try begin(200, headers: headers)
-        // HEAD sends no body: the attachments need not be read (nor inflated) at all.
-        if !writer.isHEAD { try inline.write(bytes, to: self) }
-        try finish()
+        return .stream(.ok, headers: headers) { out in
+            // HEAD sends no body: the attachments need not be read (nor inflated) at all.
+            if !out.isHEAD { try inline.write(bytes, to: out) }
+        }
     }
+}
 
+extension ResponseStream {
     /// Copies `count` bytes of a blob into the response in bounded pieces.
     package func stream(_ reader: BlobReader, from start: Int, count: Int) throws {
         var offset = start
@@ -136,9 +138,9 @@ package final class InlineAttachments {
     var isEmpty: Bool { pending.isEmpty }
 
     /// Sends `serialized`, streaming each placeholder's attachment in its place; then forgets them.
-    func write(_ serialized: [UInt8], to reply: Reply) throws {
+    func write(_ serialized: [UInt8], to out: ResponseStream) throws {
         defer { pending.removeAll() }
-        guard !pending.isEmpty else { return try reply.write(serialized) }
+        guard !pending.isEmpty else { return try out.write(serialized) }
         var start = 0
         var searchFrom = 0
         while let found = Self.find(nonce, in: serialized, from: searchFrom) {
@@ -152,22 +154,22 @@ package final class InlineAttachments {
                 searchFrom = end
                 continue
             }
-            try reply.write(Array(serialized[start..<found]))
-            try streamBase64(pending[index], to: reply)
+            try out.write(Array(serialized[start..<found]))
+            try streamBase64(pending[index], to: out)
             start = end
             searchFrom = end
         }
-        try reply.write(Array(serialized[start...]))
+        try out.write(Array(serialized[start...]))
     }
 
-    private func streamBase64(_ att: AttachmentInfo, to reply: Reply) throws {
+    private func streamBase64(_ att: AttachmentInfo, to stream: ResponseStream) throws {
         var out: [UInt8] = []
         out.reserveCapacity(Limits.streamChunk / 3 * 4 + 4)
         try blobs.appendBase64(database, att, into: &out, drainAt: Limits.streamChunk) { out in
-            try reply.write(out)
+            try stream.write(out)
             out.removeAll(keepingCapacity: true)
         }
-        try reply.write(out)
+        try stream.write(out)
     }
 
     private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {

@@ -33,20 +33,18 @@ struct MangoCursor {
         var covered: JSON?
     }
 
-    func run(_ reply: Reply) throws {
+    /// Writes the `_find` response's body into `stream`.
+    func run(_ stream: ResponseStream) throws {
         let started = DispatchTime.now()
         let bookmark = try options.bookmark.map { text throws(CouchError) in try MangoBookmark(decoding: text) }
         guard plan.ranges != nil else {
             // An empty range or an empty `$or`/`$and`: CouchDB answers without searching, and without a bookmark.
-            try reply.begin(200)
-            var out = FeedWriter(reply: reply)
+            var out = FeedWriter(stream)
             try out.append("{\"docs\":[\r\n]}\r\n\n")
-            try out.send()
-            return try reply.finish()
+            return try out.send()
         }
         let source = try MangoRowSource(database: database, options: options, plan: plan, views: views)
-        try reply.begin(200)
-        var out = FeedWriter(reply: reply)
+        var out = FeedWriter(stream)
         try out.append("{\"docs\":[\r\n")
         var stats = Stats()
         var skip = options.skip
@@ -91,7 +89,6 @@ struct MangoCursor {
         tail += "}\r\n\n"
         try out.append(tail)
         try out.send()
-        try reply.finish()
     }
 }
 

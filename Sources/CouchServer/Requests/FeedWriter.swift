@@ -6,7 +6,7 @@ import CouchWire
 /// the database's size. Inline attachment data (`attachments=true`) is base64-encoded from its blob in bounded
 /// chunks straight into the buffer, never loaded whole.
 struct FeedWriter {
-    package let reply: Reply
+    let stream: ResponseStream
     private(set) var buffer: [UInt8] = []
 
     /// Bytes gathered before they are handed to the connection (about one TCP send buffer).
@@ -17,8 +17,8 @@ struct FeedWriter {
     /// the soak (bench/soak.py) held 34 MiB of the heap (heaptrack), most of it never written.
     static let waitingCapacity = 4 * 1024
 
-    init(reply: Reply) {
-        self.reply = reply
+    init(_ stream: ResponseStream) {
+        self.stream = stream
     }
 
     mutating func append(_ bytes: [UInt8]) throws {
@@ -31,7 +31,7 @@ struct FeedWriter {
     /// Hands what is gathered to the connection (still buffered there until `flush`).
     mutating func send() throws {
         guard !buffer.isEmpty else { return }
-        try reply.write(buffer)
+        try stream.write(buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -39,7 +39,7 @@ struct FeedWriter {
     /// a big buffer is let go).
     mutating func flush() throws {
         try send()
-        try reply.flush()
+        try stream.flush()
         if buffer.capacity > FeedWriter.waitingCapacity { buffer = [] }
     }
 
@@ -109,9 +109,9 @@ struct FeedWriter {
     /// The attachment's decoded bytes as base64, read (and gzip-decoded) in bounded pieces, sent on as the
     /// buffer fills.
     private mutating func appendBase64(of att: AttachmentInfo, database: Database, blobs: BlobRegistry) throws {
-        let reply = self.reply  // not `self` in the closure: `buffer` is borrowed from it meanwhile
+        let stream = self.stream  // not `self` in the closure: `buffer` is borrowed from it meanwhile
         try blobs.appendBase64(database, att, into: &buffer, drainAt: FeedWriter.flushBytes) { buffer in
-            try reply.write(buffer)
+            try stream.write(buffer)
             buffer.removeAll(keepingCapacity: true)
         }
     }

@@ -4,7 +4,7 @@ import CouchWire
 /// client that left is noticed, sending a heartbeat when one is due (`\n`, or an `event: heartbeat` for
 /// eventsource), until the deadline (none while heartbeats keep the feed open).
 struct LiveFeedWait {
-    let reply: Reply
+    let out: ResponseStream
     let heartbeat: Duration?
     let eventsource: Bool
 
@@ -22,10 +22,10 @@ struct LiveFeedWait {
             if let deadline { slice = min(slice, deadline - now) }
             if let nextBeat { slice = min(slice, max(nextBeat - now, .zero)) }
             if arrived(slice) { return true }
-            if ended() || reply.writer.isPeerClosed() { return false }
+            if ended() || out.isPeerClosed() { return false }
             if let beat = heartbeat, let due = nextBeat, ContinuousClock.now >= due {
-                try reply.write(eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
-                try reply.flush()
+                try out.write(eventsource ? "event: heartbeat\ndata: \n\n" : "\n")
+                try out.flush()
                 nextBeat = ContinuousClock.now + beat
             }
         }

@@ -11,7 +11,7 @@ extension App {
     func authenticate(_ request: Request, _ reply: Reply, trusted: UserContext? = nil) throws -> UserContext? {
         if let trusted { return trusted }
         if let preflight = access.cors.preflight(request.head) {
-            try reply.bytes(204, [], headers: preflight)
+            try reply.send(.bytes(.noContent, [], headers: preflight))
             return nil
         }
         let outcome = try access.authenticator.authenticate(request.head.headers, client: request.head.remoteAddress)

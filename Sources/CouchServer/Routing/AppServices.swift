@@ -9,4 +9,8 @@ package struct AppServices: Sendable {
     package let blobs: BlobRegistry
     package let options: Options
     package let log: Logger
+    /// The server's id (the welcome of `GET /`).
+    package let serverUUID: String
+    /// Which `Origin`s are this server's, for the cross-site checks of writes from pages.
+    package let hosts: HostPolicy
 }

@@ -1,12 +1,11 @@
 import CouchStore
 import CouchWire
 
-/// Everything a handler is handed for one request: the request (with the user it speaks for), the reply, what the
-/// route's pattern captured, and the database the route names, opened and leased for the whole request (a feed, an
+/// Everything a handler is handed for one request: the request (with the user it speaks for), what the route's
+/// pattern captured, and the database the route names, opened and leased for the whole request (a feed, an
 /// attachment stream, a write), so the bound on open databases never closes a database under its user.
 package struct RequestContext {
     package let request: Request
-    package let reply: Reply
     package let parameters: RouteParameters
     /// The database of a `{db}` route; nil for server routes and for creating and deleting a database, which must
     /// not hold it open (`Route.leasesDatabase`).

@@ -4,8 +4,9 @@ import CouchWire
 /// and the handler. Routing, authorization, the drop credentials' scope and the body limit all read this one
 /// value, so a path cannot be authorized one way and routed another.
 package struct Route: Sendable {
-    /// Answers a request the row has authorized; the app is the composition root that holds the services.
-    package typealias Handler = @Sendable (App, RequestContext) throws -> Void
+    /// Answers a request the row has authorized with the response to send. The services it uses are its handler
+    /// group's, given at the group's init.
+    package typealias Handler = @Sendable (RequestContext) throws -> Response
 
     let pattern: PathPattern
     let methods: [HTTPMethod]
@@ -46,6 +47,13 @@ package struct Route: Sendable {
         guard let onlyIn else { return true }
         return database.map { Array($0.utf8) == Array(onlyIn.utf8) } ?? false
     }
+}
+
+/// A handler group that declares its own rows beside its handlers (the shape of Hummingbird's and Vapor's
+/// `RouteCollection`). The app joins the collections into one table (`App.routes`); the order of rows does not
+/// matter, because the router tries the most specific pattern first (`PathPattern.isMoreSpecific`).
+package protocol RouteCollection: Sendable {
+    var routes: [Route] { get }
 }
 
 /// Who may call a route, in the terms of CouchDB's chttpd_auth_request.erl and each database's `_security`.
@@ -145,6 +153,15 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
         case name(String)
         /// The remaining segments, joined with `/`: at least one, or any number when `optional`.
         case rest(String, optional: Bool)
+
+        /// How much of a path the segment takes on: a literal one value, a capture any one segment, a rest many.
+        var rank: Int {
+            switch self {
+            case .literal: 0
+            case .database, .document, .name: 1
+            case .rest: 2
+            }
+        }
     }
 
     let segments: [Segment]
@@ -193,6 +210,18 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
         var parameters = RouteParameters(database: database)
         for (key, value) in captures { parameters.values[key] = value }
         return parameters
+    }
+
+    /// Whether a path both patterns match is this pattern's rather than `other`'s: segment by segment, a literal
+    /// beats a capture, and a capture beats the rest of the path (`/_node/{node}/_stats` before
+    /// `/_node/{node}/{path…}`, `/{db}/_design/{design}/_view/{view}` before `/{db}/_design/{design}/{path…}`), and
+    /// of two patterns equal as far as the shorter goes, the shorter (`/x` before `/x/{path…?}`, which matches it
+    /// too). A total order of the segments' ranks, so sorting by it is well defined.
+    func isMoreSpecific(than other: PathPattern) -> Bool {
+        for (mine, theirs) in zip(segments, other.segments) where mine.rank != theirs.rank {
+            return mine.rank < theirs.rank
+        }
+        return segments.count < other.segments.count
     }
 
     /// The fewest segments a path of this pattern has.

@@ -38,6 +38,8 @@ struct Router: Sendable {
     /// matches each pattern once and collects nothing.
     private let paths: [(pattern: PathPattern, rows: [Route])]
 
+    /// - Parameter routes: The rows in any order: the paths are tried most specific first, and of one path's rows
+    ///   those confined to a database (`onlyIn`) before the general ones.
     init(_ routes: [Route]) {
         self.routes = routes
         var paths: [(pattern: PathPattern, rows: [Route])] = []
@@ -48,7 +50,20 @@ struct Router: Sendable {
                 paths.append((route.pattern, [route]))
             }
         }
-        self.paths = paths
+        for index in paths.indices {
+            paths[index].rows =
+                paths[index].rows.filter { $0.onlyIn != nil }
+                + paths[index].rows.filter {
+                    $0.onlyIn == nil
+                }
+        }
+        // A stable insertion sort: paths of equal rank keep the order they came in.
+        var ordered: [(pattern: PathPattern, rows: [Route])] = []
+        for path in paths {
+            let position = ordered.firstIndex { path.pattern.isMoreSpecific(than: $0.pattern) } ?? ordered.count
+            ordered.insert(path, at: position)
+        }
+        self.paths = ordered
     }
 
     func resolve(method: String, segments raw: [String]) -> Resolution {

@@ -9,24 +9,9 @@ package enum LocalApp {
     /// - Throws: `DataDirLock.Held` when another process uses the data dir (nothing is written there then).
     package static func open(dataDir: String, log: Logger) throws -> App {
         let lock = try DataDirLock.acquire(dataDir: dataDir)
-        try DataDirectory.create(dataDir)
-        let blobRegistry = BlobRegistry(root: dataDir + "/attachments")
-        let store = try Store(
-            directory: dataDir + "/databases", alwaysOpen: App.systemDatabases,
-            attachmentHashDigest: CouchDBAttachmentDigest(blobs: blobRegistry).hook)
-        let uuid = try DataDirectory.serverUUID(dataDir)
         var options = Options()
         options.dataDir = dataDir
-        // No admins, and nowhere they could be saved: nothing can log in to this app.
-        let access = AccessControl(
-            authenticator: Authenticator(
-                admins: ServerAdmins(hashes: [:], path: "/dev/null"),
-                secret: try Authenticator.loadSecret(dataDir: dataDir), store: store),
-            security: try SecurityStore(directory: dataDir + "/security"),
-            cors: CORSPolicy(origins: [], credentials: options.corsCredentials))
-        return App(
-            store: store, blobRegistry: blobRegistry, serverUUID: uuid,
-            options: options, access: access, log: log, dataDirLock: lock)
+        return try App.open(options: options, log: log, accounts: .none, dataDirLock: lock).app
     }
 
     /// Closes what `open` opened.

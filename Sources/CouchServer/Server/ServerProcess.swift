@@ -33,10 +33,10 @@ package final class ServerProcess: Sendable {
     /// - Throws: `DataDirLock.Held` when another process uses the data dir (nothing is written there then).
     /// - Parameters:
     ///   - extraHosts: more addresses served on the same port (`couchlite receive`'s LAN addresses).
-    ///   - productRoutes: the routes a product adds to CouchDB's (`App.init`).
+    ///   - product: the handler groups a product adds to CouchDB's (`App.open`).
     package init(
         options: Options, log: Logger, extraHosts: [String] = [],
-        productRoutes: (AppServices) -> [Route] = { _ in [] }
+        product: (AppServices) -> [any RouteCollection] = { _ in [] }
     ) throws {
         // Everything the server creates from here on (SQLite files with their -wal and -shm, blobs
         // and their temporary files, security objects) is owner-only from its creation: they hold password hashes,
@@ -47,16 +47,7 @@ package final class ServerProcess: Sendable {
         try DataDirectory.create(options.dataDir)
         // TLS first: a bad certificate or key file should stop the start before anything listens.
         let tls = try Self.tlsContext(options)
-        let blobRegistry = BlobRegistry(root: options.dataDir + "/attachments")
-        let store = try Store(
-            directory: options.dataDir + "/databases", maxOpenDatabases: options.maxDatabasesOpen,
-            alwaysOpen: App.systemDatabases, attachmentHashDigest: CouchDBAttachmentDigest(blobs: blobRegistry).hook)
-        let uuid = try DataDirectory.serverUUID(options.dataDir)
-        let (access, generated) = try AccessControl.setUp(options: options, store: store)
-        generatedAdmin = generated
-        app = App(
-            store: store, blobRegistry: blobRegistry, serverUUID: uuid,
-            options: options, access: access, log: log, dataDirLock: lock, productRoutes: productRoutes)
+        (app, generatedAdmin) = try App.open(options: options, log: log, dataDirLock: lock, product: product)
         var configuration = HTTPServerConfiguration()
         configuration.host = options.bind
         configuration.extraHosts = extraHosts

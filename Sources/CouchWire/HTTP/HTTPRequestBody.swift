@@ -10,7 +10,11 @@ public final class HTTPRequestBody {
     /// True when a body follows: Content-Length above zero, or chunked.
     public var hasBody: Bool { isChunked || (contentLength ?? 0) > 0 }
 
-    private unowned let connection: HTTPConnection
+    /// The connection the body arrives on; nil for a body held in memory (`init(bytes:declaredLength:)`).
+    private unowned let connection: HTTPConnection?
+    /// A body held in memory, and how far it has been read.
+    private let memory: [UInt8]
+    private var memoryOffset = 0
     private var remaining: Int
     private var decoder = HTTPChunkedDecoder()
     /// True once every body byte has been read.
@@ -26,6 +30,7 @@ public final class HTTPRequestBody {
 
     init(connection: HTTPConnection, framing: HTTPBodyFraming, expectsContinue: Bool) {
         self.connection = connection
+        memory = []
         switch framing {
         case .none:
             contentLength = nil
@@ -42,6 +47,20 @@ public final class HTTPRequestBody {
         }
         isComplete = !isChunked && remaining == 0
         continuePending = expectsContinue && !isComplete
+    }
+
+    /// A body held in memory, read as a `Content-Length` body: for calling a handler with no connection (tests).
+    /// - Parameter declaredLength: The `Content-Length` claimed, when it should differ from the bytes given (a
+    ///   client that declares more than it sends: reads past the bytes fail as if it went away).
+    public init(bytes: [UInt8], declaredLength: Int? = nil) {
+        connection = nil
+        memory = bytes
+        let length = declaredLength ?? bytes.count
+        contentLength = length > 0 ? length : nil
+        isChunked = false
+        remaining = length
+        isComplete = length == 0
+        continuePending = false
     }
 
     /// Caps the whole body at `maxBytes` before the handler reads any of it, for requests whose sender may
@@ -97,9 +116,15 @@ public final class HTTPRequestBody {
                 bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
                 return bytes.count
             }
-            let count = try connection.readBodyBytes(
-                into: UnsafeMutableRawBufferPointer(
-                    rebasing: buffer.prefix(min(buffer.count, remaining))))
+            let target = UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(min(buffer.count, remaining)))
+            let count: Int
+            if let connection {
+                count = try connection.readBodyBytes(into: target)
+            } else {
+                let bytes = try readMemory(target.count)
+                bytes.withUnsafeBytes { target.copyMemory(from: $0) }
+                count = bytes.count
+            }
             remaining -= count
             if remaining == 0 { isComplete = true }
             try account(count)
@@ -141,19 +166,35 @@ public final class HTTPRequestBody {
     private func sendContinueIfNeeded() throws(HTTPError) {
         guard continuePending else { return }
         continuePending = false
-        guard !connection.responseStarted else { return }
+        guard let connection, !connection.responseStarted else { return }
         try connection.transport.send(
             Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), stall: connection.configuration.sendStallTimeout)
     }
 
     private func readLength(_ maxCount: Int) throws(HTTPError) -> [UInt8] {
-        let bytes = try connection.readBodyBytes(upTo: min(maxCount, remaining))
+        let count = min(maxCount, remaining)
+        let bytes: [UInt8]
+        if let connection {
+            bytes = try connection.readBodyBytes(upTo: count)
+        } else {
+            bytes = try readMemory(count)
+        }
         remaining -= bytes.count
         if remaining == 0 { isComplete = true }
         return bytes
     }
 
+    /// The next bytes of a body held in memory.
+    /// - Throws: `.clientGone` past its end (a declared length longer than the bytes).
+    private func readMemory(_ count: Int) throws(HTTPError) -> [UInt8] {
+        guard memoryOffset < memory.count else { throw .clientGone }
+        let end = min(memory.count, memoryOffset + count)
+        defer { memoryOffset = end }
+        return Array(memory[memoryOffset..<end])
+    }
+
     private func readChunked(_ maxCount: Int) throws(HTTPError) -> [UInt8] {
+        guard let connection else { throw .clientGone }
         while true {
             if connection.bufferedByteCount == 0 { try connection.refillBuffer() }
             switch try connection.decodeBuffered(&decoder, maxCount: maxCount) {
@@ -182,8 +223,8 @@ public final class HTTPRequestBody {
         if isComplete { return true }
         if mustCloseIfUnread { return false }
         // One stall timeout in total, so a client trickling its unread body cannot hold the thread.
-        connection.drainDeadline = .after(connection.configuration.bodyStallTimeout)
-        defer { connection.drainDeadline = nil }
+        connection?.drainDeadline = connection.map { .after($0.configuration.bodyStallTimeout) }
+        defer { connection?.drainDeadline = nil }
         var drained = 0
         while drained <= HTTPLimits.maxDrainBytes {
             guard let bytes = try? read(upTo: HTTPLimits.readBufferBytes) else { return false }

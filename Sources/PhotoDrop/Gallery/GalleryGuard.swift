@@ -28,15 +28,15 @@ enum GalleryGuard {
     /// present, must say `same-origin`. Clients that are not browsers send neither and must then
     /// authenticate with a header (Basic), which no other page can make a browser send.
     ///
-    /// The `Origin` must name an address this server serves (`App.servesOrigin`), not merely match the request's
+    /// The `Origin` must name an address this server serves (`HostPolicy.servesOrigin`), not merely match the request's
     /// `Host`: a page on `http://evil.example/` whose name its owner re-points at this server (DNS rebinding)
     /// sends `Origin: http://evil.example` with `Host: evil.example`, which match each other.
-    static func requireSameOrigin(_ head: HTTPRequestHead, servedBy app: App) throws(CouchError) {
+    static func requireSameOrigin(_ head: HTTPRequestHead, servedBy hosts: HostPolicy) throws(CouchError) {
         if let site = head.headers["Sec-Fetch-Site"], site != "same-origin", site != "none" {
             throw .forbidden("Cross-site request refused.")
         }
         if let origin = head.headers["Origin"] {
-            guard app.servesOrigin(origin, host: head.headers["Host"]) else {
+            guard hosts.servesOrigin(origin, host: head.headers["Host"]) else {
                 throw .forbidden(
                     "Cross-site request refused: the Origin is not an address this server serves "
                         + "(name it with --allowed-hosts).")

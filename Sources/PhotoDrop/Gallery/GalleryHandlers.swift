@@ -17,44 +17,48 @@ struct GalleryHandlers: Sendable {
     let documents: DocumentWriter
     let blobs: BlobRegistry
     let state: GalleryState
+    /// The server's id, in the welcome of `GET /`.
+    let serverUUID: String
+    /// Which `Origin`s are this server's (`GalleryGuard.requireSameOrigin`).
+    let hosts: HostPolicy
 
     /// `GET /_photos/{asset}` (and `/_photos` for its page).
-    func asset(_ c: RequestContext) throws {
-        try galleryAsset(c.parameters["asset"] ?? "index.html", c.request, c.reply)
+    func asset(_ c: RequestContext) throws -> Response {
+        return try galleryAsset(c.parameters["asset"] ?? "index.html", c.request)
     }
 
     /// `GET /_photos/api/dbs`.
-    func databases(_ c: RequestContext) throws { try galleryDatabases(c.request, c.reply) }
+    func databases(_ c: RequestContext) throws -> Response { try galleryDatabases(c.request) }
 
     /// `GET /_photos/api/db/{db}/photos`.
-    func photos(_ c: RequestContext) throws { try galleryPhotos(galleryDatabase(c), c.request, c.reply) }
+    func photos(_ c: RequestContext) throws -> Response { try galleryPhotos(galleryDatabase(c), c.request) }
 
     /// `POST /_photos/api/db/{db}/upload`.
-    func upload(_ c: RequestContext) throws { try galleryUpload(galleryDatabase(c), c.request, c.reply) }
+    func upload(_ c: RequestContext) throws -> Response { try galleryUpload(galleryDatabase(c), c.request) }
 
     /// `GET /_photos/api/db/{db}/photo/{doc}`.
-    func photo(_ c: RequestContext) throws {
-        try galleryPhoto(galleryDatabase(c), c.parameter("doc"), c.request, c.reply)
+    func photo(_ c: RequestContext) throws -> Response {
+        return try galleryPhoto(galleryDatabase(c), c.parameter("doc"), c.request)
     }
 
     /// `DELETE /_photos/api/db/{db}/doc/{id}`.
-    func delete(_ c: RequestContext) throws {
-        try galleryDelete(galleryDatabase(c), c.parameter("id"), c.request, c.reply)
+    func delete(_ c: RequestContext) throws -> Response {
+        return try galleryDelete(galleryDatabase(c), c.parameter("id"), c.request)
     }
 
     /// `GET /_photos/api/db/{db}/thumb/{id}/{att…}`.
-    func thumbnail(_ c: RequestContext) throws {
-        try galleryThumbnail(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    func thumbnail(_ c: RequestContext) throws -> Response {
+        return try galleryThumbnail(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request)
     }
 
     /// `GET /_photos/api/db/{db}/preview/{id}/{att…}`.
-    func preview(_ c: RequestContext) throws {
-        try galleryPreview(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    func preview(_ c: RequestContext) throws -> Response {
+        return try galleryPreview(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request)
     }
 
     /// `GET /_photos/api/db/{db}/download/{id}/{att…}`.
-    func download(_ c: RequestContext) throws {
-        try galleryDownload(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request, c.reply)
+    func download(_ c: RequestContext) throws -> Response {
+        return try galleryDownload(galleryDatabase(c), c.parameter("id"), c.parameter("path"), c.request)
     }
 }
 
@@ -84,15 +88,15 @@ extension GalleryHandlers {
         return .object(welcome)
     }
 
-    static func welcome(_ request: Request, _ reply: Reply) throws {
+    static func welcomePage() -> Response {
         var headers = GalleryGuard.pageHeaders(contentType: "text/html; charset=utf-8")
         headers.set("Vary", "Accept")
-        try reply.bytes(200, GalleryAssets.welcome, headers: headers)
+        return .bytes(.ok, GalleryAssets.welcome, headers: headers)
     }
 
-    private func galleryAsset(_ name: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryAsset(_ name: String, _ request: Request) throws -> Response {
         guard let asset = GalleryAssets.files[name] else { throw CouchError.notFound("missing") }
-        try reply.bytes(200, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
+        return .bytes(.ok, asset.bytes, headers: GalleryGuard.pageHeaders(contentType: asset.contentType))
     }
 
     /// The album a `{db}` row names, its row having authorized the caller (a member, or the drop credentials of
@@ -105,10 +109,10 @@ extension GalleryHandlers {
 
     /// `GET /_photos/api/dbs`: the databases the user may read (a server admin: all of them). A temporary
     /// account reads none, and gets the one it may drop photos into as `drop`.
-    private func galleryDatabases(_ request: Request, _ reply: Reply) throws {
+    private func galleryDatabases(_ request: Request) throws -> Response {
         let user = request.user
         if let scope = user.scope {
-            return try reply.json(200, ["user": user.json, "databases": [], "drop": .string(scope)])
+            return .json(.ok, ["user": user.json, "databases": [], "drop": .string(scope)])
         }
         let all = store.databaseNames()
         let names = all.filter { name in
@@ -123,17 +127,17 @@ extension GalleryHandlers {
             albums.append(
                 try state.albums.summary(of: database, generation: store.deletions(of: name), budget: &budget))
         }
-        try reply.json(
-            200, ["user": user.json, "databases": .array(names.map(JSON.string)), "albums": .array(albums)])
+        return .json(
+            .ok, ["user": user.json, "databases": .array(names.map(JSON.string)), "albums": .array(albums)])
     }
 
     /// `GET …/photo/DOC`: one document as the grid shows it (404 once deleted).
-    private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryPhoto(_ database: Database, _ docID: String, _ request: Request) throws -> Response {
         guard let info = try database.document(docID), !info.deleted,
             let item = try galleryItem(
                 database, docID, seq: info.seq, admin: security.security(of: database.name).isAdmin(request.user))
         else { throw CouchError.notFound("missing") }
-        try reply.json(200, item)
+        return .json(.ok, item)
     }
 
     private func galleryAttachment(_ database: Database, _ docID: String, _ name: String) throws -> AttachmentInfo {
@@ -146,31 +150,31 @@ extension GalleryHandlers {
     /// `GET …/thumb/DOC/ATT?size=N`: a JPEG made by the media sandbox (cached by digest and size) of a photo
     /// (JPEG, PNG, HEIC, AVIF) or a video's poster frame, or a placeholder image for a file it cannot read.
     private func galleryThumbnail(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
+        _ database: Database, _ docID: String, _ name: String, _ request: Request
+    ) throws -> Response {
         let size = GalleryState.thumbnailSize(try request.query.int("size"))
-        try serveRendered(database, docID, name, request, reply, cache: state.thumbnails, size: size)
+        return try serveRendered(database, docID, name, request, cache: state.thumbnails, size: size)
     }
 
     /// `GET …/preview/DOC/ATT`: the viewer's full-size JPEG of a photo browsers cannot show (HEIC, AVIF) or of a
     /// video's poster, made once and cached; Download still gives the original bytes.
     private func galleryPreview(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
-        try serveRendered(database, docID, name, request, reply, cache: state.previews, size: GalleryState.previewSide)
+        _ database: Database, _ docID: String, _ name: String, _ request: Request
+    ) throws -> Response {
+        return try serveRendered(database, docID, name, request, cache: state.previews, size: GalleryState.previewSide)
     }
 
     private func serveRendered(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply,
+        _ database: Database, _ docID: String, _ name: String, _ request: Request,
         cache: ThumbnailCache, size: Int
-    ) throws {
+    ) throws -> Response {
         let att = try galleryAttachment(database, docID, name)
         let etag = "\"\(att.blobKey)-\(size)\""
         var headers = HTTPHeaders()
         headers.set("ETag", etag)
         headers.set("Cache-Control", "private, max-age=86400")
         headers.set("X-Content-Type-Options", "nosniff")
-        if request.head.headers["If-None-Match"] == etag { return try reply.bytes(304, [], headers: headers) }
+        if request.head.headers["If-None-Match"] == etag { return .bytes(.notModified, [], headers: headers) }
         // The sandbox goes by the file's first bytes, not the sender's content type; a compressed attachment is
         // not a file the decoders read.
         let outcome =
@@ -182,29 +186,29 @@ extension GalleryHandlers {
                 throw CouchError.unknownError("thumbnail vanished")
             }
             headers.set("Content-Type", "image/jpeg")
-            try reply.bytes(200, [UInt8](data), headers: headers)
+            return .bytes(.ok, [UInt8](data), headers: headers)
         case .placeholder:
             headers.set("Content-Type", "image/svg+xml")
-            try reply.bytes(200, GalleryAssets.placeholder, headers: headers)
+            return .bytes(.ok, GalleryAssets.placeholder, headers: headers)
         }
     }
 
     /// `GET …/download/DOC/ATT`: the attachment as a download under its own name, whatever it is.
     private func galleryDownload(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
+        _ database: Database, _ docID: String, _ name: String, _ request: Request
+    ) throws -> Response {
         let att = try galleryAttachment(database, docID, name)
         let reader = try blobs.store(for: database).openReader(att.blobKey)
-        defer { reader.close() }
         var headers = HTTPHeaders()
         headers.set("Content-Type", att.contentType)
         headers.set("Content-Disposition", ContentDisposition.attachment(name))
         headers.set("Content-Security-Policy", "sandbox")
         headers.set("X-Content-Type-Options", "nosniff")
         if let encoding = att.encoding { headers.set("Content-Encoding", encoding) }
-        try reply.begin(200, headers: headers, contentLength: reader.length)
-        try reply.stream(reader, from: 0, count: reader.length)
-        try reply.finish()
+        return .stream(.ok, headers: headers, contentLength: reader.length) { out in
+            defer { reader.close() }
+            try out.stream(reader, from: 0, count: reader.length)
+        }
     }
 
     /// `POST …/upload?name=N&type=T&modified=MS` with the file's bytes as the body: streamed into the
@@ -212,7 +216,7 @@ extension GalleryHandlers {
     /// or else `modified`, then one document per file with the
     /// id `couchlite push` gives it. A file already there (same bytes) is not stored again: 200 with
     /// `"existing": true`; a new one is 201.
-    private func galleryUpload(_ database: Database, _ request: Request, _ reply: Reply) throws {
+    private func galleryUpload(_ database: Database, _ request: Request) throws -> Response {
         guard let name = request.query["name"], !name.isEmpty else {
             throw CouchError.badRequest("upload needs a name parameter")
         }
@@ -237,7 +241,7 @@ extension GalleryHandlers {
         let (status, answer) = try storePhoto(
             database, PhotoFile(name: name, contentType: contentType, modified: modified),
             stored: stored, id: PhotoDocument.id(sha256: sha256.finalize()), user: request.user)
-        try reply.json(status, answer)
+        return .json(status, answer)
     }
 
     /// A photo's file as its uploader described it.
@@ -252,14 +256,14 @@ extension GalleryHandlers {
     func storePhoto(
         _ database: Database, _ file: PhotoFile, stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int),
         id: String, user: UserContext
-    ) throws -> (Int, JSON) {
+    ) throws -> (Response.Status, JSON) {
         // The camera's date when the file has one (read now, in the sandbox, and kept for the listing).
         let probed = try? state.catalog.info(key: stored.key) { try blobPath(database, stored.key) }
         let taken = probed?.takenISO ?? ISO8601DateFormatter().string(from: file.modified)
         let existing = try database.document(id)
         if let existing, !existing.deleted {
             return (
-                200, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true]
+                .ok, ["ok": true, "id": .string(id), "rev": .string(existing.winner.description), "existing": true]
             )
         }
         let base = existing?.winner
@@ -275,12 +279,12 @@ extension GalleryHandlers {
         let outcome = try documents.applyEdit(database, write, user: user)
         switch outcome.result {
         case .success(let rev):
-            return (201, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
+            return (.created, ["ok": true, "id": .string(id), "rev": .string(rev.description)])
         case .failure(let error):
             // The same file uploaded at the same moment by someone else: stored once, theirs won.
             if let info = try database.document(id), !info.deleted {
                 return (
-                    200, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true]
+                    .ok, ["ok": true, "id": .string(id), "rev": .string(info.winner.description), "existing": true]
                 )
             }
             throw CouchError(error)
@@ -288,7 +292,7 @@ extension GalleryHandlers {
     }
 
     /// `DELETE …/doc/DOC?rev=R`: deletes that revision (409 when it is not the current one).
-    private func galleryDelete(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    private func galleryDelete(_ database: Database, _ docID: String, _ request: Request) throws -> Response {
         guard let revText = request.query["rev"] else { throw CouchError.conflict }
         try DocumentID.validate(docID)
         var input = try DocumentInput(.object(JSONObject()))
@@ -296,6 +300,6 @@ extension GalleryHandlers {
         let rev = try documents.writeOne(
             database, docID: docID, input: input, base: try DocumentInput.parseRev(revText), newEdits: true,
             followed: nil, user: request.user)
-        try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+        return .json(.ok, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
     }
 }

@@ -86,7 +86,7 @@ struct PhotoFacts {
 extension GalleryHandlers {
     /// `GET …/photos?before=CURSOR&limit=N`: live documents by when they were taken, newest first, a page at a
     /// time; `next` is the `before` of the next page, `update_seq` where a `_changes` feed picks up.
-    func galleryPhotos(_ database: Database, _ request: Request, _ reply: Reply) throws {
+    func galleryPhotos(_ database: Database, _ request: Request) throws -> Response {
         let limit = min(max(try request.query.int("limit") ?? 60, 1), 500)
         let before = try request.query["before"].map(Self.parseCursor)
         let updateSeq = database.updateSeq
@@ -108,8 +108,8 @@ extension GalleryHandlers {
             if let item = try galleryItem(database, entry.id, seq: entry.seq, admin: admin) { rows.append(item) }
         }
         let more = start + page.count < entries.count
-        try reply.json(
-            200,
+        return .json(
+            .ok,
             [
                 "rows": .array(rows), "next": more ? page.last.map { .string(Self.cursor($0)) } ?? .null : .null,
                 "update_seq": .int(updateSeq),

@@ -6,52 +6,57 @@ import CouchServer
 package enum GalleryRoutes {
     /// The rows, tried before CouchDB's: a browser's `GET /` gets a page linking to the gallery, JSON clients get
     /// CouchDB's welcome.
-    package static func make(_ services: AppServices) -> [Route] {
-        let gallery = GalleryHandlers(
-            store: services.store, security: services.security, documents: services.documents,
-            blobs: services.blobs, state: GalleryState(dataDir: services.options.dataDir))
+    package static func make(_ services: AppServices) -> [any RouteCollection] {
+        [
+            GalleryHandlers(
+                store: services.store, security: services.security, documents: services.documents,
+                blobs: services.blobs, state: GalleryState(dataDir: services.options.dataDir),
+                serverUUID: services.serverUUID, hosts: services.hosts)
+        ]
+    }
+}
+
+extension GalleryHandlers: RouteCollection {
+    var routes: [Route] {
         let read: [HTTPMethod] = [.GET, .HEAD]
         return [
-            Route(read, "/", .anyone, drop: .open) { app, c in
+            Route(read, "/", .anyone, drop: .open) { c in
                 guard GalleryHandlers.prefersHTML(c.request) else {
-                    return try c.reply.json(200, GalleryHandlers.welcome(serverUUID: app.serverUUID))
+                    return .json(.ok, GalleryHandlers.welcome(serverUUID: serverUUID))
                 }
-                try GalleryHandlers.welcome(c.request, c.reply)
+                return GalleryHandlers.welcomePage()
             },
-            Route(read, "/_photos", .anyone, drop: .open) { _, c in try gallery.asset(c) },
-            Route(read, "/_photos/{asset}", .anyone, drop: .open) { _, c in try gallery.asset(c) },
-            Route(read, "/_photos/api/dbs", .anyone, drop: .open) { _, c in try gallery.databases(c) },
-            Route(read, "/_photos/api/db/{db}/photos", .member) { _, c in try gallery.photos(c) },
-            Route([.POST], "/_photos/api/db/{db}/upload", .member, drop: .ownDatabase, body: .attachment) { app, c in
-                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
-                try gallery.upload(c)
+            Route(read, "/_photos", .anyone, drop: .open, asset),
+            Route(read, "/_photos/{asset}", .anyone, drop: .open, asset),
+            Route(read, "/_photos/api/dbs", .anyone, drop: .open, databases),
+            Route(read, "/_photos/api/db/{db}/photos", .member, photos),
+            Route([.POST], "/_photos/api/db/{db}/upload", .member, drop: .ownDatabase, body: .attachment) { c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: hosts)
+                return try upload(c)
             },
-            Route([.POST], "/_photos/api/db/{db}/uploads", .member, drop: .ownDatabase) { app, c in
-                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
-                try gallery.createUpload(c)
+            Route([.POST], "/_photos/api/db/{db}/uploads", .member, drop: .ownDatabase) { c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: hosts)
+                return try createUpload(c)
             },
-            Route(read, "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase) { _, c in
-                try gallery.uploadStatus(c)
-            },
+            Route(read, "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase, uploadStatus),
             // Charged against the drop's `--max-size` as any attachment body is (`.ownDatabase` + `.attachment`).
-            Route([.PUT], "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase, body: .attachment) {
-                app, c in
-                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
-                try gallery.appendUpload(c)
+            Route([.PUT], "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase, body: .attachment) { c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: hosts)
+                return try appendUpload(c)
             },
-            Route([.DELETE], "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase) { app, c in
-                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
-                try gallery.cancelUpload(c)
+            Route([.DELETE], "/_photos/api/db/{db}/uploads/{id}", .member, drop: .ownDatabase) { c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: hosts)
+                return try cancelUpload(c)
             },
-            Route(read, "/_photos/api/db/{db}/photo/{doc}", .member) { _, c in try gallery.photo(c) },
-            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .member) { app, c in
-                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: app)
-                try gallery.delete(c)
+            Route(read, "/_photos/api/db/{db}/photo/{doc}", .member, photo),
+            Route([.DELETE], "/_photos/api/db/{db}/doc/{id}", .member) { c in
+                try GalleryGuard.requireSameOrigin(c.request.head, servedBy: hosts)
+                return try delete(c)
             },
-            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .member) { _, c in try gallery.thumbnail(c) },
-            Route(read, "/_photos/api/db/{db}/preview/{id}/{path…}", .member) { _, c in try gallery.preview(c) },
-            Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .member) { _, c in try gallery.download(c) },
-            Route(HTTPMethod.allCases, "/_photos/{path…}", .anyone) { _, _ in throw CouchError.notFound("missing") },
+            Route(read, "/_photos/api/db/{db}/thumb/{id}/{path…}", .member, thumbnail),
+            Route(read, "/_photos/api/db/{db}/preview/{id}/{path…}", .member, preview),
+            Route(read, "/_photos/api/db/{db}/download/{id}/{path…}", .member, download),
+            Route(HTTPMethod.allCases, "/_photos/{path…}", .anyone) { _ in throw CouchError.notFound("missing") },
         ]
     }
 }

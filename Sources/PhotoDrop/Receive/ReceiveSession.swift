@@ -58,9 +58,9 @@ package final class ReceiveSession: Sendable {
         let progress = ReceiveProgress(handle: options.json ? .standardError : .standardOutput)
         do {
             process = try ServerProcess(
-                options: serverOptions, log: log, extraHosts: extraHosts, productRoutes: GalleryRoutes.make)
+                options: serverOptions, log: log, extraHosts: extraHosts, product: GalleryRoutes.make)
             let app = process.app
-            app.answerOnly(
+            app.hosts.answerOnly(
                 hosts: ([serverOptions.bind] + extraHosts).flatMap { bind in
                     [process.port, process.tlsPort].compactMap { $0 }.flatMap {
                         ReceiveSession.hostNames(bind: bind, port: $0)
@@ -102,7 +102,7 @@ package final class ReceiveSession: Sendable {
             return 1
         }
         let end = waitForEnd(credentials, process.app, database, exporter)
-        process.app.access.authenticator.temporary.revoke(credentials.user)
+        process.app.dropAccounts.revoke(credentials.user)
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
         if end != .interrupted { Thread.sleep(forTimeInterval: Double(ReceiveLimits.closingGraceSeconds)) }
@@ -136,11 +136,11 @@ package final class ReceiveSession: Sendable {
     }
 
     private func makeCredentials(_ process: ServerProcess) -> Credentials {
-        let accounts = process.app.access.authenticator.temporary
+        let accounts = process.app.dropAccounts
         var user: String
         repeat {
             user = "drop-" + Secrets.randomBytes(ReceiveLimits.nameBytes).hexString
-        } while process.app.access.authenticator.isServerAdmin(ExactName(user)) || accounts.contains(user)
+        } while process.app.isServerAdmin(user) || accounts.contains(user)
         let password = Secrets.randomBytes(ReceiveLimits.passwordBytes).hexString
         let seconds = options.ttl.timeInterval
         let ledger = accounts.add(
@@ -218,7 +218,7 @@ package final class ReceiveSession: Sendable {
             if interrupted.withLock({ $0 }) { return .interrupted }
             let now = ContinuousClock.now
             if now >= deadline { return .expired }
-            guard options.once, let activity = app.access.authenticator.temporary.activity(of: credentials.user),
+            guard options.once, let activity = app.dropAccounts.activity(of: credentials.user),
                 activity.checkpointed, activity.inFlight == 0, let last = activity.lastEnded, now - last >= quiet,
                 exporter.exportedSeq >= database.updateSeq
             else { continue }

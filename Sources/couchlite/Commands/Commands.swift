@@ -20,7 +20,7 @@ public enum Commands {
         ServerProcess.prepareProcess()
         let process: ServerProcess
         do {
-            process = try ServerProcess(options: options, log: log, productRoutes: GalleryRoutes.make)
+            process = try ServerProcess(options: options, log: log, product: GalleryRoutes.make)
         } catch let held as DataDirLock.Held {
             log.error("could not start", ["error": held.description])
             return dataDirInUse

@@ -31,6 +31,11 @@ import Testing
     }
 
     @Test func activityCountsCheckpointsAndWrites() throws {
+        let server = try InProcessServer()
+        defer { server.shutdown() }
+        func drop(_ method: String, _ segments: [String]) throws -> DropScope {
+            try TemporaryAccountsTests.drop(server.app.router, method, segments)
+        }
         let accounts = TemporaryAccounts(identities: ServerIdentities())
         accounts.add(name: "u", password: [1], database: "d", expires: .now + .seconds(60))
         let user = UserContext(name: "u", roles: [], handler: "default", scope: "d")
@@ -46,8 +51,8 @@ import Testing
     }
 
     /// What the route table lets the drop credentials do on a request.
-    private func drop(_ method: String, _ segments: [String]) throws -> DropScope {
-        guard case .route(let route, _) = Router(App.routeTable).resolve(method: method, segments: segments) else {
+    private static func drop(_ router: Router, _ method: String, _ segments: [String]) throws -> DropScope {
+        guard case .route(let route, _) = router.resolve(method: method, segments: segments) else {
             throw RouteMissing(path: segments.joined(separator: "/"))
         }
         return route.drop

@@ -166,6 +166,40 @@ import Testing
         }
     }
 
+    /// The joined table's order is not the router's: built from the rows reversed, or from its groups joined the
+    /// other way round, every path resolves to the same row (the most specific pattern wins, a path's
+    /// database-confined rows before the general ones), so a group that adds rows cannot shadow another's.
+    @Test func theTableAnswersTheSameInAnyOrder() {
+        let reversed = Router(table.reversed())
+        var rotated = table
+        rotated.append(contentsOf: rotated.prefix(table.count / 2))
+        rotated.removeFirst(table.count / 2)
+        for other in [reversed, Router(rotated)] {
+            for route in table {
+                let path = RouteTableTests.samplePath(route)
+                for method in HTTPMethod.allCases {
+                    let mine = RouteTableTests.describe(router.resolve(method: method.rawValue, segments: path))
+                    let theirs = RouteTableTests.describe(other.resolve(method: method.rawValue, segments: path))
+                    #expect(mine == theirs, "\(method) /\(path.joined(separator: "/")): \(mine) vs \(theirs)")
+                }
+            }
+        }
+    }
+
+    /// A literal beats a capture and a capture the rest of the path, segment by segment; of two patterns equal as
+    /// far as the shorter goes, the shorter wins (an optional rest matches it too).
+    @Test func specificityIsSegmentBySegment() {
+        func more(_ a: String, _ b: String) -> Bool { PathPattern(a).isMoreSpecific(than: PathPattern(b)) }
+        #expect(more("/_node/{node}/_stats", "/_node/{node}/{path…}"))
+        #expect(!more("/_node/{node}/{path…}", "/_node/{node}/_stats"))
+        #expect(more("/{db}/_design/{design}/_view/{view}", "/{db}/_design/{design}/{path…}"))
+        #expect(more("/_photos/api/dbs", "/_photos/{path…}"))
+        #expect(more("/_photos/{asset}", "/_photos/{path…}"))
+        #expect(more("/x", "/x/{path…?}"))
+        #expect(!more("/x/{path…?}", "/x"))
+        #expect(!more("/{db}", "/{db}"))
+    }
+
     // MARK: Paths without a row
 
     @Test func pathsWithoutARowAreUnrouted() {
@@ -238,6 +272,16 @@ import Testing
     }
 
     // MARK: Helpers
+
+    /// What a resolution names, comparably: the row's pattern, methods and database, or the refusal.
+    static func describe(_ resolution: Router.Resolution) -> String {
+        switch resolution {
+        case .route(let route, _):
+            "route \(route.pattern) \(route.methods.map(\.rawValue)) \(route.onlyIn ?? "-")"
+        case .methodNotAllowed(let allowed, let access, _): "405 \(allowed) \(access)"
+        case .unrouted(let unrouted): "unrouted \(unrouted.access) \(unrouted.error)"
+        }
+    }
 
     static func render(_ segments: [PathPattern.Segment]) -> String {
         if segments.isEmpty { return "/" }

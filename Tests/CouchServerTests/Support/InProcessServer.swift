@@ -5,12 +5,6 @@ import Foundation
 @testable import CouchServer
 @testable import PhotoDrop
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// Who a test request speaks for: nobody, or a name and password sent as Basic auth.
 struct Credentials: Sendable {
     let name: String
@@ -24,7 +18,7 @@ struct Credentials: Sendable {
     var header: String { "Basic " + Data("\(name):\(password)".utf8).base64EncodedString() }
 }
 
-/// A response as the test client read it off the connection.
+/// A response as the app answered it.
 struct TestResponse: CustomStringConvertible {
     var status: Int
     var headers: [(String, String)]
@@ -46,15 +40,15 @@ struct InProcessFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A real `App` over a fresh temporary data dir, spoken to without a socket: its own `HTTPLocalServer` calls
-/// `app.handle` with `trusted: nil`, so every request authenticates itself (Basic auth) and names its `Host`
-/// exactly as a network request does. Each request is one HTTP/1.0 connection.
+/// A real `App` over a fresh temporary data dir, called without a socket: each request is a `HTTPRequestHead` and
+/// an in-memory body handed to `App.respond`, and the response is read off a `MemoryResponseSink`, so no parser runs
+/// on either side (the bytes on the wire are `conformance/`'s). With `trusted: nil`, every request authenticates
+/// itself (Basic auth) and names its `Host` exactly as a network request does.
 final class InProcessServer {
     static let admin = Credentials("admin", "admin-pw")
 
     let app: App
     let directory: String
-    private let local: HTTPLocalServer
     private var closed = false
 
     /// - Parameters:
@@ -68,15 +62,7 @@ final class InProcessServer {
         options.pbkdf2Iterations = 1000
         options.allowedHosts = allowedHosts
         options.usersDBSecurityEditable = usersSecurityEditable
-        try DataDirectory.create(directory)
-        let store = try Store(directory: directory + "/databases", alwaysOpen: App.systemDatabases)
-        let (access, _) = try AccessControl.setUp(options: options, store: store)
-        let app = App(
-            store: store, blobRegistry: BlobRegistry(root: directory + "/attachments"),
-            serverUUID: try DataDirectory.serverUUID(directory), options: options, access: access,
-            log: Logger(label: "test", level: .error), productRoutes: GalleryRoutes.make)
-        self.app = app
-        local = HTTPLocalServer { head, body, writer in app.handle(head, body, writer, trusted: nil) }
+        app = try App.open(options: options, log: Logger(label: "test", level: .error), product: GalleryRoutes.make).app
     }
 
     /// Runs `body` with a fresh server, then shuts it down and deletes its data dir.
@@ -91,7 +77,6 @@ final class InProcessServer {
     func shutdown() {
         guard !closed else { return }
         closed = true
-        local.shutdown(timeout: .seconds(5))
         app.replications.cancelAll()
         app.localServer.shutdown(timeout: .seconds(5))
         app.store.close()
@@ -103,96 +88,34 @@ final class InProcessServer {
 
     // MARK: Requests
 
-    /// Sends one request and reads its whole response (the server closes an HTTP/1.0 connection after it).
+    /// Answers one request and returns its whole response.
     /// - Parameters:
     ///   - json: A JSON body (sent as `application/json`); `raw` sends bytes as they are.
+    ///   - declaredLength: The `Content-Length` claimed when it should differ from the body's (a client that
+    ///     declares more than it sends).
     ///   - host: The `Host` header (nil: none).
     @discardableResult
     func request(
         _ method: String, _ path: String, as user: Credentials? = nil, json: String? = nil, raw: [UInt8]? = nil,
-        contentType: String? = nil, headers: [(String, String)] = [], host: String? = "127.0.0.1"
+        declaredLength: Int? = nil, contentType: String? = nil, headers: [(String, String)] = [],
+        host: String? = "127.0.0.1"
     ) throws -> TestResponse {
-        var head = "\(method) \(path) HTTP/1.0\r\n"
-        if let host { head += "Host: \(host)\r\n" }
-        head += "Accept: application/json\r\n"
-        if let user { head += "Authorization: \(user.header)\r\n" }
-        let body = raw ?? json.map { Array($0.utf8) }
-        if let body {
-            head +=
-                "Content-Type: \(contentType ?? (json != nil ? "application/json" : "application/octet-stream"))\r\n"
-            head += "Content-Length: \(body.count)\r\n"
+        var fields = HTTPHeaders()
+        if let host { fields.add("Host", host) }
+        fields.add("Accept", "application/json")
+        if let user { fields.add("Authorization", user.header) }
+        let body = raw ?? json.map { Array($0.utf8) } ?? []
+        if !body.isEmpty || declaredLength != nil {
+            fields.add("Content-Type", contentType ?? (json != nil ? "application/json" : "application/octet-stream"))
+            fields.add("Content-Length", String(declaredLength ?? body.count))
         }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        return try exchange(Array((head + "\r\n").utf8) + (body ?? []), isHEAD: method == "HEAD")
-    }
-
-    /// Sends `bytes` as they are on a new connection and reads the response.
-    func exchange(_ bytes: [UInt8], isHEAD: Bool = false) throws -> TestResponse {
-        guard let fd = local.connect() else { throw InProcessFailure("no local connection") }
-        defer { close(fd) }
-        // A server that waited for a body it will never get fails the test instead of hanging it.
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw InProcessFailure("write failed: \(errno)") }
-            sent += n
-        }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { throw InProcessFailure("response timed out") }
-            if n <= 0 { break }
-            received += buffer[0..<n]
-        }
-        return try InProcessServer.parse(received, isHEAD: isHEAD)
-    }
-
-    /// Splits a response into status, headers and (de-chunked) body.
-    static func parse(_ bytes: [UInt8], isHEAD: Bool) throws -> TestResponse {
-        let separator: [UInt8] = [13, 10, 13, 10]
-        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else {
-            throw InProcessFailure("no response head in \(bytes.count) bytes")
-        }
-        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        let parts = lines[0].split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, let status = Int(parts[1]) else { throw InProcessFailure("bad status: \(lines[0])") }
-        var headers: [(String, String)] = []
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append(
-                (String(line[..<colon]), String(line[line.index(after: colon)...].drop { $0 == " " })))
-        }
-        var response = TestResponse(status: status, headers: headers, body: [])
-        if isHEAD { return response }
-        var body = Array(bytes[(end + 4)...])
-        if response.header("Transfer-Encoding")?.lowercased() == "chunked" { body = try dechunk(body) }
-        if let length = response.header("Content-Length").flatMap(Int.init), length < body.count {
-            body = Array(body[..<length])
-        }
-        response.body = body
-        return response
-    }
-
-    private static func dechunk(_ bytes: [UInt8]) throws -> [UInt8] {
-        var out: [UInt8] = []
-        var index = 0
-        while index < bytes.count {
-            guard let lineEnd = bytes[index...].indices.first(where: { bytes[$0] == 10 }) else { break }
-            let sizeText = String(decoding: bytes[index..<lineEnd], as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let size = Int(sizeText.split(separator: ";").first ?? "", radix: 16) else {
-                throw InProcessFailure("bad chunk size \(sizeText)")
-            }
-            if size == 0 { break }
-            let start = lineEnd + 1
-            guard start + size <= bytes.count else { throw InProcessFailure("short chunk") }
-            out += bytes[start..<(start + size)]
-            index = start + size + 2
-        }
-        return out
+        for (name, value) in headers { fields.add(name, value) }
+        let head = HTTPRequestHead(method: method, target: path, version: .http1_0, headers: fields)
+        let sink = MemoryResponseSink(isHEAD: method == "HEAD")
+        app.respond(head, HTTPRequestBody(bytes: body, declaredLength: declaredLength), to: sink)
+        guard !sink.aborted else { throw InProcessFailure("the response was cut off after \(sink.body.count) bytes") }
+        guard sink.headSent else { throw InProcessFailure("no response") }
+        return TestResponse(status: sink.status, headers: sink.headers.map { ($0.0, $0.1) }, body: sink.body)
     }
 
     // MARK: Setup through the API

@@ -9,31 +9,10 @@ struct AttachmentHandlers: Sendable {
     let blobs: BlobRegistry
 
     /// `GET /db/doc/att` (with `Range`, and gzip-stored bytes sent as stored or decoded).
-    func get(_ c: RequestContext) throws {
+    func get(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
         try DocumentID.validate(docID)
-        try getAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
-    }
-
-    /// `PUT /db/doc/att?rev=…`: the bytes are streamed to a blob, then the revision is written.
-    func put(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try putAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
-    }
-
-    /// `DELETE /db/doc/att?rev=…`.
-    func delete(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try deleteAttachment(c.database(), docID, c.parameter("path"), c.request, c.reply)
-    }
-}
-
-extension AttachmentHandlers {
-    func getAttachment(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
+        let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
         guard let att = revision.attachments.first(where: { $0.name.utf8Equals(name) }) else {
             throw CouchError.notFound("Document is missing attachment")
@@ -46,39 +25,43 @@ extension AttachmentHandlers {
         headers.set("Cache-Control", "must-revalidate")
         headers.sandboxAttachment()
         if request.ifNoneMatch(etag) {
-            return try reply.bytes(304, [], headers: headers)
+            return .bytes(.notModified, [], headers: headers)
         }
         let reader = try blobs.store(for: database).openReader(att.blobKey)
-        defer { reader.close() }
+        var status = Response.Status.ok
+        var range = 0..<reader.length
         if let encoding = att.encoding {
             // Stored compressed: send as stored when the client takes it, else decode on the fly.
             if request.head.headers["Accept-Encoding"]?.lowercased().contains(encoding) == true {
                 headers.set("Content-Encoding", encoding)
-                try reply.begin(200, headers: headers, contentLength: reader.length)
-                try reply.stream(reader, from: 0, count: reader.length)
-                return try reply.finish()
+            } else {
+                // Decoded in 64 KiB steps straight into the response: a gzip bomb costs one step buffer.
+                reader.close()
+                return .stream(.ok, headers: headers, contentLength: att.length) { out in
+                    try blobs.streamIdentityBytes(database, att) { piece in try out.write(piece) }
+                }
             }
-            // Decoded in 64 KiB steps straight into the response: a gzip bomb costs one step buffer.
-            try reply.begin(200, headers: headers, contentLength: att.length)
-            try blobs.streamIdentityBytes(database, att) { piece in try reply.write(piece) }
-            return try reply.finish()
+        } else {
+            switch ByteRange.parse(request.head.headers["Range"], length: reader.length) {
+            case .whole:
+                break
+            case .unsatisfiable:
+                reader.close()
+                throw CouchError.rangeNotSatisfiable
+            case .bytes(let start, let end):
+                headers.set("Content-Range", "bytes \(start)-\(end)/\(reader.length)")
+                status = .partialContent
+                range = start..<(end + 1)
+            }
         }
-        switch ByteRange.parse(request.head.headers["Range"], length: reader.length) {
-        case .whole:
-            break
-        case .unsatisfiable:
-            return reply.error(.rangeNotSatisfiable)
-        case .bytes(let start, let end):
-            headers.set("Content-Range", "bytes \(start)-\(end)/\(reader.length)")
-            try reply.begin(206, headers: headers, contentLength: end - start + 1)
-            try reply.stream(reader, from: start, count: end - start + 1)
-            return try reply.finish()
+        return .stream(status, headers: headers, contentLength: range.count) { out in
+            defer { reader.close() }
+            try out.stream(reader, from: range.lowerBound, count: range.count)
         }
-        try reply.begin(200, headers: headers, contentLength: reader.length)
-        try reply.stream(reader, from: 0, count: reader.length)
-        try reply.finish()
     }
+}
 
+extension AttachmentHandlers {
     /// The revision `rev` names, or the live winner.
     func readableRevision(_ database: Database, _ docID: String, rev: String?) throws -> StoredRevision {
         if let rev {
@@ -96,9 +79,11 @@ extension AttachmentHandlers {
         return revision
     }
 
-    func putAttachment(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
+    /// `PUT /db/doc/att?rev=…`: the bytes are streamed to a blob, then the revision is written.
+    func put(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         try DocumentWriter.validateAttachmentName(name)
         let base =
             try request.query["rev"].map { (text: String) throws(CouchError) -> RevID in
@@ -149,12 +134,14 @@ extension AttachmentHandlers {
         headers.set("ETag", "\"\(rev)\"")
         let location = [database.name, docID, name].map(PercentEncoding.segment).joined(separator: "/")
         headers.set("Location", "/" + location)
-        try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+        return .json(.created, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 
-    func deleteAttachment(
-        _ database: Database, _ docID: String, _ name: String, _ request: Request, _ reply: Reply
-    ) throws {
+    /// `DELETE /db/doc/att?rev=…`.
+    func delete(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"")
         else {
             throw CouchError.conflict
@@ -167,7 +154,7 @@ extension AttachmentHandlers {
             }
             atts.removeAll { $0.name.utf8Equals(name) }
         }
-        try reply.json(200, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
+        return .json(.ok, ["ok": true, "id": .string(docID), "rev": .string(rev.description)])
     }
 }
 
@@ -199,5 +186,19 @@ enum ByteRange: Equatable {
         guard let last = Int(lastText) else { return .whole }
         let clamped = min(last, length - 1)
         return clamped < first ? .unsatisfiable : .bytes(first, clamped)
+    }
+}
+
+extension AttachmentHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read, "/{db}/_design/{design}/{path…}", .member, get),
+            Route([.PUT], "/{db}/_design/{design}/{path…}", .databaseAdmin, body: .attachment, put),
+            Route([.DELETE], "/{db}/_design/{design}/{path…}", .databaseAdmin, delete),
+            Route(read, "/{db}/{doc}/{path…}", .member, get),
+            Route([.PUT], "/{db}/{doc}/{path…}", .member, body: .attachment, put),
+            Route([.DELETE], "/{db}/{doc}/{path…}", .member, delete),
+        ]
     }
 }

@@ -8,13 +8,13 @@ extension DatabaseHandlers {
 
     /// `GET /_dbs_info` takes `_all_dbs`' parameters; each row is `{"key": name, "info": {…}}`, streamed one
     /// database at a time. A database deleted while the list is written is left out, as CouchDB does.
-    func databasesInfo(_ c: RequestContext) throws {
-        try streamInfos(c, ServerHandlers.databaseNames(store, c.query).map { .string($0) }) { _ in nil }
+    func databasesInfo(_ c: RequestContext) throws -> Response {
+        streamInfos(try ServerHandlers.databaseNames(store, c.query).map { .string($0) }) { _ in nil }
     }
 
     /// `POST /_dbs_info` `{"keys": [name, …]}`: a row per key, in order, `{"key","error":"not_found"}` for a
     /// name that is no database (or no string).
-    func databasesInfoForKeys(_ c: RequestContext) throws {
+    func databasesInfoForKeys(_ c: RequestContext) throws -> Response {
         try c.request.requireJSONContent()
         let body = try c.request.jsonObjectBody(limit: Limits.smallRequestBytes)
         guard let member = body["keys"] else { throw CouchError.badRequest("`keys` member must exist.") }
@@ -22,16 +22,19 @@ extension DatabaseHandlers {
         guard keys.count <= DatabaseHandlers.maxDatabasesPerInfoRequest else {
             throw CouchError.badRequest("too_many_keys")
         }
-        try streamInfos(c, keys) { key in
+        return streamInfos(keys) { key in
             JSON.object(JSONObject([("key", key), ("error", "not_found")]))
         }
     }
 
     /// Writes `[row, …]`, reading one database's info per row; `missing` makes the row of a key that names no
     /// database (nil leaves it out).
-    private func streamInfos(_ c: RequestContext, _ keys: [JSON], missing: (JSON) -> JSON?) throws {
-        try c.reply.begin(200)
-        var out = FeedWriter(reply: c.reply)
+    private func streamInfos(_ keys: [JSON], missing: @escaping (JSON) -> JSON?) -> Response {
+        .stream(.ok) { stream in try writeInfos(keys, missing: missing, into: FeedWriter(stream)) }
+    }
+
+    private func writeInfos(_ keys: [JSON], missing: (JSON) -> JSON?, into writer: FeedWriter) throws {
+        var out = writer
         try out.append("[")
         var first = true
         for key in keys {
@@ -50,6 +53,5 @@ extension DatabaseHandlers {
         }
         try out.append("]\n")
         try out.send()
-        try c.reply.finish()
     }
 }

@@ -12,14 +12,14 @@ extension DatabaseHandlers {
     /// `POST /db/_purge` `{id: [rev, …], …}`: 201 with `{"purge_seq":null,"purged":{id: [purged revs]}}`, each id
     /// in request order with the leaves it really removed. Blobs no remaining revision references are swept as
     /// after compaction.
-    func purge(_ c: RequestContext) throws {
+    func purge(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try c.request.requireJSONContent()
         let requests = try DatabaseHandlers.purgeRequests(c.request.jsonObjectBody(limit: Limits.smallRequestBytes))
         let outcome = try database.purge(requests)
         try sweepBlobs(database, keeping: outcome.referencedBlobKeys, since: ContinuousClock().now)
         let purged = JSONObject(outcome.results.map { ($0.docID, .array($0.purged.map { .string($0.description) })) })
-        try c.reply.json(201, .object(JSONObject([("purge_seq", .null), ("purged", .object(purged))])))
+        return .json(.created, .object(JSONObject([("purge_seq", .null), ("purged", .object(purged))])))
     }
 
     /// Parses the body as `chttpd_db` does, limits first (`Exceeded maximum number of …`), then each rev.
@@ -44,15 +44,15 @@ extension DatabaseHandlers {
     }
 
     /// `GET /db/_purged_infos_limit`.
-    func purgedInfosLimit(_ c: RequestContext) throws {
-        try c.reply.json(200, .number(JSONNumber(c.database().purgedInfosLimit())))
+    func purgedInfosLimit(_ c: RequestContext) throws -> Response {
+        return try .json(.ok, .number(JSONNumber(c.database().purgedInfosLimit())))
     }
 
     /// `PUT /db/_purged_infos_limit` with a positive integer.
-    func setPurgedInfosLimit(_ c: RequestContext) throws {
+    func setPurgedInfosLimit(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let refusal = "`purged_infos_limit` must be positive integer"  // sic, CouchDB's words
         try database.setPurgedInfosLimit(DatabaseHandlers.positiveLimit(c, refusal: refusal))
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
     }
 }

@@ -15,12 +15,12 @@ package struct DatabaseHandlers: Sendable {
     let usersDBSecurityEditable: Bool
 
     /// `GET /db`.
-    package func info(_ c: RequestContext) throws {
-        try c.reply.json(200, try DatabaseInfo.json(of: store.existing(c.databaseName()), compactions: compactions))
+    package func info(_ c: RequestContext) throws -> Response {
+        return .json(.ok, try DatabaseInfo.json(of: store.existing(c.databaseName()), compactions: compactions))
     }
 
     /// `PUT /db`. A created database starts from the default `_security`.
-    package func create(_ c: RequestContext) throws {
+    package func create(_ c: RequestContext) throws -> Response {
         let name = try c.databaseName()
         try DatabaseHandlers.validateShardParameters(c.query)
         try DatabaseHandlers.validateDatabaseName(name)
@@ -34,12 +34,12 @@ package struct DatabaseHandlers: Sendable {
         security.reset(name)
         var headers = HTTPHeaders()
         headers.set("Location", "/" + PercentEncoding.segment(name))
-        try c.reply.json(201, ["ok": true], headers: headers)
+        return .json(.created, ["ok": true], headers: headers)
     }
 
     /// `DELETE /db`: its `_security` goes back to the default and its indexes go with it (a new database of the same
     /// name has another uuid anyway).
-    func delete(_ c: RequestContext) throws {
+    func delete(_ c: RequestContext) throws -> Response {
         let name = try c.databaseName()
         do {
             try store.delete(name)
@@ -49,7 +49,7 @@ package struct DatabaseHandlers: Sendable {
         try blobRegistry.destroy(name)
         security.reset(name)
         views.drop(name)
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
     }
 
     /// `q` and `n` (shard count and replicas) mean nothing to a single-file database, so they are
@@ -78,42 +78,42 @@ package struct DatabaseHandlers: Sendable {
     // MARK: Maintenance
 
     /// `POST /db/_ensure_full_commit`: every acknowledged write is already durable.
-    func ensureFullCommit(_ c: RequestContext) throws {
-        try c.reply.json(201, ["ok": true, "instance_start_time": "0"])
+    func ensureFullCommit(_ c: RequestContext) throws -> Response {
+        return .json(.created, ["ok": true, "instance_start_time": "0"])
     }
 
     /// The one shard of every database: couchlite does not split them (CouchDB's mem3 ranges, q=1).
     static let shardRange = "00000000-ffffffff"
 
     /// `GET /db/_shards`: `{"shards":{range:[nodes]}}`, mem3's answer for a database of one shard on this node.
-    func shards(_ c: RequestContext) throws {
+    func shards(_ c: RequestContext) throws -> Response {
         _ = try c.database()
-        try c.reply.json(200, ["shards": [Self.shardRange: [.string(App.nodeName)]]])
+        return .json(.ok, ["shards": [Self.shardRange: [.string(App.nodeName)]]])
     }
 
     /// `GET /db/_shards/{docid}`: the shard a document id belongs to (the one, whether the document exists or not).
-    func shard(_ c: RequestContext) throws {
+    func shard(_ c: RequestContext) throws -> Response {
         _ = try c.database()
-        try c.reply.json(200, ["range": .string(Self.shardRange), "nodes": [.string(App.nodeName)]])
+        return .json(.ok, ["range": .string(Self.shardRange), "nodes": [.string(App.nodeName)]])
     }
 
     /// `POST /db/_sync_shards` (server admins): nothing to synchronize between the copies of one shard; 202 as
     /// CouchDB answers once it has started its internal replications.
-    func syncShards(_ c: RequestContext) throws {
+    func syncShards(_ c: RequestContext) throws -> Response {
         _ = try c.database()
-        try c.reply.json(202, ["ok": true])
+        return .json(.accepted, ["ok": true])
     }
 
     /// `GET /db/_revs_limit`.
-    func revsLimit(_ c: RequestContext) throws {
-        try c.reply.json(200, .number(JSONNumber(c.database().revsLimit)))
+    func revsLimit(_ c: RequestContext) throws -> Response {
+        return try .json(.ok, .number(JSONNumber(c.database().revsLimit)))
     }
 
     /// `PUT /db/_revs_limit`.
-    func setRevsLimit(_ c: RequestContext) throws {
+    func setRevsLimit(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try database.setRevsLimit(DatabaseHandlers.positiveLimit(c, refusal: "`revs_limit` must be a positive integer"))
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
     }
 
     /// The body of a `PUT` of a database's limit (`_revs_limit`, `_purged_infos_limit`): a positive integer,
@@ -127,7 +127,7 @@ package struct DatabaseHandlers: Sendable {
 
     /// `POST /db/_compact`: runs compaction in the background and answers 202 at once; `compact_running` is
     /// true until its effects (ancestor bodies dropped, unreferenced blobs swept) are complete.
-    func compact(_ c: RequestContext) throws {
+    func compact(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try c.request.requireJSONContent()
         let name = database.name
@@ -140,18 +140,18 @@ package struct DatabaseHandlers: Sendable {
                 log.error("compaction failed", ["db.name": database.name, "error": String(describing: error)])
             }
         }
-        try c.reply.json(202, ["ok": true])
+        return .json(.accepted, ["ok": true])
     }
 
     /// `POST /db/_compact/ddoc` compacts a design document's view indexes, of which couchlite keeps none: 202 when
     /// the design document exists, else 404 as CouchDB.
-    func compactDesign(_ c: RequestContext) throws {
+    func compactDesign(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let design = try c.parameter("design")
         try c.request.requireJSONContent()
         let ddocID = "_design/" + design
         guard let ddoc = try database.document(ddocID), !ddoc.deleted else { throw CouchError.notFound("missing") }
-        try c.reply.json(202, ["ok": true])
+        return .json(.accepted, ["ok": true])
     }
 
     /// `POST /db/_compact`'s work: drops non-leaf bodies and attachment rows, then deletes every
@@ -180,12 +180,12 @@ package struct DatabaseHandlers: Sendable {
     // MARK: _security
 
     /// `GET /db/_security`.
-    func securityObject(_ c: RequestContext) throws {
-        try c.reply.json(200, .object(security.security(of: c.database().name).json))
+    func securityObject(_ c: RequestContext) throws -> Response {
+        return try .json(.ok, .object(security.security(of: c.database().name).json))
     }
 
     /// `PUT /db/_security` (its row: the database's admins); `_users`' only when `users_db_security_editable` is on.
-    func setSecurityObject(_ c: RequestContext) throws {
+    func setSecurityObject(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         if database.name == App.usersDatabase && !usersDBSecurityEditable {
             throw CouchError.forbidden("You can't edit the security object of the user database.")
@@ -193,6 +193,38 @@ package struct DatabaseHandlers: Sendable {
         try c.request.requireJSONContent()
         let object = try SecurityObject(c.request.jsonBody(limit: Limits.smallRequestBytes))
         try security.setSecurity(object, of: database.name)
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
+    }
+}
+
+extension DatabaseHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read, "/_dbs_info", .serverAdmin, notAllowedReason: "GET,HEAD,POST", databasesInfo),
+            Route([.POST], "/_dbs_info", .serverAdmin, body: .small, databasesInfoForKeys),
+            Route(read, "/{db}", .usersMember, drop: .ownDatabase, onlyIn: App.usersDatabase, info),
+            Route([.DELETE], "/{db}", .serverAdmin, notAllowedReason: "DELETE,GET,HEAD,POST", delete),
+            Route(read, "/{db}", .member, drop: .ownDatabase, info),
+            Route([.PUT], "/{db}", .serverAdmin, drop: .exists, create),
+            Route([.POST], "/{db}/_ensure_full_commit", .member, drop: .ownDatabase, ensureFullCommit),
+            Route([.GET, .HEAD], "/{db}/_revs_limit", .member, notAllowedReason: "PUT,GET", revsLimit),
+            Route([.PUT], "/{db}/_revs_limit", .databaseAdmin, body: .small, setRevsLimit),
+            Route([.POST], "/{db}/_compact", .maintenanceAdmin, body: .small, compact),
+            Route([.POST], "/{db}/_compact/{design}", .maintenanceAdmin, body: .small, compactDesign),
+            Route(read, "/{db}/_shards", .member, notAllowedReason: "GET", shards),
+            Route(read, "/{db}/_shards/{doc}", .member, notAllowedReason: "GET", shard),
+            Route([.POST], "/{db}/_sync_shards", .serverAdmin, notAllowedReason: "POST", syncShards),
+            Route(read, "/{db}/_security", .member, notAllowedReason: "PUT,GET", securityObject),
+            Route([.PUT], "/{db}/_security", .databaseAdmin, body: .small, setSecurityObject),
+            Route(HTTPMethod.allCases, "/{db}/_temp_view", .member) { _ in
+                throw CouchError.gone("Temporary views are not supported in CouchDB")
+            },
+            Route([.POST], "/{db}/_purge", .serverAdmin, body: .small, notAllowedReason: "POST", purge),
+            Route([.GET], "/{db}/_purged_infos_limit", .serverAdmin, notAllowedReason: "GET,PUT", purgedInfosLimit),
+            Route(
+                [.PUT], "/{db}/_purged_infos_limit", .serverAdmin, body: .small, notAllowedReason: "GET,PUT",
+                setPurgedInfosLimit),
+        ]
     }
 }

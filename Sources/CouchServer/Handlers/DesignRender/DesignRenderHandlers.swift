@@ -19,17 +19,22 @@ struct DesignRenderHandlers: Sendable {
     /// Largest request body handed to a show or update function (it crosses to the worker as one string).
     static let maxBodyBytes = Limits.documentBytes
 
+    /// couch_mrview_show: a `_show`, `_list` or `_update` path without a function name.
+    static func refuseInvalidPath(_ error: String) throws -> Never {
+        throw CouchError.designFunction(status: 404, error: error, reason: "Invalid path.")
+    }
+
     // MARK: Show
 
     /// `/db/_design/d/_show/s[/docid]`, any method: the function gets the document (null when there is none).
-    func show(_ c: RequestContext) throws {
+    func show(_ c: RequestContext) throws -> Response {
         let call = try DocumentCall(self, c, section: "shows", capture: "show")
         let etag = Self.showETag(call, c)
-        if c.request.ifNoneMatch(etag) { return try c.reply.bytes(304, [], headers: ["ETag": etag]) }
+        if c.request.ifNoneMatch(etag) { return .bytes(.notModified, [], headers: ["ETag": etag]) }
         let rendered = try Self.run { () throws(QueryServerError) in
             try queryServer.show(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
-        try ExternalResponse(rendered).send(c.reply, adding: [("ETag", etag), ("Vary", "Accept")])
+        return try ExternalResponse(rendered).response(adding: [("ETag", etag), ("Vary", "Accept")])
     }
 
     /// CouchDB's show ETag (`show_etag`): the design document's and the document's revisions, `Accept` and the
@@ -48,13 +53,13 @@ struct DesignRenderHandlers: Sendable {
 
     /// `/db/_design/d/_update/u[/docid]`: POST without an id, PUT (or POST) with one. The returned document is
     /// written as the requesting user; the response says its new revision (`X-Couch-Update-NewRev`, 201).
-    func update(_ c: RequestContext) throws {
+    func update(_ c: RequestContext) throws -> Response {
         let call = try DocumentCall(self, c, section: "updates", capture: "update")
         let outcome = try Self.run { () throws(QueryServerError) in
             try queryServer.update(call.ddoc, name: call.name, doc: call.doc, request: call.req)
         }
         guard let document = outcome.document else {
-            return try ExternalResponse(outcome.response).send(c.reply)
+            return try ExternalResponse(outcome.response).response()
         }
         let input = try DocumentInput(document)
         guard let id = input.id, !id.isEmpty else { throw CouchError.illegalDocID("Document id must not be empty") }
@@ -63,8 +68,7 @@ struct DesignRenderHandlers: Sendable {
             call.database, docID: id, input: input, base: input.rev, newEdits: true, followed: nil, user: c.user)
         var response = ExternalResponse(status: 201)
         try response.apply(outcome.response.object)
-        try response.send(
-            c.reply,
+        return response.response(
             adding: [("X-Couch-Update-NewRev", rev.description), ("X-Couch-Id", PercentEncoding.encode(id))])
     }
 
@@ -74,7 +78,7 @@ struct DesignRenderHandlers: Sendable {
     /// `_view` parameter, go one at a time to the list function, and what it sends streams to the client. The view
     /// may be `_all_docs` (`chttpd_show:handle_view_list`). As in CouchDB 3.4, a list's response has no `ETag`
     /// (the clustered list never sets one) and is never 304.
-    func list(_ c: RequestContext) throws {
+    func list(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let name = try c.parameter("list")
         let ddoc = try function(database, c, section: "lists", name: name)
@@ -83,19 +87,24 @@ struct DesignRenderHandlers: Sendable {
         // A POST's body is read once, for the query and for `req.body` (CouchDB hands the list the parsed object).
         let body = try c.request.postedQueryBody()
         let req = try requestObject.json(database, c.request, id: nil, body: body.map { .parsed($0) } ?? .none)
-        var sink = ListRowSink(server: queryServer, ddoc: ddoc, name: name, request: req, reply: c.reply)
-        defer { sink.close() }
-        do {
-            if view == "_all_docs" {
-                guard try DesignFunctionCache.designDocument(database, "_design/" + viewDesign) != nil else {
-                    throw CouchError.notFound("missing")
-                }
-                try allDocs.list(c, body: body, into: &sink)
-            } else {
-                try views.query(c, design: viewDesign, view: view, body: body, into: &sink)
+        if view == "_all_docs" {
+            guard try DesignFunctionCache.designDocument(database, "_design/" + viewDesign) != nil else {
+                throw CouchError.notFound("missing")
             }
-        } catch let error as QueryServerError {
-            throw Self.couchError(error)
+        }
+        // The status and headers are the function's `start()`, named as its first chunk goes out.
+        return .stream(.ok) { [queryServer, allDocs, views] stream in
+            var sink = ListRowSink(server: queryServer, ddoc: ddoc, name: name, request: req, stream: stream)
+            defer { sink.close() }
+            do {
+                if view == "_all_docs" {
+                    try allDocs.list(c, body: body, into: &sink)
+                } else {
+                    try views.query(c, design: viewDesign, view: view, body: body, into: &sink)
+                }
+            } catch let error as QueryServerError {
+                throw Self.couchError(error)
+            }
         }
     }
 
@@ -165,5 +174,36 @@ struct DesignRenderHandlers: Sendable {
             "not_acceptable": 406, "conflict": 409,
         ]
         return .designFunction(status: statuses[error.error] ?? 500, error: error.error, reason: error.reason)
+    }
+}
+
+extension DesignRenderHandlers: RouteCollection {
+    package var routes: [Route] {
+        let every = HTTPMethod.allCases
+        return [
+            Route(every, "/{db}/_design/{design}/_show", .member) { _ in try Self.refuseInvalidPath("show_error") },
+            Route(every, "/{db}/_design/{design}/_show/{show}", .member, body: .document, show),
+            Route(every, "/{db}/_design/{design}/_show/{show}/{path…}", .member, body: .document, show),
+            Route(every, "/{db}/_design/{design}/_list", .member) { _ in try Self.refuseInvalidPath("list_error") },
+            Route(every, "/{db}/_design/{design}/_list/{list}", .member) { _ in
+                try Self.refuseInvalidPath("list_error")
+            },
+            Route(
+                [.GET, .POST, .HEAD], "/{db}/_design/{design}/_list/{list}/{view}", .member, body: .bulk,
+                notAllowedReason: "GET,POST,HEAD", list),
+            Route(
+                [.GET, .POST, .HEAD], "/{db}/_design/{design}/_list/{list}/{viewDesign}/{view}", .member, body: .bulk,
+                notAllowedReason: "GET,POST,HEAD", list),
+            Route(every, "/{db}/_design/{design}/_update", .member) { _ in
+                try Self.refuseInvalidPath("update_error")
+            },
+            Route(every, "/{db}/_design/{design}/_update/{update}", .member, body: .document, update),
+            Route(every, "/{db}/_design/{design}/_update/{update}/{path…}", .member, body: .document, update),
+            Route(every, "/{db}/_design/{design}/_rewrite/{path…?}", .member) { _ in
+                // Deprecated in CouchDB 3: it rewrites URLs rather than serve data.
+                throw CouchError.notImplemented(
+                    "couchlite does not run _rewrite rules (deprecated in CouchDB 3): address the database directly.")
+            },
+        ]
     }
 }

@@ -94,14 +94,14 @@ struct ExternalResponse {
         return result
     }
 
-    /// Sends the whole response.
-    func send(_ reply: Reply, adding extra: [(String, String)] = []) throws {
+    /// The whole response, with `extra` headers set over the function's.
+    func response(adding extra: [(String, String)] = []) -> Response {
         var headers = httpHeaders
         for (name, value) in extra { headers.set(name, value) }
         if let json {
-            try reply.json(status, json, headers: headers)
+            return .json(Response.Status(status), json, headers: headers)
         } else {
-            try reply.bytes(status, body, headers: headers)
+            return .bytes(Response.Status(status), body, headers: headers)
         }
     }
 

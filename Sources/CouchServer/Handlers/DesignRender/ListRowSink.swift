@@ -14,12 +14,12 @@ struct ListRowSink: ViewRowSink {
     private let writer: ListResponseWriter
     private var session: ListSession?
 
-    init(server: QueryServer, ddoc: DesignDocument, name: String, request: JSON, reply: Reply) {
+    init(server: QueryServer, ddoc: DesignDocument, name: String, request: JSON, stream: ResponseStream) {
         self.server = server
         self.ddoc = ddoc
         self.name = name
         self.request = request
-        writer = ListResponseWriter(reply: reply)
+        writer = ListResponseWriter(stream)
     }
 
     mutating func start(_ head: [UInt8]) throws {
@@ -60,28 +60,28 @@ struct ListRowSink: ViewRowSink {
 
 /// The HTTP side of a list: what the function said about its response, and the response once begun.
 final class ListResponseWriter {
-    private let reply: Reply
+    private let stream: ResponseStream
     private var response = ExternalResponse()
     private var begun = false
 
-    init(reply: Reply) { self.reply = reply }
+    init(_ stream: ResponseStream) { self.stream = stream }
 
     func write(_ output: ListOutput) throws {
         if let start = output.start, !begun { try response.apply(start) }
         let chunk = output.chunks.joined()
         guard !chunk.isEmpty else { return }
         try begin()
-        try reply.write(Array(chunk.utf8))
+        try stream.write(Array(chunk.utf8))
     }
 
     func finish() throws {
         try begin()
-        try reply.finish()
     }
 
+    /// Names the function's status and headers as the response's head, before the first chunk.
     private func begin() throws {
         guard !begun else { return }
         begun = true
-        try reply.begin(response.status, headers: response.httpHeaders)
+        try stream.setHead(Response.Status(response.status), headers: response.httpHeaders)
     }
 }

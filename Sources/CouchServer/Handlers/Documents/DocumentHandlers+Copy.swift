@@ -6,7 +6,10 @@ import RevTree
 /// `chttpd_db` does it: the source revision (the winner, or `?rev=`/`If-Match`) is written as a new revision of
 /// the target, body and attachments alike.
 extension DocumentHandlers {
-    func copyDocument(_ database: Database, _ sourceID: String, _ request: Request, _ reply: Reply) throws {
+    func copy(_ c: RequestContext) throws -> Response {
+        let sourceID = try c.docID()
+        try DocumentID.validate(sourceID)
+        let (database, request) = (try c.database(), c.request)
         var sourceRev = try request.query["rev"].map(DocumentInput.parseRev)
         if let ifMatch = request.head.headers["If-Match"] {
             sourceRev = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
@@ -35,7 +38,7 @@ extension DocumentHandlers {
         let result = try documents.applyEdit(database, write, user: request.user)
         switch result.result {
         case .success(let rev):
-            try sendWriteResult(database, docID: targetID, rev: rev, status: 201, reply: reply)
+            return writeResult(database, docID: targetID, rev: rev, status: .created)
         case .failure(let error):
             throw CouchError(error)
         }

@@ -5,8 +5,13 @@ import CouchWire
 /// a 409 (a replicator's checkpoint write must always land). What the drop credentials may do here is their rows'
 /// (`DropScope.checkpoint`: not couchlite's own `_local` documents; no delete at all).
 extension DocumentHandlers {
+    /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
+    static func refuseLocalAttachment() throws -> Never {
+        throw CouchError.badRequest("_local documents do not accept attachments.")
+    }
+
     /// `GET /db/_local/id`.
-    func getLocal(_ c: RequestContext) throws {
+    func getLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
         try DocumentID.validate(docID)
         // The drop credentials read only their own checkpoints: any other `_local` document is absent to them.
@@ -18,23 +23,23 @@ extension DocumentHandlers {
         if case .object(let fields) = try JSON.parse(local.body) {
             for (key, value) in fields { doc[key] = value }
         }
-        try c.reply.json(200, .object(doc))
+        return .json(.ok, .object(doc))
     }
 
     /// `PUT /db/_local/id`.
-    func putLocal(_ c: RequestContext) throws {
+    func putLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
         try DocumentID.validate(docID)
         let input = try DocumentInput(try c.request.documentJSONBody(), local: true)
         let rev = try documents.putLocal(c.database(), docID, input: input, user: c.user)
-        try c.reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
+        return .json(.created, ["ok": true, "id": .string(docID), "rev": .string(rev)])
     }
 
     /// `DELETE /db/_local/id`.
-    func deleteLocal(_ c: RequestContext) throws {
+    func deleteLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
         try DocumentID.validate(docID)
         guard try c.database().deleteLocal(docID) else { throw CouchError.notFound("missing") }
-        try c.reply.json(200, ["ok": true, "id": .string(docID), "rev": "0-0"])
+        return .json(.ok, ["ok": true, "id": .string(docID), "rev": "0-0"])
     }
 }

@@ -20,38 +20,40 @@ extension DocumentHandlers {
 
     /// Writes one `multipart/related` body: JSON part then each following attachment, streamed.
     private func writeRelatedBody(
-        _ database: Database, writer: inout MultipartWriter, json: [UInt8], atts: [AttachmentInfo], reply: Reply
+        _ database: Database, writer: inout MultipartWriter, json: [UInt8], atts: [AttachmentInfo],
+        out: ResponseStream
     ) throws {
-        try reply.write(writer.partHeader(headers: MultipartWriter.jsonPartHeaders))
-        try reply.write(json)
+        try out.write(writer.partHeader(headers: MultipartWriter.jsonPartHeaders))
+        try out.write(json)
         for att in atts {
             let reader = try blobs.store(for: database).openReader(att.blobKey)
             defer { reader.close() }
             let headers = MultipartWriter.attachmentHeaders(
                 name: att.name, contentType: att.contentType, length: reader.length, encoding: att.encoding)
-            try reply.write(writer.partHeader(headers: headers))
-            try reply.stream(reader, from: 0, count: reader.length)
+            try out.write(writer.partHeader(headers: headers))
+            try out.stream(reader, from: 0, count: reader.length)
         }
-        try reply.write(writer.closing())
+        try out.write(writer.closing())
     }
 
     /// `GET /db/doc` with `Accept: multipart/related`.
     func sendMultipartRelated(
         _ database: Database, _ docID: String, info: DocumentInfo?, revision: StoredRevision, options: RenderOptions,
-        reply: Reply, etag: String
-    ) throws {
+        etag: String
+    ) throws -> Response {
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         let json = JSON.object(try renderer.render(revision)).serialized()
         let atts = following(revision, options)
-        var writer = MultipartWriter()
+        let writer = MultipartWriter()
         let length = writer.relatedBodyLength(jsonLength: json.count, attachments: multipartAttachments(atts))
         var headers = HTTPHeaders()
         headers.set("Content-Type", writer.contentType(mediaType: "multipart/related"))
         headers.set("ETag", etag)
         headers.sandboxAttachment()
-        try reply.begin(200, headers: headers, contentLength: length)
-        try writeRelatedBody(database, writer: &writer, json: json, atts: atts, reply: reply)
-        try reply.finish()
+        return .stream(.ok, headers: headers, contentLength: length) { out in
+            var writer = writer
+            try writeRelatedBody(database, writer: &writer, json: json, atts: atts, out: out)
+        }
     }
 
     /// `GET /db/doc?open_revs=…` with `Accept: multipart/mixed`: one part per revision —
@@ -59,35 +61,43 @@ extension DocumentHandlers {
     /// do, and `application/json; error="true"` with `{"missing":rev}` for unknown revisions.
     func sendOpenRevsMultipart(
         _ database: Database, _ docID: String, info: DocumentInfo?, results: [(rev: RevID, revision: StoredRevision?)],
-        options: RenderOptions, reply: Reply
-    ) throws {
-        var outer = MultipartWriter()
+        options: RenderOptions
+    ) throws -> Response {
+        let outer = MultipartWriter()
         var headers = HTTPHeaders()
         headers.set("Content-Type", outer.contentType(mediaType: "multipart/mixed"))
         headers.sandboxAttachment()
-        try reply.begin(200, headers: headers)
+        return .stream(.ok, headers: headers) { out in
+            try writeOpenRevs(database, docID, info: info, results: results, options: options, outer: outer, out: out)
+        }
+    }
+
+    private func writeOpenRevs(
+        _ database: Database, _ docID: String, info: DocumentInfo?, results: [(rev: RevID, revision: StoredRevision?)],
+        options: RenderOptions, outer: MultipartWriter, out: ResponseStream
+    ) throws {
+        var outer = outer
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: nil)
         for (rev, revision) in results {
             guard let revision else {
-                try reply.write(
+                try out.write(
                     outer.partHeader(headers: [("Content-Type", MultipartWriter.missingRevisionContentType)]))
-                try reply.write(JSON.object(JSONObject([("missing", .string(rev.description))])).serialized())
+                try out.write(JSON.object(JSONObject([("missing", .string(rev.description))])).serialized())
                 continue
             }
             let json = JSON.object(try renderer.render(revision)).serialized()
             let atts = following(revision, options)
             if atts.isEmpty {
-                try reply.write(outer.partHeader(headers: MultipartWriter.jsonPartHeaders))
-                try reply.write(json)
+                try out.write(outer.partHeader(headers: MultipartWriter.jsonPartHeaders))
+                try out.write(json)
                 continue
             }
             var inner = MultipartWriter()
-            try reply.write(
+            try out.write(
                 outer.partHeader(headers: [("Content-Type", inner.contentType(mediaType: "multipart/related"))]))
-            try writeRelatedBody(database, writer: &inner, json: json, atts: atts, reply: reply)
+            try writeRelatedBody(database, writer: &inner, json: json, atts: atts, out: out)
         }
-        try reply.write(outer.closing())
-        try reply.finish()
+        try out.write(outer.closing())
     }
 
     /// CouchDB refuses form posts whose `Referer` is missing or names another host (a guard
@@ -109,7 +119,10 @@ extension DocumentHandlers {
 
     /// `POST /db/doc` as `multipart/form-data` from an HTML form: `_rev` (or `_doc`, the whole
     /// document as JSON) and `_attachments` file fields (CouchDB's form upload).
-    func postAttachmentForm(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    func postForm(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, request) = (try c.database(), c.request)
         try DocumentHandlers.validateReferer(request)
         guard request.contentType == "multipart/form-data" else {
             throw CouchError.badContentType("Content-Type must be multipart/form-data")
@@ -196,7 +209,8 @@ extension DocumentHandlers {
                 }
             }
         }
-        try reply.json(
-            201, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: ["ETag": "\"\(rev)\""])
+        return .json(
+            .created, ["ok": true, "id": .string(docID), "rev": .string(rev.description)],
+            headers: ["ETag": "\"\(rev)\""])
     }
 }

@@ -10,55 +10,19 @@ struct DocumentHandlers: Sendable {
     let documents: DocumentWriter
     let blobs: BlobRegistry
     let log: Logger
-
-    /// `POST /db`: a new document, with a generated id unless the body has one.
-    func post(_ c: RequestContext) throws {
-        try postDocument(c.database(), c.request, c.reply)
-    }
-
-    /// `GET /db/doc`: a revision (the winner, `?rev=`, `?open_revs=`), as JSON or `multipart/related`.
-    func get(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try getDocument(c.database(), docID, c.request, c.reply)
-    }
-
-    /// `PUT /db/doc`: a new revision, from JSON or `multipart/related` (its attachments streamed to blobs first).
-    func put(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try putDocument(c.database(), docID, c.request, c.reply)
-    }
-
-    /// `DELETE /db/doc?rev=…`.
-    func delete(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try deleteDocument(c.database(), docID, c.request, c.reply)
-    }
-
-    /// `POST /db/doc`: CouchDB answers HTML form uploads here; a plain POST is not a document write.
-    func postForm(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try postAttachmentForm(c.database(), docID, c.request, c.reply)
-    }
-
-    /// `COPY /db/doc` with `Destination`.
-    func copy(_ c: RequestContext) throws {
-        let docID = try c.docID()
-        try DocumentID.validate(docID)
-        try copyDocument(c.database(), docID, c.request, c.reply)
-    }
 }
 
 extension DocumentHandlers {
     // MARK: Reading
 
-    private func getDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    /// `GET /db/doc`: a revision (the winner, `?rev=`, `?open_revs=`), as JSON or `multipart/related`.
+    func get(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, request) = (try c.database(), c.request)
         let query = request.query
         if let openRevs = query["open_revs"] {
-            return try getOpenRevs(database, docID, openRevs, request, reply)
+            return try getOpenRevs(database, docID, openRevs, request)
         }
         var options = try RenderOptions(query)
         let revision: StoredRevision
@@ -82,7 +46,7 @@ extension DocumentHandlers {
         let info = needsTree ? try database.document(docID) : nil
         let etag = "\"\(revision.rev)\""
         if request.ifNoneMatch(etag) {
-            return try reply.bytes(304, [], headers: ["ETag": etag])
+            return .bytes(.notModified, [], headers: ["ETag": etag])
         }
         if wantsMultipart(request, accept: "multipart/related"),
             revision.attachments.contains(where: { options.sendsData(revpos: $0.revpos) })
@@ -90,18 +54,18 @@ extension DocumentHandlers {
             options.attachments = true
             options.follows = true
             return try sendMultipartRelated(
-                database, docID, info: info, revision: revision, options: options, reply: reply, etag: etag)
+                database, docID, info: info, revision: revision, options: options, etag: etag)
         }
         let inline = InlineAttachments(blobs, database)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
-        try reply.json(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag])
+        return .json(.object(try renderer.render(revision)), inline: inline, headers: ["ETag": etag])
     }
 
     /// `open_revs=all` or `open_revs=["1-a",…]`, as a JSON array of `{"ok":doc}`/`{"missing":rev}`,
     /// or as `multipart/mixed` when the client asks for it (the CouchDB replicator does).
     private func getOpenRevs(
-        _ database: Database, _ docID: String, _ openRevs: String, _ request: Request, _ reply: Reply
-    ) throws {
+        _ database: Database, _ docID: String, _ openRevs: String, _ request: Request
+    ) throws -> Response {
         var options = try RenderOptions(request.query)
         options.dropMeta()
         let latest = request.query.isExactlyTrue("latest")
@@ -131,7 +95,7 @@ extension DocumentHandlers {
         if wantsMultipart(request, accept: "multipart/mixed") {
             options.follows = true
             return try sendOpenRevsMultipart(
-                database, docID, info: info, results: results, options: options, reply: reply)
+                database, docID, info: info, results: results, options: options)
         }
         let inline = InlineAttachments(blobs, database)
         let renderer = DocumentRenderer(id: docID, info: info, options: options, inline: inline)
@@ -143,7 +107,7 @@ extension DocumentHandlers {
                 array.append(["missing": .string(rev.description)])
             }
         }
-        try reply.json(.array(array), inline: inline)
+        return .json(.array(array), inline: inline)
     }
 
     /// Whether the `Accept` header asks for the given multipart type.
@@ -156,7 +120,11 @@ extension DocumentHandlers {
 
     // MARK: Writing
 
-    private func putDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    /// `PUT /db/doc`: a new revision, from JSON or `multipart/related` (its attachments streamed to blobs first).
+    func put(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, request) = (try c.database(), c.request)
         let newEdits = request.query.newEdits
         let (input, followed) = try documents.readBody(request, database, docID: docID)
         // The URL names the document; a different `_id` in the body must be a valid id and is then ignored,
@@ -168,7 +136,7 @@ extension DocumentHandlers {
             base = try DocumentInput.parseRev(ifMatch.trimmingCharacters(in: "\""))
         }
         if request.isBatch {
-            return try writeBatched(docID: docID, reply: reply) {
+            return try writeBatched(docID: docID) {
                 _ = try documents.writeOne(
                     database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed,
                     user: request.user)
@@ -177,22 +145,26 @@ extension DocumentHandlers {
         let rev = try documents.writeOne(
             database, docID: docID, input: input, base: base, newEdits: newEdits, followed: followed, user: request.user
         )
-        try sendWriteResult(database, docID: docID, rev: rev, status: 201, reply: reply)
+        return writeResult(database, docID: docID, rev: rev, status: .created)
     }
 
     /// `batch=ok`: CouchDB answers 202 `{"ok":true,"id":…}` with no rev and writes later, so a conflict is only
     /// logged. We write at once (nothing acknowledged is ever lost) and answer the same; a write refused for a
     /// conflict is dropped as CouchDB drops it, every other error is still answered.
-    private func writeBatched(docID: String, reply: Reply, _ write: () throws -> Void) throws {
+    private func writeBatched(docID: String, _ write: () throws -> Void) throws -> Response {
         do {
             try write()
         } catch CouchError.conflict {
             log.info("batch write conflict", ["id": docID])
         }
-        try reply.json(202, ["ok": true, "id": .string(docID)])
+        return .json(.accepted, ["ok": true, "id": .string(docID)])
     }
 
-    private func deleteDocument(_ database: Database, _ docID: String, _ request: Request, _ reply: Reply) throws {
+    /// `DELETE /db/doc?rev=…`.
+    func delete(_ c: RequestContext) throws -> Response {
+        let docID = try c.docID()
+        try DocumentID.validate(docID)
+        let (database, request) = (try c.database(), c.request)
         var base: RevID?
         if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
         if let ifMatch = request.head.headers["If-Match"] {
@@ -203,11 +175,12 @@ extension DocumentHandlers {
         input.deleted = true
         let rev = try documents.writeOne(
             database, docID: docID, input: input, base: base, newEdits: true, followed: nil, user: request.user)
-        try sendWriteResult(database, docID: docID, rev: rev, status: 200, reply: reply)
+        return writeResult(database, docID: docID, rev: rev, status: .ok)
     }
 
     /// `POST /db`: a new document, with a generated id unless the body has one.
-    func postDocument(_ database: Database, _ request: Request, _ reply: Reply) throws {
+    func post(_ c: RequestContext) throws -> Response {
+        let (database, request) = (try c.database(), c.request)
         try request.requireJSONContent()
         let json = try request.jsonBody(limit: Limits.documentBytes)
         let input = try DocumentInput(json, local: json["_id"]?.stringValue?.hasBytePrefix("_local/") == true)
@@ -215,10 +188,10 @@ extension DocumentHandlers {
         try DocumentID.validate(docID)
         if docID.hasBytePrefix("_local/") {
             let rev = try documents.putLocal(database, docID, input: input, user: request.user)
-            return try reply.json(201, ["ok": true, "id": .string(docID), "rev": .string(rev)])
+            return .json(.created, ["ok": true, "id": .string(docID), "rev": .string(rev)])
         }
         if request.isBatch {
-            return try writeBatched(docID: docID, reply: reply) {
+            return try writeBatched(docID: docID) {
                 _ = try documents.writeOne(
                     database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil,
                     user: request.user)
@@ -226,17 +199,17 @@ extension DocumentHandlers {
         }
         let rev = try documents.writeOne(
             database, docID: docID, input: input, base: input.rev, newEdits: true, followed: nil, user: request.user)
-        try sendWriteResult(database, docID: docID, rev: rev, status: 201, reply: reply)
+        return writeResult(database, docID: docID, rev: rev, status: .created)
     }
 
-    func sendWriteResult(_ database: Database, docID: String, rev: RevID, status: Int, reply: Reply) throws {
+    func writeResult(_ database: Database, docID: String, rev: RevID, status: Response.Status) -> Response {
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
-        if status == 201 {
+        if status == .created {
             let db = database.name
             headers.set("Location", "/\(PercentEncoding.segment(db))/\(PercentEncoding.segment(docID))")
         }
-        try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+        return .json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 }
 
@@ -246,5 +219,37 @@ extension String {
         while s.first == set { s.removeFirst() }
         while s.last == set { s.removeLast() }
         return String(s)
+    }
+}
+
+extension DocumentHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route([.POST], "/{db}", .member, body: .document, post),
+            Route([.POST], "/{db}/_bulk_docs", .member, drop: .upload, body: .bulk, bulkDocs),
+            // MARK: Local documents
+            Route(HTTPMethod.allCases, "/{db}/_local", .member) { _ in try Self.refuseLocalAttachment() },
+            Route(read, "/{db}/_local/{local}", .member, drop: .checkpoint, getLocal),
+            Route([.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document, putLocal),
+            Route([.DELETE], "/{db}/_local/{local}", .member, deleteLocal),
+            Route(HTTPMethod.allCases, "/{db}/_local/{local}/{path…}", .member) { _ in
+                try Self.refuseLocalAttachment()
+            },
+            // MARK: Design documents
+            Route(read, "/{db}/_design/{design}", .usersDesignRead, onlyIn: App.usersDatabase, get),
+            Route([.DELETE], "/{db}/_design/{design}", .databaseAdmin, delete),
+            Route(read, "/{db}/_design/{design}", .member, get),
+            Route([.POST], "/{db}/_design/{design}", .databaseAdmin, body: .attachment, postForm),
+            Route([.PUT], "/{db}/_design/{design}", .databaseAdmin, body: .document, put),
+            Route([.COPY], "/{db}/_design/{design}", .databaseAdmin, copy),
+            // MARK: Documents
+            Route(read, "/{db}/{doc}", .usersOwnDocument, onlyIn: App.usersDatabase, get),
+            Route([.DELETE], "/{db}/{doc}", .member, delete),
+            Route(read, "/{db}/{doc}", .member, get),
+            Route([.POST], "/{db}/{doc}", .member, body: .attachment, postForm),
+            Route([.PUT], "/{db}/{doc}", .member, drop: .upload, body: .document, put),
+            Route([.COPY], "/{db}/{doc}", .member, copy),
+        ]
     }
 }

@@ -14,14 +14,14 @@ struct AllDocsHandlers: Sendable {
     static let pageSize = 500
 
     /// `GET/POST /db/_all_docs`.
-    func list(_ c: RequestContext) throws {
+    func list(_ c: RequestContext) throws -> Response {
         try list(c, designOnly: false)
     }
 
     /// `GET/POST /db/_design_docs`: `_all_docs` over the design documents alone, as CouchDB's `_design`
     /// namespace: the key range is narrowed to `_design/…`, `keys` outside it are left out (not `not_found`), and
     /// `total_rows` counts the live design documents.
-    func designDocuments(_ c: RequestContext) throws {
+    func designDocuments(_ c: RequestContext) throws -> Response {
         try list(c, designOnly: true)
     }
 
@@ -39,20 +39,25 @@ struct AllDocsHandlers: Sendable {
 
     /// `POST /db/_all_docs/queries`, `/db/_design_docs/queries` (`MultiQuery`): every query is read before the
     /// first is answered, so a bad one is a clean 400.
-    func queries(_ c: RequestContext, designOnly: Bool) throws {
+    func queries(_ c: RequestContext, designOnly: Bool) throws -> Response {
         let database = try c.database()
         let queries = try MultiQuery.queries(c.request).map { try AllDocsQuery(c.request, query: $0) }
-        guard !queries.isEmpty else { return try MultiQuery.noResults(c.reply) }
-        for (index, query) in queries.enumerated() {
-            var response = AllDocsResponse(
-                writer: FeedWriter(reply: c.reply), blobs: blobs, part: ResultPart(index: index, count: queries.count))
-            try list(database, query, designOnly: designOnly, into: &response)
+        guard !queries.isEmpty else { return MultiQuery.noResults() }
+        return .stream(.ok) { stream in
+            for (index, query) in queries.enumerated() {
+                var response = AllDocsResponse(
+                    writer: FeedWriter(stream), blobs: blobs, part: ResultPart(index: index, count: queries.count))
+                try list(database, query, designOnly: designOnly, into: &response)
+            }
         }
     }
 
-    private func list(_ c: RequestContext, designOnly: Bool) throws {
-        var response = AllDocsResponse(writer: FeedWriter(reply: c.reply), blobs: blobs)
-        try list(c.database(), AllDocsQuery(c.request), designOnly: designOnly, into: &response)
+    private func list(_ c: RequestContext, designOnly: Bool) throws -> Response {
+        let (database, query) = (try c.database(), try AllDocsQuery(c.request))
+        return .stream(.ok) { stream in
+            var response = AllDocsResponse(writer: FeedWriter(stream), blobs: blobs)
+            try list(database, query, designOnly: designOnly, into: &response)
+        }
     }
 
     private func list(
@@ -223,4 +228,20 @@ private struct AllDocsListRows<Sink: ViewRowSink>: AllDocsRowSink {
     }
 
     mutating func finish() throws { try sink.finish() }
+}
+
+extension AllDocsHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read + [.POST], "/{db}/_all_docs", .memberListing, body: .bulk, list),
+            Route(read + [.POST], "/{db}/_design_docs", .member, body: .bulk, designDocuments),
+            Route([.POST], "/{db}/_all_docs/queries", .memberListing, body: .bulk, notAllowedReason: "POST") { c in
+                try queries(c, designOnly: false)
+            },
+            Route([.POST], "/{db}/_design_docs/queries", .member, body: .bulk, notAllowedReason: "POST") { c in
+                try queries(c, designOnly: true)
+            },
+        ]
+    }
 }

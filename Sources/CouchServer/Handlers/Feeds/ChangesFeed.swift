@@ -25,12 +25,15 @@ struct ChangesFeed {
     private let blobs: BlobRegistry
     /// `req` for a JavaScript filter (`filter=ddoc/name`).
     var filterRequest: JSON = .null
-    /// Whether the response head has been sent. It waits for the first byte of the body, so that a filter that
-    /// fails on the first page is answered with its error status, as CouchDB answers it.
+    /// Whether the body's opening has been written. The response head waits for it (`ResponseStream`), so that a
+    /// filter that fails on the first page is answered with its error status, as CouchDB answers it.
     private var begun = false
+    /// Where the feed is written.
+    private let stream: ResponseStream
 
     init(
-        database: Database, query: ChangesQuery, reply: Reply, engine: any ViewEngine, queryServer: QueryServer,
+        database: Database, query: ChangesQuery, stream: ResponseStream, engine: any ViewEngine,
+        queryServer: QueryServer,
         blobs: BlobRegistry
     ) {
         self.database = database
@@ -38,11 +41,20 @@ struct ChangesFeed {
         self.queryServer = queryServer
         self.blobs = blobs
         self.query = query
-        self.out = FeedWriter(reply: reply)
+        self.stream = stream
+        self.out = FeedWriter(stream)
         self.lastSeq = query.since
     }
 
-    package var reply: Reply { out.reply }
+    /// The head of the feed's response: an eventsource feed is `text/event-stream`.
+    static func headers(_ query: ChangesQuery) -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        if query.feed == .eventsource {
+            headers.set("Content-Type", "text/event-stream")
+            headers.set("Cache-Control", "no-cache")
+        }
+        return headers
+    }
 
     package mutating func run() throws {
         try scan()
@@ -76,12 +88,6 @@ struct ChangesFeed {
     private mutating func begin() throws {
         guard !begun else { return }
         begun = true
-        var headers = HTTPHeaders()
-        if query.feed == .eventsource {
-            headers.set("Content-Type", "text/event-stream")
-            headers.set("Cache-Control", "no-cache")
-        }
-        try reply.begin(200, headers: headers)
         if query.feed == .normal || query.feed == .longpoll { try out.append("{\"results\":[\n") }
     }
 
@@ -104,7 +110,6 @@ struct ChangesFeed {
         }
         try out.append("\n")  // CouchDB ends every streamed JSON response with one more newline
         try out.send()
-        try reply.finish()
     }
 
     /// Rows after `last_seq` in the snapshot the feed read. A scan that was not cut short by the
@@ -284,7 +289,7 @@ struct ChangesFeed {
     /// - Returns: false when the feed should end (timeout, client gone, database deleted: nothing will come, so
     ///   the feed ends now rather than at its timeout).
     private func waitForChanges(until deadline: ContinuousClock.Instant?) throws -> Bool {
-        let wait = LiveFeedWait(reply: reply, heartbeat: query.heartbeat, eventsource: query.feed == .eventsource)
+        let wait = LiveFeedWait(out: stream, heartbeat: query.heartbeat, eventsource: query.feed == .eventsource)
         return try wait.wait(until: deadline, ended: { database.isShutDown }) { slice in
             database.waitForChange(after: lastSeq, timeout: slice) > lastSeq
         }

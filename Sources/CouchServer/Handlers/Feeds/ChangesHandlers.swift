@@ -17,22 +17,38 @@ struct ChangesHandlers: Sendable {
     /// Whether a compaction runs, for a filter's `req.info` (the database's info as `GET /db` answers it).
     let compactions: Compactions
 
-    func feed(_ c: RequestContext) throws {
+    func feed(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let request = c.request
         if request.verb == .POST { try request.requireJSONContent() }
         let query = try ChangesQuery(request, database: database)
-        var feed = ChangesFeed(
-            database: database, query: query, reply: c.reply, engine: views.engine, queryServer: queryServer,
-            blobs: blobs)
+        let filterRequest: JSON
         if case .function = query.filter {
-            feed.filterRequest = try filterRequest(database, request, body: query.body)
+            filterRequest = try self.filterRequest(database, request, body: query.body)
+        } else {
+            filterRequest = .null
         }
-        // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
-        // in-process connections carry no client address).
-        let counted = query.feed != .normal && request.head.remoteAddress != nil
-        if counted { metrics.changesFeedOpened() }
-        defer { if counted { metrics.changesFeedClosed() } }
-        try feed.run()
+        return .stream(.ok, headers: ChangesFeed.headers(query)) { stream in
+            var feed = ChangesFeed(
+                database: database, query: query, stream: stream, engine: views.engine, queryServer: queryServer,
+                blobs: blobs)
+            feed.filterRequest = filterRequest
+            // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
+            // in-process connections carry no client address).
+            let counted = query.feed != .normal && request.head.remoteAddress != nil
+            if counted { metrics.changesFeedOpened() }
+            defer { if counted { metrics.changesFeedClosed() } }
+            try feed.run()
+        }
+    }
+}
+
+extension ChangesHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(
+                read + [.POST], "/{db}/_changes", .memberListing, body: .bulk, notAllowedReason: "GET,POST,HEAD", feed)
+        ]
     }
 }

@@ -22,12 +22,8 @@ enum MultiQuery {
     }
 
     /// Answers a multi-query without queries: `{"results":[]}`.
-    static func noResults(_ reply: Reply) throws {
-        var writer = FeedWriter(reply: reply)
-        try reply.begin(200)
-        try writer.append("{\"results\":[\r\n]}\n")
-        try writer.send()
-        try reply.finish()
+    static func noResults() -> Response {
+        .bytes(.ok, Array("{\"results\":[\r\n]}\n".utf8))
     }
 }
 
@@ -39,9 +35,8 @@ struct ResultPart {
 
 extension FeedWriter {
     /// Begins a listing: the response of a single query, or one result of a multi-query (the first also opens
-    /// the response and its `{"results":[`, the others follow a separator).
+    /// its `{"results":[`, the others follow a separator).
     mutating func beginListing(_ part: ResultPart?) throws {
-        if (part?.index ?? 0) == 0 { try reply.begin(200) }
         guard let part else { return }
         try append(part.index == 0 ? "{\"results\":[\r\n" : ",\r\n")
     }
@@ -55,6 +50,5 @@ extension FeedWriter {
         }
         try append("\n")  // the newline CouchDB ends every JSON response with
         try send()
-        try reply.finish()
     }
 }

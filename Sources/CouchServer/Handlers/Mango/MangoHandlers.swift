@@ -11,14 +11,15 @@ struct MangoHandlers: Sendable {
 
     // MARK: _find and _explain
 
-    func find(_ c: RequestContext) throws {
+    func find(_ c: RequestContext) throws -> Response {
         let (database, options, plan) = try prepare(c)
-        try MangoCursor(database: database, options: options, plan: plan, views: views).run(c.reply)
+        let cursor = MangoCursor(database: database, options: options, plan: plan, views: views)
+        return .stream(.ok) { stream in try cursor.run(stream) }
     }
 
-    func explain(_ c: RequestContext) throws {
+    func explain(_ c: RequestContext) throws -> Response {
         let (database, options, plan) = try prepare(c)
-        try c.reply.json(200, MangoExplain(database: database.name, options: options, plan: plan).json)
+        return .json(.ok, MangoExplain(database: database.name, options: options, plan: plan).json)
     }
 
     private func prepare(_ c: RequestContext) throws -> (Database, FindOptions, MangoPlan) {
@@ -35,14 +36,14 @@ struct MangoHandlers: Sendable {
     /// `GET /db/_index[?limit=N&skip=M]`: every index (`_all_docs` first), a page of them when asked. As
     /// `mango_httpd`: a limit under 1, a negative skip or a non-integer is a 500 `invalid_list_index_params`; a skip
     /// past the end is an empty page; `total_rows` counts them all.
-    func listIndexes(_ c: RequestContext) throws {
+    func listIndexes(_ c: RequestContext) throws -> Response {
         let indexes = try MangoIndex.list(try c.database())
         let limit = try Self.indexListParameter(c.query["limit"]) ?? indexes.count
         let skip = try Self.indexListParameter(c.query["skip"]) ?? 0
         guard limit >= 1, skip >= 0 else { throw Self.invalidListIndexParameters }
         let page = indexes.dropFirst(min(skip, indexes.count)).prefix(limit)
-        try c.reply.json(
-            200, .object(JSONObject([("total_rows", .int(indexes.count)), ("indexes", .array(page.map(\.json)))])))
+        return .json(
+            .ok, .object(JSONObject([("total_rows", .int(indexes.count)), ("indexes", .array(page.map(\.json)))])))
     }
 
     private static let invalidListIndexParameters = CouchError.mango(
@@ -58,7 +59,7 @@ struct MangoHandlers: Sendable {
         return value
     }
 
-    func createIndex(_ c: RequestContext) throws {
+    func createIndex(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try c.request.requireJSONContent()
         let request = try IndexRequest(try c.request.jsonObjectBody(limit: Limits.smallRequestBytes))
@@ -73,14 +74,14 @@ struct MangoHandlers: Sendable {
                     ("result", .string(result)), ("id", .string(request.designID)), ("name", .string(request.name)),
                 ]))
         }
-        if views[request.name] == view { return try c.reply.json(200, answer("exists")) }
+        if views[request.name] == view { return .json(.ok, answer("exists")) }
         views[request.name] = view
         body["views"] = .object(views)
         try save(database, request.designID, current, body: .object(body), deleted: false, c)
-        try c.reply.json(200, answer("created"))
+        return .json(.ok, answer("created"))
     }
 
-    func deleteIndex(_ c: RequestContext) throws {
+    func deleteIndex(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         var parts = try c.parameter("path").split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         if parts.first == "_design" { parts.removeFirst() }
@@ -89,10 +90,10 @@ struct MangoHandlers: Sendable {
         guard parts[1] == "json", try removeIndex(database, designID, name: parts[2], c) else {
             throw CouchError.notFound("missing")
         }
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
     }
 
-    func bulkDelete(_ c: RequestContext) throws {
+    func bulkDelete(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try c.request.requireJSONContent()
         let body = try c.request.jsonObjectBody(limit: Limits.bulkRequestBytes)
@@ -114,7 +115,7 @@ struct MangoHandlers: Sendable {
             try save(database, designID, current, body: .object(JSONObject()), deleted: true, c)
             success.append(.object(JSONObject([("id", .string(designID)), ("ok", true)])))
         }
-        try c.reply.json(200, .object(JSONObject([("success", .array(success)), ("fail", .array(fail))])))
+        return .json(.ok, .object(JSONObject([("success", .array(success)), ("fail", .array(fail))])))
     }
 
     /// Removes view `name` from a query design document, deleting the document when nothing else is left in it
@@ -150,5 +151,20 @@ struct MangoHandlers: Sendable {
             body: JSON.object(object).serialized(), attachments: deleted ? [] : stubs)
         let outcome = try documents.applyEdit(database, write, user: c.user)
         if case .failure(let error) = outcome.result { throw CouchError(error, docID: designID) }
+    }
+}
+
+extension MangoHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route([.POST], "/{db}/_find", .member, body: .bulk, notAllowedReason: "POST", find),
+            Route([.POST], "/{db}/_explain", .member, body: .bulk, notAllowedReason: "POST", explain),
+            Route(read, "/{db}/_index", .member, notAllowedReason: "GET,POST", listIndexes),
+            Route([.POST], "/{db}/_index", .databaseAdmin, body: .small, createIndex),
+            Route(
+                [.POST], "/{db}/_index/_bulk_delete", .databaseAdmin, body: .bulk, notAllowedReason: "POST", bulkDelete),
+            Route([.DELETE], "/{db}/_index/{path…}", .databaseAdmin, notAllowedReason: "DELETE", deleteIndex),
+        ]
     }
 }

@@ -26,42 +26,42 @@ struct NodeHandlers: Sendable {
     let configSettings: ConfigSettings
 
     /// CouchDB answers these to HEAD as to GET but names only GET in its 405 (the route table's `notAllowedReason`).
-    func membership(_ c: RequestContext) throws {
-        try c.reply.json(200, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
+    func membership(_ c: RequestContext) throws -> Response {
+        return .json(.ok, ["all_nodes": [.string(App.nodeName)], "cluster_nodes": [.string(App.nodeName)]])
     }
 
     /// `GET /_node/{node}`: CouchDB names the node for `_local`; a node named outright answers its own `/` (the
     /// request is handed to that node's local HTTP layer).
-    package func root(_ c: RequestContext) throws {
+    package func root(_ c: RequestContext) throws -> Response {
         guard try Self.requireNode(c) == "_local" else {
-            return try c.reply.json(200, ServerHandlers.welcome(serverUUID: serverUUID))
+            return .json(.ok, ServerHandlers.welcome(serverUUID: serverUUID))
         }
-        try c.reply.json(200, ["name": .string(App.nodeName)])
+        return .json(.ok, ["name": .string(App.nodeName)])
     }
 
     /// `GET /_node/{node}/_stats[/group/…]`.
-    func stats(_ c: RequestContext) throws {
+    func stats(_ c: RequestContext) throws -> Response {
         try Self.requireNode(c)
         let path = c.parameters["path"].map { $0.split(separator: "/").map(String.init) } ?? []
-        try c.reply.json(200, MetricTree.extract(path[...], from: statsTree().json))
+        return .json(.ok, MetricTree.extract(path[...], from: statsTree().json))
     }
 
     /// `GET /_node/{node}/_prometheus`.
-    func prometheus(_ c: RequestContext) throws {
+    func prometheus(_ c: RequestContext) throws -> Response {
         try Self.requireNode(c)
         var headers = HTTPHeaders()
         headers.set("Content-Type", Self.prometheusContentType)
-        try c.reply.bytes(200, Array(prometheusText().utf8), headers: headers)
+        return .bytes(.ok, Array(prometheusText().utf8), headers: headers)
     }
 
     /// `GET /_node/{node}/_system`.
-    func system(_ c: RequestContext) throws {
+    func system(_ c: RequestContext) throws -> Response {
         try Self.requireNode(c)
-        try c.reply.json(200, systemJSON())
+        return .json(.ok, systemJSON())
     }
 
     /// Any other `_node/{node}/…` path: 404, once the node is this one.
-    func missing(_ c: RequestContext) throws {
+    func missing(_ c: RequestContext) throws -> Response {
         try Self.requireNode(c)
         throw CouchError.notFound("missing")
     }
@@ -198,5 +198,30 @@ struct NodeHandlers: Sendable {
                 ("thread_count", .int(figures.threads)), ("open_os_files", .int(figures.openFiles)),
                 ("os_proc_count", 0), ("internal_replication_jobs", 0),
             ]))
+    }
+}
+
+extension NodeHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read, "/_membership", .serverAdmin, notAllowedReason: "GET", membership),
+            Route(HTTPMethod.allCases, "/_node", .serverAdmin) { _ in
+                throw CouchError.badRequest("Incomplete path to _node request")
+            },
+            Route(read, "/_node/{node}", .serverAdmin, notAllowedReason: "GET", root),
+            Route(read, "/_node/{node}/_stats", .metricsReader, notAllowedReason: "GET", stats),
+            Route(read, "/_node/{node}/_stats/{path…}", .metricsReader, notAllowedReason: "GET", stats),
+            Route(read, "/_node/{node}/_prometheus", .metricsReader, notAllowedReason: "GET", prometheus),
+            Route(read, "/_node/{node}/_system", .metricsReader, notAllowedReason: "GET", system),
+            Route(read, "/_node/{node}/_config", .serverAdmin, notAllowedReason: "GET", config),
+            Route(read, "/_node/{node}/_config/{section}", .serverAdmin, notAllowedReason: "GET", configSection),
+            Route(
+                read, "/_node/{node}/_config/{section}/{key}", .serverAdmin, notAllowedReason: "GET,PUT,DELETE",
+                configValue),
+            Route([.PUT], "/_node/{node}/_config/{section}/{key}", .serverAdmin, body: .small, setConfigValue),
+            Route([.DELETE], "/_node/{node}/_config/{section}/{key}", .serverAdmin, deleteConfigValue),
+            Route(HTTPMethod.allCases, "/_node/{node}/{path…}", .serverAdmin, missing),
+        ]
     }
 }

@@ -9,22 +9,22 @@ import Replicator
 /// documents are every `_replicator` document seen, with their state.
 extension ReplicationJobHandlers {
     /// `GET /_scheduler/jobs`, sorted by id, with `limit` (100) and `skip`.
-    func schedulerJobs(_ c: RequestContext) throws {
+    func schedulerJobs(_ c: RequestContext) throws -> Response {
         let jobs = schedulerJobRows().sorted { $0.id < $1.id }.map(\.json)
-        try c.reply.json(200, try Self.page(jobs, "jobs", c.query, limit: 100))
+        return .json(.ok, try Self.page(jobs, "jobs", c.query, limit: 100))
     }
 
     /// `GET /_scheduler/jobs/{id}`. A job id has `+`s (`<hash>+continuous`), which a path decodes as spaces
     /// (CouchDB's `couch_replicator_ids:convert` turns them back, so users need not write `%2B`); so does this.
-    func schedulerJob(_ c: RequestContext) throws {
+    func schedulerJob(_ c: RequestContext) throws -> Response {
         let id = (c.parameters["id"] ?? "").replacing(" ", with: "+")
         guard let row = schedulerJobRows().first(where: { $0.id == id }) else { throw CouchError.notFound("missing") }
-        try c.reply.json(200, row.json)
+        return .json(.ok, row.json)
     }
 
     /// `GET /_scheduler/docs[/{replicator db}[/{docid}]]`, with `states` (a comma-separated filter), `limit` and
     /// `skip`.
-    func schedulerDocs(_ c: RequestContext) throws {
+    func schedulerDocs(_ c: RequestContext) throws -> Response {
         if let database = c.parameters["replicator"], database != ReplicatorDatabase.name {
             throw CouchError.badRequest("Invalid path")
         }
@@ -33,12 +33,12 @@ extension ReplicationJobHandlers {
             guard let (id, state) = states.first(where: { $0.0 == docID }) else {
                 throw CouchError.notFound("missing")
             }
-            return try c.reply.json(200, Self.docJSON(id, state))
+            return .json(.ok, Self.docJSON(id, state))
         }
         let wanted = try Self.stateFilter(c.query["states"])
         let docs = states.filter { wanted.isEmpty || wanted.contains($0.1.state) }.map(Self.docJSON)
         // As CouchDB's (read from the database's view), `total_rows` counts every document, filtered or not.
-        try c.reply.json(200, try Self.page(docs, "docs", c.query, limit: nil, total: states.count))
+        return .json(.ok, try Self.page(docs, "docs", c.query, limit: nil, total: states.count))
     }
 
     /// CouchDB's states; an unknown one is CouchDB's `query_parse_error` (`parse_replication_state_filter`).

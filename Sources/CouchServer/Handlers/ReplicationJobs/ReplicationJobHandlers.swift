@@ -20,12 +20,12 @@ struct ReplicationJobHandlers: Sendable {
     let log: Logger
 
     /// `POST /_replicate`.
-    func replicate(_ c: RequestContext) throws {
+    func replicate(_ c: RequestContext) throws -> Response {
         let body = try c.request.jsonObjectBody(limit: Limits.smallRequestBytes)
         if body["cancel"]?.boolValue == true,
             let id = body["replication_id"]?.stringValue ?? body["_local_id"]?.stringValue
         {
-            return try cancelReplication(id, c.reply)
+            return try cancelReplication(id)
         }
         let parsed = try ReplicationRequest(
             body, identity: serverUUID, log: log,
@@ -36,9 +36,9 @@ struct ReplicationJobHandlers: Sendable {
                 source: parsed.source, target: parsed.target, options: parsed.options)
         } catch {
             let (status, name) = Self.replicationErrorStatus(error)
-            return try c.reply.json(status, ["error": .string(name), "reason": .string(error.description)])
+            return .json(status, ["error": .string(name), "reason": .string(error.description)])
         }
-        if parsed.cancel { return try cancelReplication(replication.fullID, c.reply) }
+        if parsed.cancel { return try cancelReplication(replication.fullID) }
         let job = ReplicationJobs.Job(replication, docID: nil)
         if parsed.options.continuous {
             if let scheduler = replicatorDatabase.scheduler {
@@ -51,7 +51,7 @@ struct ReplicationJobHandlers: Sendable {
                     }
                 }
             }
-            return try c.reply.json(202, ["ok": true, "_local_id": .string(replication.fullID)])
+            return .json(.accepted, ["ok": true, "_local_id": .string(replication.fullID)])
         }
         guard replications.add(job) else {
             throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
@@ -69,44 +69,44 @@ struct ReplicationJobHandlers: Sendable {
         replications.remove(job)
         switch outcome {
         case .success(let result):
-            try c.reply.json(200, result)
+            return .json(.ok, result)
         case .failure(let error):
             if error != .cancelled { replications.noteCrash() }
             let (status, name) = Self.replicationErrorStatus(error)
             var reason = error.description
             if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }
-            try c.reply.json(status, ["error": .string(name), "reason": .string(reason)])
+            return .json(status, ["error": .string(name), "reason": .string(reason)])
         }
     }
 
     /// CouchDB's answers for a failed one-shot replication.
-    private static func replicationErrorStatus(_ error: ReplicationError) -> (Int, String) {
+    private static func replicationErrorStatus(_ error: ReplicationError) -> (Response.Status, String) {
         switch error {
-        case .databaseNotFound: (404, "db_not_found")
-        case .unauthorized: (401, "unauthorized")
-        case .forbidden: (403, "forbidden")
-        case .badRequest: (400, "bad_request")
-        case .filterNotFound: (404, "not_found")
-        case .cancelled: (500, "cancelled")
-        default: (500, "replication_failed")
+        case .databaseNotFound: (.notFound, "db_not_found")
+        case .unauthorized: (.unauthorized, "unauthorized")
+        case .forbidden: (.forbidden, "forbidden")
+        case .badRequest: (.badRequest, "bad_request")
+        case .filterNotFound: (.notFound, "not_found")
+        case .cancelled: (.internalServerError, "cancelled")
+        default: (.internalServerError, "replication_failed")
         }
     }
 
-    private func cancelReplication(_ id: String, _ reply: Reply) throws {
+    private func cancelReplication(_ id: String) throws -> Response {
         if replicatorDatabase.scheduler?.cancelTransient(id) == true {
-            return try reply.json(200, ["ok": true, "_local_id": .string(id)])
+            return .json(.ok, ["ok": true, "_local_id": .string(id)])
         }
         guard let job = replications.job(id: id) else {
             throw CouchError.notFound("Replication `\(id)` not found")
         }
         job.replication.cancel()
-        try reply.json(200, ["ok": true, "_local_id": .string(id)])
+        return .json(.ok, ["ok": true, "_local_id": .string(id)])
     }
 
     /// `GET /_active_tasks`: one entry per running replication, with CouchDB's fields.
-    func activeTasks(_ c: RequestContext) throws {
+    func activeTasks(_ c: RequestContext) throws -> Response {
         let tasks = replications.all.filter { !$0.isFinished }.map(Self.taskJSON)
-        try c.reply.json(200, .array(tasks))
+        return .json(.ok, .array(tasks))
     }
 
     private static func taskJSON(_ job: ReplicationJobs.Job) -> JSON {
@@ -132,5 +132,20 @@ struct ReplicationJobHandlers: Sendable {
                 ("started_on", .int(Int(replication.startedOn.timeIntervalSince1970))),
                 ("updated_on", .int(Int(replication.updatedOn.timeIntervalSince1970))),
             ]))
+    }
+}
+
+extension ReplicationJobHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route([.POST], "/_replicate", .serverAdmin, body: .small, replicate),
+            Route(read, "/_active_tasks", .serverAdmin, activeTasks),
+            Route(read, "/_scheduler/jobs", .serverAdmin, schedulerJobs),
+            Route(read, "/_scheduler/jobs/{id}", .serverAdmin, schedulerJob),
+            Route(read, "/_scheduler/docs", .serverAdmin, schedulerDocs),
+            Route(read, "/_scheduler/docs/{replicator}", .serverAdmin, schedulerDocs),
+            Route(read, "/_scheduler/docs/{replicator}/{doc…}", .serverAdmin, schedulerDocs),
+        ]
     }
 }

@@ -5,13 +5,13 @@ import CouchWire
 /// `longpoll`, one line per event then `{"last_seq"}` for `continuous`, `data:`/`id:` events for `eventsource`,
 /// with `since` (a seq or `now`), `limit`, `descending`, `timeout` and `heartbeat` as `_changes` takes them.
 ///
-/// Rows are written as they are produced through the reply's bounded writer: a client that stops reading blocks
+/// Rows are written as they are produced through the response's bounded writer: a client that stops reading blocks
 /// this feed's thread on the socket, never makes the server buffer events (each database has one entry anyway).
 struct DatabaseUpdatesFeed {
     enum Feed: String { case normal, longpoll, continuous, eventsource }
 
     let updates: DatabaseUpdates
-    let reply: Reply
+    let stream: ResponseStream
     var feed = Feed.normal
     var since = 0
     var limit = Int.max
@@ -22,10 +22,24 @@ struct DatabaseUpdatesFeed {
     private var lastSeq = 0
     private var out: FeedWriter
 
-    init(_ request: Request, reply: Reply, updates: DatabaseUpdates) throws {
+    /// The response: the feed is made and run as its body is written, so a bad parameter is still answered as a
+    /// plain error (nothing was sent yet).
+    static func response(_ request: Request, updates: DatabaseUpdates) -> Response {
+        var headers = HTTPHeaders()
+        if request.query["feed"] == Feed.eventsource.rawValue {
+            headers.set("Content-Type", "text/event-stream")
+            headers.set("Cache-Control", "no-cache")
+        }
+        return .stream(.ok, headers: headers) { stream in
+            var feed = try DatabaseUpdatesFeed(request, stream, updates: updates)
+            try feed.run()
+        }
+    }
+
+    init(_ request: Request, _ stream: ResponseStream, updates: DatabaseUpdates) throws {
         self.updates = updates
-        self.reply = reply
-        out = FeedWriter(reply: reply)
+        self.stream = stream
+        out = FeedWriter(stream)
         let query = request.query
         if let text = query["feed"] {
             guard let parsed = Feed(rawValue: text) else {
@@ -55,12 +69,6 @@ struct DatabaseUpdatesFeed {
     }
 
     mutating func run() throws {
-        var headers = HTTPHeaders()
-        if feed == .eventsource {
-            headers.set("Content-Type", "text/event-stream")
-            headers.set("Cache-Control", "no-cache")
-        }
-        try reply.begin(200, headers: headers)
         if feed == .normal || feed == .longpoll { try out.append("{\"results\":[\n") }
         try scan()
         let deadline = heartbeat == nil ? ContinuousClock.now + timeout : nil
@@ -121,13 +129,12 @@ struct DatabaseUpdatesFeed {
         }
         try out.append(tail)
         try out.send()
-        try reply.finish()
     }
 
     /// Waits for an event after `lastSeq`, sending heartbeats and watching for the client leaving.
     /// - Returns: false when the feed should end (timeout, client gone).
     private func waitForEvents(until deadline: ContinuousClock.Instant?) throws -> Bool {
-        let wait = LiveFeedWait(reply: reply, heartbeat: heartbeat, eventsource: feed == .eventsource)
+        let wait = LiveFeedWait(out: stream, heartbeat: heartbeat, eventsource: feed == .eventsource)
         return try wait.wait(until: deadline) { slice in updates.log.wait(after: lastSeq, timeout: slice) > lastSeq }
     }
 }

@@ -19,26 +19,26 @@ struct SessionHandlers: Sendable {
     }
 
     /// `GET /_session`: who the request speaks for.
-    func session(_ c: RequestContext) throws {
+    func session(_ c: RequestContext) throws -> Response {
         let user = c.user
         if user.name == nil, c.query["basic"] == "true" { throw CouchError.unauthorized("Please login.") }
         var info = JSONObject([("authentication_handlers", ["cookie", "default"])])
         if let handler = user.handler { info["authenticated"] = .string(handler) }
         info["authentication_db"] = .string(App.usersDatabase)
-        try c.reply.json(200, ["ok": true, "userCtx": user.json, "info": .object(info)])
+        return .json(.ok, ["ok": true, "userCtx": user.json, "info": .object(info)])
     }
 
     /// `DELETE /_session`: clears the cookie.
-    func logOut(_ c: RequestContext) throws {
+    func logOut(_ c: RequestContext) throws -> Response {
         let request = c.request
         var headers = HTTPHeaders()
         headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
         let status = try addRedirect(request.query["next"], request, &headers)
-        try c.reply.json(status, ["ok": true], headers: headers)
+        return .json(status, ["ok": true], headers: headers)
     }
 
     /// `POST /_session`: checks a name and password and sets the cookie.
-    func logIn(_ c: RequestContext) throws {
+    func logIn(_ c: RequestContext) throws -> Response {
         let request = c.request
         let form = try loginForm(request)
         let couchName = form["name"]
@@ -59,16 +59,16 @@ struct SessionHandlers: Sendable {
         else {
             headers.add("Set-Cookie", SessionCookie.header("", now: Authenticator.now, secure: request.head.isSecure))
             let redirected = try addRedirect(request.query["fail"], request, &headers)
-            let status = redirected == 302 ? 302 : 401
+            let status: Response.Status = redirected == .found ? .found : .unauthorized
             let error = CouchError.unauthorized("Name or password is incorrect.")
-            return try c.reply.json(status, error.json, headers: headers)
+            return .json(status, error.json, headers: headers)
         }
         headers.add(
             "Set-Cookie",
             SessionCookie.header(
                 authenticator.newCookie(for: account), now: Authenticator.now, secure: request.head.isSecure))
         let status = try addRedirect(request.query["next"], request, &headers)
-        try c.reply.json(
+        return .json(
             status,
             ["ok": true, "name": .string(account.name.text), "roles": .array(account.roles.map { .string($0.text) })],
             headers: headers)
@@ -104,8 +104,10 @@ struct SessionHandlers: Sendable {
 
     /// For `next`/`fail`: a 302 to that path on this server. Only local paths are followed, so the
     /// login page cannot be turned into an open redirect or a header injection.
-    private func addRedirect(_ target: String?, _ request: Request, _ headers: inout HTTPHeaders) throws -> Int {
-        guard let target else { return 200 }
+    private func addRedirect(
+        _ target: String?, _ request: Request, _ headers: inout HTTPHeaders
+    ) throws -> Response.Status {
+        guard let target else { return .ok }
         guard target.hasPrefix("/"), !target.hasPrefix("//"), !target.contains("\\"),
             target.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F })
         else {
@@ -118,6 +120,17 @@ struct SessionHandlers: Sendable {
             host = fallback
         }
         headers.add("Location", "\(secure ? "https" : "http")://\(host)\(target)")
-        return 302
+        return .found
+    }
+}
+
+extension SessionHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route(read, "/_session", .anyone, drop: .open, notAllowedReason: "GET,HEAD,POST,DELETE", session),
+            Route([.POST], "/_session", .anyone, drop: .open, body: .small, logIn),
+            Route([.DELETE], "/_session", .anyone, drop: .open, logOut),
+        ]
     }
 }

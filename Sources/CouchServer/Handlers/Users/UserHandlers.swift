@@ -15,9 +15,8 @@ struct UserHandlers: Sendable {
     let iterations: Int
 
     /// `POST /_users`: a new user document, its `_id` from the body.
-    package func create(_ c: RequestContext) throws {
+    package func create(_ c: RequestContext) throws -> Response {
         let request = c.request
-        let reply = c.reply
         let database = try c.database()
         let doc = try userDocumentBody(request)
         guard let docID = doc["_id"]?.stringValue else {
@@ -25,11 +24,11 @@ struct UserHandlers: Sendable {
         }
         let rev = try writeUserDocument(
             database, docID: docID, doc, base: nil, newEdits: true, user: request.user)
-        try sendUserWrite(docID, rev, status: 201, request, reply)
+        return userWrite(docID, rev, status: .created)
     }
 
     /// `PUT` and `DELETE /_users/{doc}`.
-    func write(_ c: RequestContext) throws {
+    func write(_ c: RequestContext) throws -> Response {
         let request = c.request
         let database = try c.database()
         let docID = try c.docID()
@@ -42,7 +41,7 @@ struct UserHandlers: Sendable {
             let rev = try writeUserDocument(
                 database, docID: docID, JSONObject([("_deleted", true)]), base: base, newEdits: true,
                 user: request.user)
-            return try sendUserWrite(docID, rev, status: 200, request, c.reply)
+            return userWrite(docID, rev, status: .ok)
         }
         let doc = try userDocumentBody(request)
         // The URL names the document (a different body `_id` is ignored, as in CouchDB).
@@ -51,7 +50,7 @@ struct UserHandlers: Sendable {
         let newEdits = request.query.newEdits
         let rev = try writeUserDocument(
             database, docID: docID, doc, base: base, newEdits: newEdits, user: request.user)
-        try sendUserWrite(docID, rev, status: 201, request, c.reply)
+        return userWrite(docID, rev, status: .created)
     }
 
 }
@@ -68,17 +67,16 @@ extension UserHandlers {
         return object
     }
 
-    private func sendUserWrite(_ docID: String, _ rev: RevID, status: Int, _ request: Request, _ reply: Reply) throws {
+    private func userWrite(_ docID: String, _ rev: RevID, status: Response.Status) -> Response {
         var headers = HTTPHeaders()
         headers.set("ETag", "\"\(rev)\"")
-        if status == 201 { headers.set("Location", "/_users/\(PercentEncoding.segment(docID))") }
-        try reply.json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
+        if status == .created { headers.set("Location", "/_users/\(PercentEncoding.segment(docID))") }
+        return .json(status, ["ok": true, "id": .string(docID), "rev": .string(rev.description)], headers: headers)
     }
 
     /// `POST /_users/_bulk_docs`: each document goes through the same checks, one at a time.
-    func bulkDocs(_ c: RequestContext) throws {
+    func bulkDocs(_ c: RequestContext) throws -> Response {
         let request = c.request
-        let reply = c.reply
         try request.requireJSONContent()
         let database = try c.database()
         let body = try request.jsonObjectBody(limit: Limits.bulkRequestBytes)
@@ -105,7 +103,7 @@ extension UserHandlers {
                 results.append(.object(entry))
             }
         }
-        try reply.json(201, .array(results))
+        return .json(.created, .array(results))
     }
 
     /// Checks, hashes and stores one user document.
@@ -215,5 +213,15 @@ extension UserHandlers {
         }
         if name.hasBytePrefix("_") { throw .forbidden("Username may not start with underscore.") }
         if name.containsByte(UInt8(ascii: ":")) { throw .forbidden("Character `:` is not allowed in usernames.") }
+    }
+}
+
+extension UserHandlers: RouteCollection {
+    package var routes: [Route] {
+        return [
+            Route([.POST], "/{db}", .usersMember, body: .document, onlyIn: App.usersDatabase, create),
+            Route([.POST], "/{db}/_bulk_docs", .usersMember, body: .bulk, onlyIn: App.usersDatabase, bulkDocs),
+            Route([.PUT, .DELETE], "/{db}/{doc}", .usersMember, body: .document, onlyIn: App.usersDatabase, write),
+        ]
     }
 }

@@ -3,7 +3,7 @@ import CouchWire
 
 extension ViewHandlers {
     /// `GET /db/_design/d/_info`: the design document's index in CouchDB's shape (`couch_mrview:get_info`).
-    package func info(_ c: RequestContext) throws {
+    package func info(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let design = try c.parameter("design")
         let group = try ViewGroup.load(database, design: design)
@@ -22,12 +22,12 @@ extension ViewHandlers {
             ("language", .string(group.language)),
             ("compact_running", false),
         ])
-        try c.reply.json(200, .object(JSONObject([("name", .string(design)), ("view_index", .object(viewIndex))])))
+        return .json(.ok, .object(JSONObject([("name", .string(design)), ("view_index", .object(viewIndex))])))
     }
 
     /// `POST /db/_view_cleanup`: deletes the index files of signatures no design document of the database has any
     /// more.
-    func cleanup(_ c: RequestContext) throws {
+    func cleanup(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         try c.request.requireJSONContent()
         var designIDs: [String] = []
@@ -45,6 +45,6 @@ extension ViewHandlers {
             keep.insert(group.signature)
         }
         views.cleanup(database, keep: keep)
-        try c.reply.json(202, ["ok": true])
+        return .json(.accepted, ["ok": true])
     }
 }

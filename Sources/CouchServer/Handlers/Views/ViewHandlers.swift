@@ -17,14 +17,17 @@ struct ViewHandlers: Sendable {
     /// rows are read a page at a time and sent as they are rendered, so a query over a million rows holds one
     /// page. Map output is CouchDB's `{"total_rows","offset","rows":[{"id","key","value","doc"?}]}`; reduce
     /// output `{"rows":[{"key","value"}]}`, grouped by `group`/`group_level`.
-    package func query(_ c: RequestContext) throws {
-        var output = ViewOutput(reply: c.reply)
-        try query(c, design: c.parameter("design"), view: c.parameter("view"), into: &output)
+    package func query(_ c: RequestContext) throws -> Response {
+        let (design, view) = (try c.parameter("design"), try c.parameter("view"))
+        return .stream(.ok) { stream in
+            var output = ViewOutput(FeedWriter(stream))
+            try query(c, design: design, view: view, into: &output)
+        }
     }
 
     /// `POST /db/_design/d/_view/v/queries` (`MultiQuery`): every query is read and checked against the view
     /// before the first is answered, so a bad one is a clean 400.
-    func queries(_ c: RequestContext) throws {
+    func queries(_ c: RequestContext) throws -> Response {
         let (design, view) = (try c.parameter("design"), try c.parameter("view"))
         let group = try ViewGroup.load(try c.database(), design: design)
         guard let (_, definition) = group.view(named: view) else { throw CouchError.notFound("missing_named_view") }
@@ -32,10 +35,13 @@ struct ViewHandlers: Sendable {
         for query in queries {
             _ = try ViewQuery(c.request, body: query).validate(isReduceView: definition.reduce != nil)
         }
-        guard !queries.isEmpty else { return try MultiQuery.noResults(c.reply) }
-        for (index, query) in queries.enumerated() {
-            var output = ViewOutput(reply: c.reply, part: ResultPart(index: index, count: queries.count))
-            try self.query(c, design: design, view: view, parameters: { try ViewQuery($0, body: query) }, into: &output)
+        guard !queries.isEmpty else { return MultiQuery.noResults() }
+        return .stream(.ok) { stream in
+            for (index, query) in queries.enumerated() {
+                var output = ViewOutput(FeedWriter(stream), part: ResultPart(index: index, count: queries.count))
+                try self.query(
+                    c, design: design, view: view, parameters: { try ViewQuery($0, body: query) }, into: &output)
+            }
         }
     }
 
@@ -267,5 +273,26 @@ struct ViewHandlers: Sendable {
             let prefix = JSON.array(Array(items.prefix(n)))
             return (ViewCollation.sortKey(prefix), prefix)
         }
+    }
+}
+
+extension ViewHandlers: RouteCollection {
+    package var routes: [Route] {
+        let read: [HTTPMethod] = [.GET, .HEAD]
+        return [
+            Route([.POST], "/{db}/_view_cleanup", .maintenanceAdmin, body: .small, cleanup),
+            Route(read, "/{db}/_design/{design}/_view/{view}", .member, notAllowedReason: "GET,POST,HEAD", query),
+            Route([.POST], "/{db}/_design/{design}/_view/{view}", .member, body: .bulk, query),
+            Route(
+                [.POST], "/{db}/_design/{design}/_view/{view}/queries", .member, body: .bulk, notAllowedReason: "POST",
+                queries),
+            Route([.GET], "/{db}/_design/{design}/_info", .member, info),
+            Route(HTTPMethod.allCases, "/{db}/_design/{design}/_view", .member) { _ in
+                throw CouchError.notFound("missing")
+            },
+            Route(HTTPMethod.allCases, "/{db}/_design/{design}/_view/{view}/{path…}", .member) { _ in
+                throw CouchError.notFound("missing")
+            },
+        ]
     }
 }

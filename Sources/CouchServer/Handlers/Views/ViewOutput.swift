@@ -22,8 +22,8 @@ struct ViewOutput: ViewRowSink {
     private var head: [UInt8]?
     private var rows = 0
 
-    init(reply: Reply, part: ResultPart? = nil) {
-        writer = FeedWriter(reply: reply)
+    init(_ writer: FeedWriter, part: ResultPart? = nil) {
+        self.writer = writer
         self.part = part
     }
 

@@ -24,7 +24,7 @@ import RevTree
 /// Another user's id, an expired one and a malformed one are all the same 404.
 extension GalleryHandlers {
     /// `POST …/uploads`.
-    func createUpload(_ c: RequestContext) throws {
+    func createUpload(_ c: RequestContext) throws -> Response {
         let database = try galleryDatabase(c)
         let query = c.request.query
         guard let name = query["name"], !name.isEmpty else {
@@ -44,50 +44,50 @@ extension GalleryHandlers {
             if !created.resumed { state.uploads.remove(created.upload.id) }
             throw CouchError.insufficientStorage
         }
-        try answer(
-            c.reply, created.resumed ? 200 : 201, created.upload, offset: created.offset, resumed: created.resumed)
+        return answer(
+            created.resumed ? .ok : .created, created.upload, offset: created.offset, resumed: created.resumed)
     }
 
     /// `HEAD`/`GET …/uploads/{id}`.
-    func uploadStatus(_ c: RequestContext) throws {
+    func uploadStatus(_ c: RequestContext) throws -> Response {
         let (upload, offset) = try ownUpload(c)
-        try answer(c.reply, 200, upload, offset: offset, resumed: nil)
+        return answer(.ok, upload, offset: offset, resumed: nil)
     }
 
     /// `PUT …/uploads/{id}` with `Upload-Offset`.
-    func appendUpload(_ c: RequestContext) throws {
+    func appendUpload(_ c: RequestContext) throws -> Response {
         let database = try galleryDatabase(c)
         let (upload, _) = try ownUpload(c)
         guard let offset = Int(c.request.head.headers["Upload-Offset"] ?? ""), offset >= 0 else {
             throw CouchError.badRequest("an append needs Upload-Offset, the byte it starts at")
         }
         do {
-            try state.uploads.exclusively(upload.id) {
+            return try state.uploads.exclusively(upload.id) {
                 let reached = try state.uploads.append(
                     upload, at: offset, declared: Int(c.request.head.headers["Content-Length"] ?? "")
                 ) {
                     consume in try c.request.streamBody(limit: Int.max, tooLarge: "", consume)
                 }
                 guard reached == upload.length else {
-                    return try answer(c.reply, 200, upload, offset: reached, resumed: nil)
+                    return answer(.ok, upload, offset: reached, resumed: nil)
                 }
-                try complete(upload, in: database, c)
+                return try complete(upload, in: database, c)
             }
         } catch let mismatch as ResumableUploads.OffsetMismatch {
-            try refuse(
-                c.reply, upload, offset: mismatch.offset, "The upload has \(mismatch.offset) bytes: continue there")
+            return refuse(
+                upload, offset: mismatch.offset, "The upload has \(mismatch.offset) bytes: continue there")
         } catch is ResumableUploads.Busy {
-            try refuse(
-                c.reply, upload, offset: state.uploads.offset(of: upload.id),
+            return refuse(
+                upload, offset: state.uploads.offset(of: upload.id),
                 "Another append to this upload is in progress: ask for its offset and retry")
         }
     }
 
     /// `DELETE …/uploads/{id}`.
-    func cancelUpload(_ c: RequestContext) throws {
+    func cancelUpload(_ c: RequestContext) throws -> Response {
         let (upload, _) = try ownUpload(c)
         try state.uploads.exclusively(upload.id) { state.uploads.remove(upload.id) }
-        try c.reply.json(200, ["ok": true])
+        return .json(.ok, ["ok": true])
     }
 
     /// The revision a push names (`rev` and `fields`, both or neither): a valid rev and an object of fields none of
@@ -109,7 +109,7 @@ extension GalleryHandlers {
 
     /// Copies the verified file into the blob store and makes its document; the partial file goes either way once
     /// its digest has been checked (a wrong one is removed by `finish`).
-    private func complete(_ upload: PartialUpload, in database: Database, _ c: RequestContext) throws {
+    private func complete(_ upload: PartialUpload, in database: Database, _ c: RequestContext) throws -> Response {
         let writer = try blobs.makeWriter(database)
         do {
             try state.uploads.finish(upload) { chunk in try writer.write(chunk) }
@@ -126,14 +126,14 @@ extension GalleryHandlers {
             try upload.revision.map { try storeRevision(database, $0, file, stored: stored, id: id, user: c.user) }
             ?? storePhoto(database, file, stored: stored, id: id, user: c.user)
         state.uploads.remove(upload.id)
-        try c.reply.json(status, answer)
+        return .json(status, answer)
     }
 
     /// Writes the pushed revision with the file as its one attachment, as `PUT ?new_edits=false` would.
     private func storeRevision(
         _ database: Database, _ revision: (rev: String, fields: JSONObject), _ file: PhotoFile,
         stored: (key: String, md5: [UInt8], sha1: [UInt8]?, length: Int), id: String, user: UserContext
-    ) throws -> (Int, JSON) {
+    ) throws -> (Response.Status, JSON) {
         let rev = try DocumentInput.parseRev(revision.rev)
         let att = AttachmentInfo(
             name: file.name, contentType: file.contentType, digest: "md5-" + DocumentWriter.base64(stored.md5),
@@ -143,7 +143,7 @@ extension GalleryHandlers {
             attachments: [.stored(att)])
         let outcome = try documents.applyReplicated(database, write, user: user)
         if case .failure(let error) = outcome.result { throw CouchError(error) }
-        return (201, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
+        return (.created, ["ok": true, "id": .string(id), "rev": .string(revision.rev)])
     }
 
     private func ownUpload(_ c: RequestContext) throws -> (PartialUpload, Int) {
@@ -152,17 +152,17 @@ extension GalleryHandlers {
             c.parameter("id"), owner: ResumableUploads.owner(of: c.user), database: database.name)
     }
 
-    private func answer(_ reply: Reply, _ status: Int, _ upload: PartialUpload, offset: Int, resumed: Bool?) throws {
+    private func answer(_ status: Response.Status, _ upload: PartialUpload, offset: Int, resumed: Bool?) -> Response {
         var body = JSONObject([
             ("ok", true), ("id", .string(upload.id)), ("offset", .int(offset)), ("length", .int(upload.length)),
         ])
         if let resumed { body["resumed"] = .bool(resumed) }
-        try reply.json(status, .object(body), headers: offsetHeaders(offset, upload))
+        return .json(status, .object(body), headers: offsetHeaders(offset, upload))
     }
 
-    private func refuse(_ reply: Reply, _ upload: PartialUpload, offset: Int, _ reason: String) throws {
+    private func refuse(_ upload: PartialUpload, offset: Int, _ reason: String) -> Response {
         let body: JSON = ["error": "conflict", "reason": .string(reason), "offset": .int(offset)]
-        try reply.json(409, body, headers: offsetHeaders(offset, upload))
+        return .json(.conflict, body, headers: offsetHeaders(offset, upload))
     }
 
     private func offsetHeaders(_ offset: Int, _ upload: PartialUpload) -> HTTPHeaders {
