@@ -40,12 +40,22 @@ let package = Package(
         .target(name: "Callbacks", swiftSettings: swiftSettings),
         // Digests, HMAC, key derivation and secure random bytes over libcrypto.
         .target(name: "CouchCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage.
+        // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage
+        // or of queries.
+        .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
+        // The query language over JSON: Mango selectors (matching, normalization, `$regex` over PCRE2, Erlang-style
+        // error text), CouchDB's view collation and the built-in reducers (`_sum`, `_count`, `_stats`,
+        // `_approx_count_distinct`). Pure: no storage, no HTTP.
+        .target(name: "CouchQuery", dependencies: ["CouchWire", "CPCRE2"], swiftSettings: swiftSettings),
+        // Revision trees, pure: CouchDB's key-tree merge, stemming and purge, winners and conflicts, rev ids and
+        // the revision hash (over the Erlang term of the body, as CouchDB computes it). No storage, no HTTP.
+        .target(name: "RevTree", dependencies: ["CouchCrypto"], swiftSettings: swiftSettings),
+        // The storage engine: databases in SQLite (one writer queue, a pool of readers, the changes feed and its
+        // waiters, purge), the open-database cache, attachment blobs on disk with their trash, and the view index
+        // files. Stores revision trees; knows nothing of HTTP.
         .target(
-            name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib", "CPCRE2"],
+            name: "CouchStore", dependencies: ["RevTree", "CSQLite", "CouchCrypto", "Callbacks"],
             swiftSettings: swiftSettings),
-        // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
-        .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto", "Callbacks"], swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
@@ -73,7 +83,8 @@ let package = Package(
         .target(
             name: "CouchServer",
             dependencies: [
-                "Callbacks", "CouchWire", "RevTree", "CouchCrypto", "CMalloc", "CZlib", "Replicator", "QueryServer",
+                "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchStore", "CouchCrypto", "CMalloc", "CZlib",
+                "Replicator", "QueryServer",
             ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
@@ -81,8 +92,8 @@ let package = Package(
         .target(
             name: "PhotoDrop",
             dependencies: [
-                "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails",
-                "Replicator", "MediaDecoding", "MediaSandbox",
+                "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchStore", "CouchCrypto", "CQRencode", "CZlib",
+                "Thumbnails", "Replicator", "MediaDecoding", "MediaSandbox",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -94,17 +105,18 @@ let package = Package(
         .executableTarget(
             name: "couchlite",
             dependencies: [
-                "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer", "MediaSandbox",
+                "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "Replicator", "QueryServer", "MediaSandbox",
             ],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
-            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
+            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchStore", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
+        .testTarget(name: "CouchQueryTests", dependencies: ["CouchQuery", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(name: "ThumbnailTests", dependencies: ["Thumbnails", "CThumbnail"], swiftSettings: swiftSettings),
@@ -113,20 +125,31 @@ let package = Package(
             exclude: ["Samples"], swiftSettings: swiftSettings),
         .testTarget(
             name: "QueryServerTests", dependencies: ["QueryServer", "CouchWire"], swiftSettings: swiftSettings),
-        // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (RevTreeTests).
+        // What RevTreeTests and CouchStoreTests both build cases from (rev ids from text, a seeded generator, the
+        // reference model of a history): a library, since one test target cannot import another.
+        .target(
+            name: "RevTreeTestSupport", dependencies: ["RevTree"], path: "Tests/RevTreeTestSupport",
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RevTreeTests", dependencies: ["RevTree", "RevTreeTestSupport"], swiftSettings: swiftSettings),
+        // A test-only SQLite VFS that holds, counts or fails the syncs of a test's files (CouchStoreTests).
         .target(name: "CSQLiteSyncProbe", dependencies: ["CSQLite"], path: "Tests/CSQLiteSyncProbe"),
         .testTarget(
-            name: "RevTreeTests", dependencies: ["RevTree", "CSQLite", "CSQLiteSyncProbe", "Callbacks", "CMalloc"],
+            name: "CouchStoreTests",
+            dependencies: [
+                "CouchStore", "RevTree", "RevTreeTestSupport", "CSQLite", "CSQLiteSyncProbe", "Callbacks", "CMalloc",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",
-            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "CZlib"],
+            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "CommandLineTests", dependencies: ["couchlite", "CouchServer", "PhotoDrop", "CouchWire", "RevTree"],
+            name: "CommandLineTests",
+            dependencies: ["couchlite", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore"],
             swiftSettings: swiftSettings),
     ]
 )

@@ -8,9 +8,9 @@
 #   fuzz/run.sh --found TARGET DIR...                  keep in fuzz/found/TARGET the inputs of DIRs (a long run's
 #                                                      corpus) that reach coverage the seeds and fuzz/found do not
 #
-# Targets are fuzz/targets/NAME.swift. The modules they test (CouchCrypto, CouchWire, and RevTree's pure Tree/
-# algorithms) are compiled once with `swiftc -sanitize=fuzzer,address` into .build/fuzz/ and reused until a
-# source file or a flag changes. Seeds are read from fuzz/corpus/NAME (committed); inputs libFuzzer finds are
+# Targets are fuzz/targets/NAME.swift. The modules they test (CouchCrypto, CouchWire, CouchQuery and RevTree, the
+# pure tree algorithms) are compiled once with `swiftc -sanitize=fuzzer,address` into .build/fuzz/ and reused until
+# a source file or a flag changes. Seeds are read from fuzz/corpus/NAME (committed); inputs libFuzzer finds are
 # kept in .build/fuzz/corpus/NAME, crashes in .build/fuzz/artifacts/. Exit status: libFuzzer's (non-zero on a
 # crash, leak, timeout or failed invariant).
 set -euo pipefail
@@ -44,7 +44,7 @@ max_len_of() {
 }
 readonly INPUT_TIMEOUT_S=10       # seconds one input may take before libFuzzer calls it a hang
 # -O: the long runs need the speed; -g: symbolized ASan reports. Same language settings as Package.swift.
-readonly SWIFT_FLAGS=(-sanitize=fuzzer,address -O -g -parse-as-library -swift-version 6
+readonly SWIFT_FLAGS=(-sanitize=fuzzer,address -O -g -parse-as-library -swift-version 6 -package-name couchlite
   -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility -use-ld=lld)
 readonly HARNESS_FLAGS=(-sanitize=address "${SWIFT_FLAGS[@]:1}")
 
@@ -75,9 +75,10 @@ build_modules() {
   mkdir -p "$OUT"
   build_module CouchCrypto Sources/COpenSSL -- Sources/CouchCrypto/*.swift
   # shellcheck disable=SC2046
-  build_module CouchWire Sources/COpenSSL Sources/CZlib Sources/CPCRE2 -- \
-    $(find Sources/CouchWire -name '*.swift' | sort)
-  # Only the pure tree algorithms: the SQLite store is not under test here.
+  build_module CouchWire Sources/COpenSSL Sources/CZlib -- $(find Sources/CouchWire -name '*.swift' | sort)
+  # shellcheck disable=SC2046
+  build_module CouchQuery Sources/COpenSSL Sources/CZlib Sources/CPCRE2 -- $(find Sources/CouchQuery -name '*.swift' | sort)
+  # The pure tree algorithms (the SQLite store, CouchStore, is not under test here).
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
 }
 
@@ -93,8 +94,8 @@ build_target() {
   # most of the CPU (a traced comparison per byte) and guide the fuzzer nowhere; the modules under test keep it.
   swiftc "${HARNESS_FLAGS[@]}" -wmo -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
     -I Sources/CPCRE2 -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
-  swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/RevTree.o" \
-    -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
+  swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/CouchQuery.o" \
+    "$OUT/RevTree.o" -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
   rm -f "$OUT/bin/$name.o"
   echo "$stamp" >"$OUT/bin/$name.stamp"
 }

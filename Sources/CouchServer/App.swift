@@ -1,8 +1,8 @@
 import Callbacks
+import CouchStore
 import CouchWire
 import Foundation
 import QueryServer
-import RevTree
 
 /// The CouchDB application, as its composition root: it builds the services and the handler groups, and `handle`
 /// runs each request through the Host check, CORS, authentication, the route table (`Router`, `RequestAuthorizer`)

@@ -1,7 +1,8 @@
+import CouchStore
 import Foundation
 import RevTree
 
-/// The crash-test child: `couchlite-microbench crash-child DIR` (see Tests/RevTreeTests/CrashTests.swift).
+/// The crash-test child: `couchlite-microbench crash-child DIR` (see Tests/CouchStoreTests/CrashTests.swift).
 enum CrashChild {
     /// `couchlite-microbench crash-child DIR`: applies numbered batches forever from two threads and prints
     /// `ack <batch>` after each commit returns. The parent SIGKILLs it and checks every acked batch is whole.

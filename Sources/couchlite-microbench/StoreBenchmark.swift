@@ -4,6 +4,7 @@
 // Environment: STORE_DOCS (documents in the big database, default 100000), STORE_RUNS (timed runs per read figure,
 // default 7), STORE_WRITE_RUNS (timed runs per write figure, default 3), STORE_ONLY (comma list of sections:
 // single, concurrent, update, read), STORE_DIR (where the files go; default the temporary directory).
+import CouchStore
 import Dispatch
 import Foundation
 import RevTree

@@ -1,3 +1,4 @@
+import RevTreeTestSupport
 import Testing
 
 @testable import RevTree

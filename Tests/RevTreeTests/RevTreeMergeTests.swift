@@ -1,13 +1,7 @@
+import RevTreeTestSupport
 import Testing
 
 @testable import RevTree
-
-func r(_ text: String) -> RevID {
-    (try? RevID(parsing: text)) ?? RevID(pos: -1, hash: "invalid")
-}
-
-/// A path from leaf to root given oldest first, e.g. `chain("1-a", "2-b")` → [2-b, 1-a].
-func chain(_ revs: String...) -> [RevID] { revs.reversed().map(r) }
 
 @Suite struct RevIDTests {
     @Test func parsesAndPrints() throws {

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// Target: Mango selector compilation and matching (`_changes?filter=_selector`).

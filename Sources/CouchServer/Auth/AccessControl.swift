@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 import Synchronization
 
 /// Everything the server needs to decide who may do what: authentication, each database's

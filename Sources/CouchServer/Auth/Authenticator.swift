@@ -1,7 +1,7 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 import Synchronization
 
 /// Turns a request's credentials into a `UserContext`: the `AuthSession` cookie first, then

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Decides from a request's route row whether its user may make it, and how much they may send, before any of the
 /// body is read. The rules are chttpd_auth_request.erl's, then the database's `_security` (members read and write,

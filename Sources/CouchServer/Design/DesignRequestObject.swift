@@ -1,6 +1,6 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
-import RevTree
 
 /// The `req` object design functions get (filters, shows, lists, updates), built as CouchDB's
 /// `chttpd_external:json_req_obj` builds it: `info` (the database's info), `uuid`, `id`, `method` (HEAD is GET),

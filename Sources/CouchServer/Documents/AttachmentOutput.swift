@@ -1,6 +1,6 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Attachment bytes as they leave the store, decoded when stored gzip-encoded, always in bounded
 /// pieces: an attachment uploaded as a 1 MB gzip bomb that inflates to 1 GiB is never inflated whole,

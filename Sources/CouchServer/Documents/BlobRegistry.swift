@@ -1,6 +1,6 @@
 import CouchCrypto
+import CouchStore
 import Foundation
-import RevTree
 import Synchronization
 
 #if canImport(Glibc)

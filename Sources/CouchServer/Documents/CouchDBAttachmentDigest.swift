@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 import Synchronization
 
 /// The md5 CouchDB 3.4.3 hashes into a new revision for an attachment couchlite stores as it came: CouchDB stores

@@ -1,7 +1,7 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 /// Attachment bytes that arrived as parts of a `multipart/related` body, already stored as blobs,
 /// by attachment name.

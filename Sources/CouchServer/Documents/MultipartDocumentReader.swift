@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Reading document bodies that arrive as JSON or as `multipart/related` (the JSON part first,
 /// then one part per `"follows": true` attachment, matched in JSON order as CouchDB does).

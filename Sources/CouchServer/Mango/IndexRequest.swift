@@ -1,4 +1,5 @@
 import CouchCrypto
+import CouchQuery
 import CouchWire
 import RevTree
 

@@ -1,6 +1,7 @@
+import CouchQuery
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 /// Runs a planned `_find` and streams its answer: rows are read a page at a time from `_all_docs` or the json
 /// index, each page's documents are loaded, matched against the whole selector, and sent as they pass, so memory

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// `POST /db/_explain`: the plan in CouchDB 3.4's shape (`mango_cursor:explain/1` and

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// `fields`: the members of a result document the client asked for (`mango_fields:extract/2`); a dotted field

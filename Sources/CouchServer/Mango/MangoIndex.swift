@@ -1,6 +1,6 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
-import RevTree
 
 /// One Mango index as `mango_idx` sees it: the special `_all_docs` index, or a `json` index, which is a view of a
 /// design document with `"language":"query"` (so it replicates with the database) whose map is

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 extension JSONObject {

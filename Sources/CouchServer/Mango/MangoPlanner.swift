@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// Index selection as CouchDB's (`mango_idx:get_usable_indexes/4`, `mango_cursor:create/4`,

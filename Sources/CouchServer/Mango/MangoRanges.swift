@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// The key range a normalized selector allows for one field (`mango_idx_view:range/2`): comparisons under

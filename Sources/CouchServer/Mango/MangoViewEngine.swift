@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// The map of Mango json indexes, native (`mango_native_proc`): a document is indexed when every indexed field

@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 import Synchronization
 
 /// The replications this server runs: one-shot ones while their `_replicate` request waits, continuous

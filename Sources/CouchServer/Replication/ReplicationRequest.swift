@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 
 /// A `_replicate` body (or a `_replicator` document) turned into endpoints and options, as CouchDB
 /// reads it: `source`/`target` as a URL, `{"url","headers","auth"}`, or (couchlite only) the name of a

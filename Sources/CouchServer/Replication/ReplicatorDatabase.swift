@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 import Synchronization
 
 /// The `_replicator` database: each document there is a replication job, started when the document

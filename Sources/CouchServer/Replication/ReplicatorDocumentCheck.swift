@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 
 /// What CouchDB's `_replicator` database refuses at write (`couch_replicator_docs:before_doc_update`): a document
 /// that cannot be read as a replication is a 403 `forbidden` with CouchDB's reason, not stored to fail later —

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Every failure a client can see, mapped to CouchDB's status, `error` and `reason` in one place
 /// (chttpd's `error_info/1`). Anything that is not a `CouchError` becomes a logged 500.

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// The body of a long streamed response (`_changes`, `_all_docs`): rows are appended as they are rendered and
 /// sent whenever `flushBytes` are waiting, so memory holds one row and one buffer, never the response, whatever

@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 /// Authentication before routing, CORS and error headers (who may use which route is the route table's, decided by
 /// `RequestAuthorizer`).

@@ -1,4 +1,4 @@
-import RevTree
+import CouchStore
 
 /// The services of an app that a product's handlers may use (the photo gallery's): what `App` hands the routes a
 /// product adds to its table.

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Everything a handler is handed for one request: the request (with the user it speaks for), what the route's
 /// pattern captured, and the database the route names, opened and leased for the whole request (a feed, an

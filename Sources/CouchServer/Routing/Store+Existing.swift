@@ -1,4 +1,4 @@
-import RevTree
+import CouchStore
 
 extension Store {
     /// Opens an existing database.

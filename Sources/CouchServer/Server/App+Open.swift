@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 extension App {
     /// Who can log in to an app.

@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 /// The app over a data dir without a listening socket: what `couchlite replicate` and `couchlite push`
 /// use to reach local databases (in-process, through `App.localServer`). Nobody can log in to it, so no

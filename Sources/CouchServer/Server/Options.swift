@@ -1,5 +1,5 @@
+import CouchStore
 import Foundation
-import RevTree
 
 /// The configuration of the server, as the command line and the environment set it (the `couchlite` executable's
 /// option tables generate `--help`, the parser and the environment lookup from one list, so the three can never

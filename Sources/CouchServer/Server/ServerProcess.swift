@@ -1,9 +1,9 @@
 import CMalloc
 import CouchCrypto
+import CouchStore
 import CouchWire
 import Dispatch
 import Foundation
-import RevTree
 import Synchronization
 
 /// A started couchlite server: the store, the endpoints and the listening HTTP engine.

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchWire
 
 /// The reduction of one group: built-ins fold natively; JavaScript reduces run on chunks of rows, then rereduce

@@ -1,5 +1,6 @@
+import CouchQuery
+import CouchStore
 import CouchWire
-import RevTree
 
 /// The partial reductions an index stores per chunk of rows (`ViewIndexFile+Chunks`): each reduce view's rows are
 /// folded with the same ``Reduction`` a query uses, built-ins natively and JavaScript in the engine (reduce, then

@@ -1,6 +1,7 @@
 import CouchCrypto
+import CouchQuery
+import CouchStore
 import CouchWire
-import RevTree
 
 /// One view of a design document: its map source and optional reduce (a built-in or JavaScript).
 struct ViewDefinition: Sendable {

@@ -1,7 +1,8 @@
+import CouchQuery
+import CouchStore
 import CouchWire
 import Dispatch
 import Foundation
-import RevTree
 import Synchronization
 
 /// The updater's two stages: a thread reads and maps page N+1 (the JavaScript runs in the workers) while the

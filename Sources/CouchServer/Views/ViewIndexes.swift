@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 import Synchronization
 
 /// The open view indexes of every database, one per (database, signature), and the engine that maps for them.

@@ -1,5 +1,6 @@
+import CouchQuery
+import CouchStore
 import CouchWire
-import RevTree
 
 /// The parameters of one `_view` request, read as `couch_mrview_http:parse_params` and
 /// `couch_mrview_util:validate_args` read them: query string over POST body, later names over earlier ones,

@@ -4,8 +4,9 @@
     import Darwin
 #endif
 
-/// A point on the monotonic clock, used to bound every blocking wait of the engine.
-struct HTTPDeadline: Sendable, Comparable {
+/// A point on the monotonic clock, used to bound every blocking wait of the engine (and, `package`, of the
+/// replicator's client, whose reads on an `HTTPSocket` take one).
+package struct HTTPDeadline: Sendable, Comparable {
     /// Nanoseconds on CLOCK_MONOTONIC.
     let nanoseconds: UInt64
 
@@ -16,7 +17,7 @@ struct HTTPDeadline: Sendable, Comparable {
     }
 
     /// The deadline `duration` from now (negative durations count as zero).
-    static func after(_ duration: Duration) -> HTTPDeadline {
+    package static func after(_ duration: Duration) -> HTTPDeadline {
         HTTPDeadline(nanoseconds: now().nanoseconds &+ duration.clampedNanoseconds)
     }
 
@@ -28,5 +29,5 @@ struct HTTPDeadline: Sendable, Comparable {
         return Int32(min(millis, UInt64(Int32.max)))
     }
 
-    static func < (lhs: HTTPDeadline, rhs: HTTPDeadline) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+    package static func < (lhs: HTTPDeadline, rhs: HTTPDeadline) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 }

@@ -4,27 +4,36 @@
     import Darwin
 #endif
 
-/// One connected, non-blocking TCP socket; every wait goes through `poll` with a deadline.
+/// One connected, non-blocking TCP socket (or one end of an in-process socket pair); every wait goes through `poll`
+/// with a deadline, so a silent peer is a timeout, never a hang.
 ///
-/// Only its connection thread uses it, except `shutdown()`, which the registry may call from another thread
-/// (under the registry lock, which also guards `close`, so the descriptor cannot be reused meanwhile).
-final class HTTPSocket {
-    enum ReceiveOutcome: Equatable {
+/// The one socket layer of both ends of HTTP: the server's connections, and (`package`) the replicator's client
+/// connections, which `connect(host:port:timeout:)` opens and which map these outcomes to their own errors.
+///
+/// Only its connection thread uses it, except `shutdown()`, which the registry (or a cancelling client) may call
+/// from another thread (under the registry lock, which also guards `close`, so the descriptor cannot be reused
+/// meanwhile).
+package final class HTTPSocket {
+    package enum ReceiveOutcome: Equatable {
         case received(Int)
         case endOfStream
         case timedOut
         case failed
     }
 
-    let descriptor: Int32
+    package let descriptor: Int32
     /// Counts the bytes this socket moves (nil: not counted, as for in-process socket pairs).
     let traffic: HTTPTraffic?
-    /// False once `TCP_QUICKACK` was refused (not a TCP socket).
-    private var acknowledgesAtOnce = true
+    /// False once `TCP_QUICKACK` was refused (not a TCP socket), or when the owner asked for none.
+    private var acknowledgesAtOnce: Bool
 
-    init(descriptor: Int32, traffic: HTTPTraffic? = nil) {
+    /// Adopts a connected descriptor: non-blocking, `TCP_NODELAY`.
+    /// - Parameter acknowledgesAtOnce: whether a read that has to wait sets `TCP_QUICKACK` (see `acknowledgeNow`):
+    ///   the server does, for clients that write requests in Nagle-held pieces; the replicator's client does not.
+    package init(descriptor: Int32, traffic: HTTPTraffic? = nil, acknowledgesAtOnce: Bool = true) {
         self.descriptor = descriptor
         self.traffic = traffic
+        self.acknowledgesAtOnce = acknowledgesAtOnce
         let flags = fcntl(descriptor, F_GETFL, 0)
         _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
         var one: Int32 = 1
@@ -36,7 +45,7 @@ final class HTTPSocket {
     }
 
     /// Receives into `buffer`, waiting until `deadline` for data.
-    func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> ReceiveOutcome {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline) -> ReceiveOutcome {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .received(0) }
         while true {
             let count = recv(descriptor, base, buffer.count, 0)
@@ -49,7 +58,7 @@ final class HTTPSocket {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
                 acknowledgeNow()
-                switch wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) {
+                switch DescriptorWait.until(deadline, descriptor: descriptor, events: Int16(POLLIN)) {
                 case .ready: continue
                 case .timedOut: return .timedOut
                 case .failed: return .failed
@@ -61,7 +70,7 @@ final class HTTPSocket {
 
     /// Sends all of `bytes`; each wait for buffer space may last up to `stall`.
     /// - Throws: `.timeout` when the peer stops reading, `.clientGone` when the connection failed.
-    func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
+    package func send(_ bytes: UnsafeRawBufferPointer, stall: Duration) throws(HTTPError) {
         guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
@@ -74,7 +83,7 @@ final class HTTPSocket {
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
-                switch wait(for: Int16(POLLOUT), timeout: HTTPDeadline.after(stall).remainingMilliseconds) {
+                switch DescriptorWait.until(.after(stall), descriptor: descriptor, events: Int16(POLLOUT)) {
                 case .ready: continue
                 case .timedOut: throw .timeout
                 case .failed: throw .clientGone
@@ -104,17 +113,37 @@ final class HTTPSocket {
     }
 
     /// Non-blocking: true when the peer has closed (or reset) its side. Pending request bytes count as open.
-    func isPeerClosed() -> Bool {
+    func isPeerClosed() -> Bool { peerState() == .closed }
+
+    /// What a non-blocking look at the socket shows, for the two ends' different questions: the server asks
+    /// whether a connection is closed (pending request bytes are the next request), a client whether an idle
+    /// pooled connection is still usable (any byte the peer sent unasked makes it unusable).
+    package enum PeerState: Equatable {
+        /// Open, nothing to read.
+        case quiet
+        /// Open, with bytes to read.
+        case pendingBytes
+        /// Closed or reset by the peer, or the descriptor failed.
+        case closed
+        /// A signal cut the look short: the state is unknown.
+        case interrupted
+    }
+
+    package func peerState() -> PeerState {
         var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         let ready = poll(&fds, 1, 0)
-        if ready < 0 { return errno != EINTR }
-        if ready == 0 { return false }
-        if fds.revents & Int16(POLLERR | POLLNVAL) != 0 { return true }
+        if ready < 0 { return errno == EINTR ? .interrupted : .closed }
+        if ready == 0 { return .quiet }
+        if fds.revents & Int16(POLLERR | POLLNVAL) != 0 { return .closed }
         var byte: UInt8 = 0
         let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK))
-        if peeked > 0 { return false }
-        if peeked == 0 { return true }
-        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR
+        if peeked > 0 { return .pendingBytes }
+        if peeked == 0 { return .closed }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK: return .quiet
+        case EINTR: return .interrupted
+        default: return .closed
+        }
     }
 
     /// Waits until `deadline` for the first byte and returns it without consuming it; nil at end of stream,
@@ -128,7 +157,7 @@ final class HTTPSocket {
             switch errno {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK:
-                guard case .ready = wait(for: Int16(POLLIN), timeout: deadline.remainingMilliseconds) else {
+                guard case .ready = DescriptorWait.until(deadline, descriptor: descriptor, events: Int16(POLLIN)) else {
                     return nil
                 }
             default: return nil
@@ -137,25 +166,13 @@ final class HTTPSocket {
     }
 
     /// Stops both directions; a thread blocked in `poll` on this socket wakes up and sees end of stream.
-    func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+    package func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+    /// Closes the descriptor (a client's connection; the server's registry closes its own under its lock).
+    package func close() { _ = Glibc.close(descriptor) }
 
     /// Sends FIN but keeps reading, so a response is not destroyed by a reset caused by unread request bytes.
     func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
-
-    private enum WaitOutcome { case ready, timedOut, failed }
-
-    private func wait(for events: Int16, timeout: Int32) -> WaitOutcome {
-        var fds = pollfd(fd: descriptor, events: events, revents: 0)
-        while true {
-            let ready = poll(&fds, 1, timeout)
-            if ready > 0 {
-                // POLLHUP/POLLERR are reported as ready: the following recv/send reports the real outcome.
-                return .ready
-            }
-            if ready == 0 { return .timedOut }
-            if errno != EINTR { return .failed }
-        }
-    }
 
     private func sendFlags(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
         #if canImport(Glibc)
@@ -163,5 +180,26 @@ final class HTTPSocket {
         #else
             return Darwin.send(descriptor, pointer, count, 0)
         #endif
+    }
+}
+
+/// The one wait of the socket layer (plain sockets, TLS, a client's connect): `poll` on one descriptor until a
+/// deadline, polled again after a signal for the time that is left.
+enum DescriptorWait: Equatable {
+    /// Ready, or POLLHUP/POLLERR: the following recv/send (or OpenSSL call) reports the real outcome.
+    case ready
+    case timedOut
+    /// `poll` itself failed, with its errno.
+    case failed(errno: Int32)
+
+    static func until(_ deadline: HTTPDeadline, descriptor: Int32, events: Int16) -> DescriptorWait {
+        var fds = pollfd(fd: descriptor, events: events, revents: 0)
+        while true {
+            let ready = poll(&fds, 1, deadline.remainingMilliseconds)
+            if ready > 0 { return .ready }
+            if ready == 0 { return .timedOut }
+            let code = errno
+            if code != EINTR { return .failed(errno: code) }
+        }
     }
 }

@@ -285,12 +285,10 @@ public final class TLSStream: @unchecked Sendable {
     // MARK: - Waiting
 
     private func wait(_ events: Int16, _ deadline: HTTPDeadline) throws(TLSError) {
-        var fds = pollfd(fd: descriptor, events: events, revents: 0)
-        while true {
-            let ready = poll(&fds, 1, deadline.remainingMilliseconds)
-            if ready > 0 { return }
-            if ready == 0 { throw .timeout }
-            if errno != EINTR { throw .failed(String(cString: strerror(errno))) }
+        switch DescriptorWait.until(deadline, descriptor: descriptor, events: events) {
+        case .ready: return
+        case .timedOut: throw .timeout
+        case .failed(let code): throw .failed(String(cString: strerror(code)))
         }
     }
 

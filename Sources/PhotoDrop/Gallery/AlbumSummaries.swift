@@ -1,6 +1,6 @@
 import CouchServer
+import CouchStore
 import CouchWire
-import RevTree
 import Synchronization
 
 /// What the album list shows of each database: its cover (newest photo), how many photos and videos it holds and

@@ -1,5 +1,6 @@
 import CouchCrypto
 import CouchServer
+import CouchStore
 import CouchWire
 import Foundation
 import MediaDecoding

@@ -1,4 +1,5 @@
 import CouchServer
+import CouchStore
 import CouchWire
 import Foundation
 import MediaDecoding

@@ -1,6 +1,6 @@
 import CouchServer
+import CouchStore
 import CouchWire
-import RevTree
 
 /// What `couchlite receive` has exported from a drop database, kept in the database itself as `_local`
 /// documents (out of reach of the one-time credentials, see `App+ScopedAccess`):

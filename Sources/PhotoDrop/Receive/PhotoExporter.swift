@@ -1,9 +1,9 @@
 import CouchServer
+import CouchStore
 import CouchWire
 import Foundation
 import MediaDecoding
 import MediaSandbox
-import RevTree
 import Synchronization
 
 /// Writes every attachment of every document committed to the drop database into the `--out` folder, as

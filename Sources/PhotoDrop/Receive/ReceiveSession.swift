@@ -1,11 +1,11 @@
 import Callbacks
 import CouchCrypto
 import CouchServer
+import CouchStore
 import CouchWire
 import Dispatch
 import Foundation
 import MediaSandbox
-import RevTree
 import Synchronization
 
 /// One run of `couchlite receive`: the ordinary server around a drop database, one-time credentials for it,

@@ -1,86 +1,51 @@
 import CouchWire
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
-/// One connected, non-blocking client socket (TCP, or one end of an in-process socket pair); every wait
-/// is a `poll` bounded by a timeout, so a silent peer is a clear `.timeout`, never a hang. After
-/// `startTLS` every byte goes through a `TLSStream` over the same descriptor.
+/// One client connection's byte stream: CouchWire's `HTTPSocket` (the server's socket layer: non-blocking,
+/// every wait a `poll` bounded by a timeout, so a silent peer is a clear `.timeout`, never a hang), and after
+/// `startTLS` a `TLSStream` over the same descriptor. What it adds is the replicator's view: the peer's name, and
+/// every outcome as a `ReplicationError` that names it.
 ///
 /// `@unchecked Sendable`: it is used by one thread at a time (its `ClientConnection` is checked out of the
 /// client's pool by one request), and `tls`, its only mutable property, is set once by `startTLS` before the
 /// connection is first pooled or tracked. The one call from another thread is `shutdown()` (cancelling), which
 /// acts on the descriptor alone.
 final class ClientSocket: @unchecked Sendable {
-    let descriptor: Int32
+    private let socket: HTTPSocket
     let peer: String
     /// Set once the TLS handshake has succeeded (`https://` peers).
     private(set) var tls: TLSStream?
 
-    /// Adopts a connected descriptor (closed by `close()`).
-    init(descriptor: Int32, peer: String) {
-        self.descriptor = descriptor
-        self.peer = peer
-        let flags = fcntl(descriptor, F_GETFL, 0)
-        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
-        var one: Int32 = 1
-        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    /// Adopts a connected descriptor (closed by `close()`). Here and in `connect`, `acknowledgesAtOnce: false`:
+    /// `TCP_QUICKACK` is for a server reading requests that a Nagle client holds back; the client never set it.
+    convenience init(descriptor: Int32, peer: String) {
+        self.init(socket: HTTPSocket(descriptor: descriptor, acknowledgesAtOnce: false), peer: peer)
     }
 
-    /// Connects to `host:port`, trying each resolved address in turn within `timeout`.
+    private init(socket: HTTPSocket, peer: String) {
+        self.socket = socket
+        self.peer = peer
+    }
+
+    /// Connects to `host:port`, trying each resolved address in turn, each within `timeout`.
     static func connect(host: String, port: Int, timeout: Duration) throws(ReplicationError) -> ClientSocket {
         let peer = "\(host):\(port)"
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var list: UnsafeMutablePointer<addrinfo>?
-        let unbracketed = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        guard getaddrinfo(unbracketed, String(port), &hints, &list) == 0, let first = list else {
-            throw .unreachable(peer)
-        }
-        defer { freeaddrinfo(list) }
-        var lastError = ReplicationError.unreachable(peer)
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let info = cursor {
-            cursor = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-            if fd < 0 { continue }
-            let flags = fcntl(fd, F_GETFL, 0)
-            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-            var rc = Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen)
-            if rc != 0 && errno == EINPROGRESS {
-                var fds = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&fds, 1, Int32(clamping: timeout.milliseconds))
-                if ready == 1 {
-                    var soError: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)
-                    rc = soError == 0 ? 0 : -1
-                    errno = soError
-                } else {
-                    rc = -1
-                    errno = ETIMEDOUT
-                }
+        do throws(HTTPSocket.ConnectFailure) {
+            let socket = try HTTPSocket.connect(host: host, port: port, timeout: timeout, acknowledgesAtOnce: false)
+            return ClientSocket(socket: socket, peer: peer)
+        } catch {
+            switch error {
+            case .refused: throw .connectionRefused(peer)
+            case .timedOut: throw .timeout(peer)
+            case .unreachable: throw .unreachable(peer)
             }
-            if rc == 0 { return ClientSocket(descriptor: fd, peer: peer) }
-            switch errno {
-            case ECONNREFUSED: lastError = .connectionRefused(peer)
-            case ETIMEDOUT: lastError = .timeout(peer)
-            default: lastError = .unreachable(peer)
-            }
-            Glibc.close(fd)
         }
-        throw lastError
     }
 
     /// Runs the TLS handshake with `host` (the URL's host: SNI and the name check) within `timeout`, and checks
     /// the peer's certificate as `context` says. Nothing of HTTP is sent before it has passed.
     func startTLS(context: TLSContext, host: String, timeout: Duration) throws(ReplicationError) {
         do {
-            let stream = try TLSStream.client(context: context, descriptor: descriptor, host: host)
+            let stream = try TLSStream.client(context: context, descriptor: socket.descriptor, host: host)
             try stream.handshake(timeout: timeout)
             tls = stream
         } catch {
@@ -115,9 +80,8 @@ final class ClientSocket: @unchecked Sendable {
         }
     }
 
-    /// Receives up to `buffer.count` bytes; 0 means the peer closed.
+    /// Receives up to `buffer.count` bytes, waiting at most `timeout`; 0 means the peer closed.
     func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(ReplicationError) -> Int {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         if let tls {
             do {
                 return try tls.receive(into: buffer, timeout: timeout)
@@ -125,20 +89,16 @@ final class ClientSocket: @unchecked Sendable {
                 throw Self.replicationError(error, peer: peer)
             }
         }
-        while true {
-            let count = recv(descriptor, base, buffer.count, 0)
-            if count >= 0 { return count }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: try wait(Int16(POLLIN), timeout)
-            default: throw .connectionReset(peer)
-            }
+        switch socket.receive(into: buffer, deadline: .after(timeout)) {
+        case .received(let count): return count
+        case .endOfStream: return 0
+        case .timedOut: throw .timeout(peer)
+        case .failed: throw .connectionReset(peer)
         }
     }
 
     /// Sends every byte; each wait for buffer space may last up to `timeout`.
     func send(_ bytes: UnsafeRawBufferPointer, timeout: Duration) throws(ReplicationError) {
-        guard let base = bytes.baseAddress else { return }
         if let tls {
             do {
                 return try tls.send(bytes, timeout: timeout)
@@ -146,18 +106,11 @@ final class ClientSocket: @unchecked Sendable {
                 throw Self.replicationError(error, peer: peer)
             }
         }
-        var offset = 0
-        while offset < bytes.count {
-            let sent = Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            if sent >= 0 {
-                offset += sent
-                continue
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: try wait(Int16(POLLOUT), timeout)
-            default: throw .connectionReset(peer)
-            }
+        do throws(HTTPError) {
+            try socket.send(bytes, stall: timeout)
+        } catch {
+            // HTTPSocket.send throws `.timeout` when the peer stops reading, `.clientGone` when the connection failed.
+            throw error == .timeout ? .timeout(peer) : .connectionReset(peer)
         }
     }
 
@@ -168,41 +121,19 @@ final class ClientSocket: @unchecked Sendable {
         try result.get()
     }
 
-    /// True when the peer has closed its side (a pooled connection the server timed out).
+    /// True when the peer has closed its side (a pooled connection the server timed out). Bytes waiting on an
+    /// idle connection are not ours either (and a look a signal cut short proves nothing): the connection is
+    /// unusable.
     func isPeerClosed() -> Bool {
         if let tls { return tls.isPeerClosed() }
-        var fds = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&fds, 1, 0)
-        if ready <= 0 { return ready < 0 }
-        var byte: UInt8 = 0
-        let peeked = recv(descriptor, &byte, 1, Int32(MSG_PEEK))
-        // Bytes waiting on an idle connection are not ours either: the connection is unusable.
-        return peeked >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+        return socket.peerState() != .quiet
     }
 
     /// Wakes a thread blocked on this socket (cancel).
-    func shutdown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+    func shutdown() { socket.shutdown() }
 
     func close() {
         tls?.sendCloseNotify()
-        Glibc.close(descriptor)
-    }
-
-    private func wait(_ events: Int16, _ timeout: Duration) throws(ReplicationError) {
-        var fds = pollfd(fd: descriptor, events: events, revents: 0)
-        while true {
-            let ready = poll(&fds, 1, Int32(clamping: timeout.milliseconds))
-            if ready > 0 { return }
-            if ready == 0 { throw .timeout(peer) }
-            if errno != EINTR { throw .connectionReset(peer) }
-        }
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, for `poll`.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        socket.close()
     }
 }

@@ -48,19 +48,27 @@ public struct RevTree: Sendable, CustomStringConvertible {
         }
     }
 
-    /// One node as the store serializes it: its parent given by position in the same list.
-    struct LinkedNode: Equatable {
-        var rev: RevID
+    /// One node as the store serializes it: its parent given by position in the same list. `package`: the storage
+    /// engine (CouchStore) writes and reads trees in this form; it is no API of the tree.
+    package struct LinkedNode: Equatable {
+        package var rev: RevID
         /// Position of the parent in the list; nil for a root.
-        var parent: Int?
-        var deleted: Bool
-        var hasBody: Bool
+        package var parent: Int?
+        package var deleted: Bool
+        package var hasBody: Bool
+
+        package init(rev: RevID, parent: Int?, deleted: Bool, hasBody: Bool) {
+            self.rev = rev
+            self.parent = parent
+            self.deleted = deleted
+            self.hasBody = hasBody
+        }
     }
 
     /// Rebuilds a tree from serialized nodes, with `nodes[i]` being `linked[i]` (so a caller can keep per-node
     /// data in a parallel array). Rev ids must be distinct. A parent position out of range, or whose generation is
     /// not lower, makes the node a root, so a damaged file can never make a walk up the tree loop.
-    init(linked: [LinkedNode]) {
+    package init(linked: [LinkedNode]) {
         nodes.reserveCapacity(linked.count)
         for node in linked {
             nodes.append(Node(rev: node.rev, parent: nil, deleted: node.deleted, hasBody: node.hasBody, childCount: 0))
@@ -76,7 +84,7 @@ public struct RevTree: Sendable, CustomStringConvertible {
     }
 
     /// The nodes as the store serializes them (`init(linked:)` rebuilds an equal tree with the same node order).
-    var linked: [LinkedNode] {
+    package var linked: [LinkedNode] {
         nodes.map { LinkedNode(rev: $0.rev, parent: $0.parent, deleted: $0.deleted, hasBody: $0.hasBody) }
     }
 
@@ -104,7 +112,8 @@ public struct RevTree: Sendable, CustomStringConvertible {
         return nodes[parent].rev
     }
 
-    func index(of rev: RevID) -> Int? {
+    /// `package`: the store keeps per-node data (bodies, attachments) in arrays parallel to `nodes`.
+    package func index(of rev: RevID) -> Int? {
         if nodes.count > RevTree.indexedTreeSize { return indexByRev[rev] }
         // Compare the cheap generation first; hashes only on a generation match.
         return nodes.firstIndex { $0.rev.pos == rev.pos && $0.rev.hash == rev.hash }

@@ -1,7 +1,7 @@
 import CouchServer
+import CouchStore
 import Foundation
 import PhotoDrop
-import RevTree
 
 /// `couchlite serve`'s options: one row per flag, which is also its environment variable and its `--help` line.
 extension Options {

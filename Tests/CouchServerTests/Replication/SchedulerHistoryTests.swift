@@ -1,8 +1,8 @@
+import CouchStore
 import CouchWire
 import Dispatch
 import Foundation
 import Replicator
-import RevTree
 import Synchronization
 import Testing
 

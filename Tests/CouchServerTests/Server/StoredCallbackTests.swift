@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// The callbacks the server keeps behind a lock cost the same on their millionth call as on their first (the
-/// database-event observer, the third of them, has its test in RevTreeTests).
+/// database-event observer, the third of them, has its test in CouchStoreTests).
 @Suite struct StoredCallbackTests {
     static let million = 1_000_000
 

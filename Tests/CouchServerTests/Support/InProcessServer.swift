@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 @testable import CouchServer
 @testable import PhotoDrop

@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 import Testing
 
 @testable import CouchServer

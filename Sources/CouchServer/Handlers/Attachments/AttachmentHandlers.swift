@@ -1,3 +1,4 @@
+import CouchStore
 import CouchWire
 import RevTree
 

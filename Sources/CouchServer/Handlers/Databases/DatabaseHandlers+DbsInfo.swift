@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// `GET/POST /_dbs_info`: `GET /db` for many databases in one request (server admins only, as `_all_dbs`).
 extension DatabaseHandlers {

@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import Foundation
-import RevTree
 
 /// Database-level endpoints: create, info, delete, `_security`, and the small maintenance calls replicators make.
 package struct DatabaseHandlers: Sendable {

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 extension DatabaseInfo {
     /// `GET /db`'s body, also the `info` of the request object design functions get.

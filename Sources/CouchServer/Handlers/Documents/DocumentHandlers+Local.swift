@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// `_local/` documents: no revision tree, `0-N` revs, never in `_changes` or `_all_docs`, and never
 /// a 409 (a replicator's checkpoint write must always land). What the drop credentials may do here is their rows'

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// The parameters of one `_all_docs` request: view parameters, whose booleans take `true`/`false` in any case
 /// (`couch_mrview_http:parse_boolean`).

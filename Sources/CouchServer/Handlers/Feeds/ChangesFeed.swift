@@ -1,3 +1,5 @@
+import CouchQuery
+import CouchStore
 import CouchWire
 import Foundation
 import QueryServer

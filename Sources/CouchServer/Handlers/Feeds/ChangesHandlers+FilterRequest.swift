@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 extension ChangesHandlers {
     /// The `req` object a filter function gets (`DesignRequestObject`), with the body of a POST as JSON text.

@@ -1,6 +1,6 @@
+import CouchStore
 import CouchWire
 import QueryServer
-import RevTree
 
 /// `GET/POST /db/_changes` with every feed type.
 struct ChangesHandlers: Sendable {

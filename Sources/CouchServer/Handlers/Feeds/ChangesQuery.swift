@@ -1,6 +1,7 @@
+import CouchQuery
+import CouchStore
 import CouchWire
 import QueryServer
-import RevTree
 
 /// The parameters of one `_changes` request, read as `chttpd_db:parse_changes_query` reads them: names in any
 /// case, in order, a later one overriding an earlier one; the flags (`descending`, `include_docs`, `conflicts`,

@@ -1,5 +1,6 @@
+import CouchQuery
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Mango: `POST /db/_find`, `POST /db/_explain`, `GET/POST /db/_index`, `DELETE /db/_index/{ddoc}/json/{name}`
 /// and `POST /db/_index/_bulk_delete`. Json indexes are views of `"language":"query"` design documents, kept by

@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 
 /// `/_membership` and `/_node/{node}/…`: the one node couchlite is, its statistics (`_stats`,
 /// `_prometheus`) and its system figures (`_system`), for server admins and metrics readers (the route table).

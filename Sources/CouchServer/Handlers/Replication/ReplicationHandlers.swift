@@ -1,4 +1,5 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
 import RevTree
 

@@ -1,7 +1,7 @@
+import CouchStore
 import CouchWire
 import Foundation
 import Replicator
-import RevTree
 
 /// The replication jobs this server runs: `POST /_replicate` starts (or cancels) one, `GET /_active_tasks` and
 /// `GET /_scheduler/…` show them (server admins only, as the route table says). The replication protocol they

@@ -1,4 +1,4 @@
-import RevTree
+import CouchStore
 
 /// `_db_updates`' events (``DatabaseUpdateLog``, in `db_updates.sqlite` of the data dir) as the server follows
 /// its store, and their sequences' wire form.

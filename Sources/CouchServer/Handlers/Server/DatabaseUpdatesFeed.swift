@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 /// `GET /_db_updates` (server admins): `{"results":[{"db_name","type","seq"}…],"last_seq"}` for `feed=normal` and
 /// `longpoll`, one line per event then `{"last_seq"}` for `continuous`, `data:`/`id:` events for `eventsource`,

@@ -1,6 +1,6 @@
 import CouchCrypto
+import CouchStore
 import CouchWire
-import RevTree
 
 /// Server-level endpoints: `/`, `/_up`, `/_all_dbs`, `/_uuids` (`/_session` is with the users and sessions).
 package struct ServerHandlers: Sendable {

@@ -1,5 +1,5 @@
+import CouchStore
 import CouchWire
-import RevTree
 
 extension ViewHandlers {
     /// `GET /db/_design/d/_info`: the design document's index in CouchDB's shape (`couch_mrview:get_info`).

@@ -1,5 +1,5 @@
+import CouchStore
 import Foundation
-import RevTree
 import Testing
 
 @testable import CouchServer

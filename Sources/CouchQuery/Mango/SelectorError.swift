@@ -1,0 +1,40 @@
+import CouchWire
+
+/// Why a Mango selector was refused: CouchDB's `error` name (`bad_arg`, `invalid_operator`, …) and `reason`,
+/// both meant for a 400 body.
+public struct SelectorError: Error, CustomStringConvertible, Equatable {
+    /// CouchDB's error name (`mango_error:info/2`); `bad_request` for refusals CouchDB has no name for.
+    public var error: String
+    /// Human-readable cause, worded like CouchDB's (e.g. "Invalid operator: $foo").
+    public var reason: String
+
+    public init(error: String = "bad_request", reason: String) {
+        self.error = error
+        self.reason = reason
+    }
+
+    public var description: String { reason }
+
+    static func badArgument(_ operator: String, _ argument: JSON) -> SelectorError {
+        SelectorError(
+            error: "bad_arg", reason: "Bad argument for operator \(`operator`): \(ErlangText.format(argument))")
+    }
+
+    static func invalidOperator(_ operator: String) -> SelectorError {
+        SelectorError(error: "invalid_operator", reason: "Invalid operator: \(`operator`)")
+    }
+
+    static func notSupported(_ operator: String) -> SelectorError {
+        SelectorError(error: "not_supported", reason: "Unsupported operator: \(`operator`)")
+    }
+
+    static func badField(_ selector: JSON) -> SelectorError {
+        SelectorError(
+            error: "bad_field", reason: "Invalid field normalization on selector: \(ErlangText.format(selector))")
+    }
+
+    static let missingFieldName = SelectorError(
+        error: "invalid_selector", reason: "One or more conditions is missing a field name.")
+
+    static let tooDeep = SelectorError(reason: "Selector is nested too deeply")
+}
