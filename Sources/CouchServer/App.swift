@@ -248,13 +248,12 @@ package final class App: Sendable {
         }
     }
 
-    /// `receive --max-size`: an upload of the drop credentials is charged its body before it is read, 507 when it
-    /// does not fit (`DropLedger.reserve`).
+    /// `receive --max-size`: every body of the drop credentials on a row that may store it (`Route.chargesDrop`:
+    /// documents, `_local` checkpoints, uploads) is charged before it is read, 507 when it does not fit
+    /// (`DropLedger.reserve`).
     /// - Returns: The bytes charged, nil when nothing was.
     private func chargeDrop(_ request: Request, _ route: Route) throws(CouchError) -> Int? {
-        guard let drop = request.user.drop, request.body.hasBody,
-            route.drop == .upload || (route.drop == .ownDatabase && route.body == .attachment)
-        else { return nil }
+        guard let drop = request.user.drop, request.body.hasBody, route.chargesDrop else { return nil }
         guard let charged = drop.reserve(declared: request.body.contentLength) else {
             throw .insufficientStorage
         }
@@ -289,4 +288,8 @@ package final class App: Sendable {
 
     /// Databases whose names may start with an underscore, as in CouchDB.
     static let systemDatabases: Set<String> = ["_users", "_replicator", "_global_changes"]
+
+    /// Whether `name` is one of `systemDatabases`, by bytes (the routes it decides are authorized as that
+    /// database's, so a canonically equivalent name must not pass for it).
+    static func isSystemDatabase(_ name: String) -> Bool { systemDatabases.contains { $0.utf8Equals(name) } }
 }

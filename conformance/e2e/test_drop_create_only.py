@@ -177,10 +177,79 @@ def test_drop_session_cannot_fill_the_disk_past_max_size(receivers):
     admin = receiver.admin()
     assert admin.get(f"{receiver.base}/{receiver.db}/first").status_code == 200
     assert admin.get(f"{receiver.base}/{receiver.db}/second").status_code == 404
-    # Small writes still fit (checkpoints are not counted).
+    # Small writes still fit (checkpoints are counted too, and this one fits).
     assert receiver.session().put(f"{receiver.base}/{receiver.db}/_local/cp", json={"last_seq": "1"}).status_code == 201
     assert receiver.stop() == 0
     assert "refused (past --max-size)" in receiver.log_text(), receiver.log_tail()
+
+
+def test_drop_local_documents_count_against_max_size(receivers):
+    """Issue 35, item 3: under a 1 MB --max-size, `_local` PUTs of 300 KB stop at the bound (12 × 4 MB were
+    stored under 20 MB before): every byte the drop stores is charged."""
+    receiver = receivers("--max-size", "1M")
+    receiver.start()
+    s = receiver.session()
+    statuses = [s.put(f"{receiver.base}/{receiver.db}/_local/big-{n}", json={"fill": "x" * 300_000}).status_code
+                for n in range(6)]
+    assert statuses.count(201) <= 3 and statuses[-1] == 507, statuses
+    # Ids that would make the ledger's memory grow without bound are refused as CouchDB refuses a long id.
+    r = s.post(f"{receiver.base}/{receiver.db}/_bulk_docs", json={"docs": [{"_id": "k" * 8192}]})
+    assert (r.status_code, r.json()["error"]) == (400, "illegal_docid"), r.text
+
+
+@pytest.mark.parametrize("owner,twin", [("Kids-album", "\u212aids-album"), ("caf\u00e9", "cafe\u0301")])
+def test_drop_credentials_unicode_twin_cannot_replace_the_owners_document(drop, owner, twin):
+    """Issue 35, item 4: ids are compared by bytes. Creating the Kelvin-sign (or NFD) twin of the owner's id
+    does not make the owner's document the sender's."""
+    admin, s, base, db = drop.admin(), drop.session(), drop.base, drop.db
+    r = admin.post(f"{base}/{db}/_bulk_docs", json={"docs": [{"_id": owner, "owner": True}]})
+    owner_rev = r.json()[0]["rev"]
+    assert s.post(f"{base}/{db}/_bulk_docs", json={"docs": [{"_id": twin}]}).json()[0]["ok"] is True
+    r = s.post(f"{base}/{db}/_bulk_docs", json={"docs": [{"_id": owner, "_rev": owner_rev, "_deleted": True}]})
+    assert r.json()[0]["error"] == "conflict", r.text
+    forged = {"_id": owner, "_rev": "9-" + "f" * 32, "evil": True,
+              "_revisions": {"start": 9, "ids": ["f" * 32] + [f"{i:032x}" for i in range(7)]
+                             + [owner_rev.split("-")[1]]}}
+    assert bulk(drop, [forged], s).status_code == 201
+    doc = admin.post(f"{base}/{db}/_all_docs", params={"include_docs": "true"}, json={"keys": [owner]}).json()
+    row = doc["rows"][0]
+    assert row["value"]["rev"] == owner_rev and "evil" not in row["doc"], doc
+
+
+def test_drop_credentials_unicode_twin_cannot_read_the_owners_local_document(drop):
+    admin, s, base, db = drop.admin(), drop.session(), drop.base, drop.db
+    assert admin.put(f"{base}/{db}/_local/Kcheckpoint", json={"secret": 1}).status_code == 201
+    assert s.put(f"{base}/{db}/_local/%E2%84%AAcheckpoint", json={"mine": 1}).status_code == 201
+    assert s.get(f"{base}/{db}/_local/Kcheckpoint").status_code == 404
+
+
+def test_drop_credentials_database_info_does_not_tell_which_ids_exist(drop):
+    """Issue 35, item 4: `doc_count` (and `update_seq`, `sizes`) moved when a probe created an absent id and not
+    when it hit an existing one; the drop sees only its own counts."""
+    s, base, db = drop.session(), drop.base, drop.db
+    before = s.get(f"{base}/{db}").json()
+    assert before["db_name"] == db and before["doc_count"] == 0, before
+    assert s.put(f"{base}/{db}/victim", json={}).status_code == 201   # shadowed: the victim exists
+    assert s.get(f"{base}/{db}").json() == before
+    assert s.put(f"{base}/{db}/brand-new", json={}).status_code == 201
+    assert s.get(f"{base}/{db}").json()["doc_count"] == 1
+    assert drop.admin().get(f"{base}/{db}").json()["doc_count"] == 2
+
+
+def test_drop_credentials_cannot_overwrite_or_delete_the_owners_checkpoint(drop):
+    """Issue 35, item 6: a drop sender may touch only the `_local` documents it created; a write to the owner's
+    replication checkpoint is answered as on an absent one and stores nothing."""
+    admin, s, base, db = drop.admin(), drop.session(), drop.base, drop.db
+    assert admin.put(f"{base}/{db}/_local/owner-checkpoint", json={"last_seq": "42"}).status_code == 201
+    r = s.put(f"{base}/{db}/_local/owner-checkpoint", json={"last_seq": "0"})
+    absent = s.put(f"{base}/{db}/_local/never-there", json={"last_seq": "0"})
+    assert (r.status_code, r.json()["rev"]) == (absent.status_code, absent.json()["rev"]) == (201, "0-1")
+    r = s.post(f"{base}/{db}/_bulk_docs", json={"docs": [{"_id": "_local/owner-checkpoint", "_deleted": True}]})
+    assert r.status_code == 201, r.text
+    assert s.delete(f"{base}/{db}/_local/owner-checkpoint").status_code == 403
+    kept = admin.get(f"{base}/{db}/_local/owner-checkpoint")
+    assert kept.status_code == 200 and kept.json()["last_seq"] == "42", kept.text
+    assert s.get(f"{base}/{db}/_local/owner-checkpoint").status_code == 404
 
 
 @pytest.mark.parametrize("value", ["", "12X", "-5", "1.5G", "99999999999999999999G"])

@@ -122,3 +122,30 @@ def test_drop_credentials_cannot_read_another_senders_upload(receivers):
     assert r.status_code == 404
     r = receiver.session().put(f"{uploads(receiver)}/{upload_id}", data=data, headers={"Upload-Offset": "0"})
     assert r.status_code == 404
+
+
+def promise_from(receiver: Receiver, source: str, n: int) -> int:
+    """POSTs a 1-byte promise from the address `source` (127.0.0.0/8 all reach the loopback receiver)."""
+    import base64
+    import http.client
+    parts = receiver.parts
+    auth = base64.b64encode(":".join(receiver.auth).encode()).decode()
+    query = urllib.parse.urlencode({"name": f"p{n}.jpg", "type": "image/jpeg", "length": "1",
+                                    "sha256": f"{n:064x}"})
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(source, 0))
+    try:
+        conn.request("POST", urllib.parse.urlsplit(uploads(receiver)).path + "?" + query,
+                     headers={"Authorization": f"Basic {auth}"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_one_drop_sender_does_not_take_every_senders_upload_slots(receivers):
+    """Issue 35, item 5: eight 1-byte promises of one sender took the shared account's eight slots, and every
+    other sender's resumable push failed; the slots are each sender's now."""
+    receiver = receivers("--bind", "127.0.0.1")
+    receiver.start()
+    assert [promise_from(receiver, "127.0.0.1", n) for n in range(8)] == [201] * 8
+    assert promise_from(receiver, "127.0.0.1", 8) == 403
+    assert promise_from(receiver, "127.0.0.2", 9) == 201

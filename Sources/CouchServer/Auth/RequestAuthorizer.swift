@@ -33,7 +33,7 @@ package struct RequestAuthorizer: Sendable {
             break
         }
         guard let name = parameters.database else { throw .notFound("missing") }
-        if access == .memberListing && (name == App.usersDatabase || name == "_replicator") {
+        if access == .memberListing && (name.utf8Equals(App.usersDatabase) || name.utf8Equals("_replicator")) {
             return try RequestAuthorizer.requireServerAdmin(user)
         }
         // Every database route needs the database: a missing one is 404 whoever asks.
@@ -51,7 +51,7 @@ package struct RequestAuthorizer: Sendable {
         let scopedMember = user.scope.map { Array($0.utf8) == Array(name.utf8) } ?? false
         guard scopedMember || security.isMember(user) else { throw RequestAuthorizer.securityError(user) }
         if security.isAdmin(user) { return }
-        if name == App.usersDatabase { return try authorizeUsersMember(access, parameters, user) }
+        if name.utf8Equals(App.usersDatabase) { return try authorizeUsersMember(access, parameters, user) }
         if access == .databaseAdmin { throw RequestAuthorizer.securityError(user, "You are not a db or server admin.") }
     }
 
@@ -96,7 +96,7 @@ package struct RequestAuthorizer: Sendable {
         if !user.isServerAdmin {
             if user.name == nil {
                 userCap = Limits.anonymousRequestBytes
-            } else if parameters.database == App.usersDatabase,
+            } else if parameters.database?.utf8Equals(App.usersDatabase) == true,
                 !security.security(of: App.usersDatabase).isAdmin(user)
             {
                 userCap = Limits.anonymousRequestBytes
@@ -124,9 +124,10 @@ package struct RequestAuthorizer: Sendable {
     }
 
     /// For `_local` writers (also inside `_bulk_docs`): couchlite's own `_local` documents are off limits to the drop
-    /// credentials.
+    /// credentials. By bytes: `hasPrefix` compares characters, and `_local/couchlite-` followed by a combining mark
+    /// is not a character prefix although every byte of it is.
     static func requireUnreservedLocal(_ docID: String, _ scope: String?) throws(CouchError) {
-        guard scope != nil, docID.hasPrefix(reservedLocalPrefix) else { return }
+        guard scope != nil, docID.hasBytePrefix(reservedLocalPrefix) else { return }
         throw .forbidden("This document is reserved for couchlite.")
     }
 

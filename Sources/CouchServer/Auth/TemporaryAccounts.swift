@@ -21,14 +21,14 @@ package final class TemporaryAccounts: Sendable {
     }
 
     /// Adds an account, valid until `expires`, that may only push into `database`; with `httpsOnly`, its
-    /// credentials are refused on plain HTTP; it may store at most `maxBytes`.
+    /// credentials are refused on plain HTTP; it may store at most `maxBytes`; its ledger is bounded by `limits`.
     /// - Returns: What the account writes (`DropLedger`), for the session's summary.
     @discardableResult
     package func add(
         name: String, password: [UInt8], database: String, expires: ContinuousClock.Instant, httpsOnly: Bool = false,
-        maxBytes: Int = .max
+        maxBytes: Int = .max, limits: DropLedger.Limits = DropLedger.Limits()
     ) -> DropLedger {
-        let ledger = DropLedger(httpsOnly: httpsOnly, maxBytes: maxBytes)
+        let ledger = DropLedger(httpsOnly: httpsOnly, maxBytes: maxBytes, limits: limits)
         let account = Authenticator.Account(
             name: ExactName(name), roles: [], hash: PasswordHash.make(password: password, iterations: iterations),
             source: .serverHeld,

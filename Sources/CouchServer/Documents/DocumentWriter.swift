@@ -51,24 +51,28 @@ package struct DocumentWriter: Sendable {
         return RevisionWrite(docID: docID, path: path, deleted: input.deleted, body: body, attachments: attachments)
     }
 
-    /// Stores a local document's fields and returns its new `0-N` rev.
+    /// Stores a local document's fields and returns its new `0-N` rev. The drop credentials write only the `_local`
+    /// documents they created (`DropLedger.writeLocal`): the owner's replication checkpoints are never theirs.
     func putLocal(_ database: Database, _ docID: String, input: DocumentInput, user: UserContext) throws -> String {
         // For the `_local` documents of a `_bulk_docs` (`PUT /db/_local/id` was refused by its row already).
         try RequestAuthorizer.requireUnreservedLocal(docID, user.scope)
-        // The drop credentials may read back only the `_local` documents they wrote (their checkpoints).
-        try user.drop?.wroteLocal(docID)
-        if input.deleted {
-            _ = try database.deleteLocal(docID)
-            return "0-0"
-        }
         // `0-N` as sent; the store answers N + 1 without a conflict check, as CouchDB does.
-        var previous: Int?
-        if let rev = input.rev {
+        let previous: Int?
+        if !input.deleted, let rev = input.rev {
             guard rev.pos == 0, let n = Int(rev.hash), n >= 0 else { throw CouchError.invalidRev }
             previous = n
+        } else {
+            previous = nil
         }
-        let n = try database.putLocal(docID, body: input.bodyBytes, rev: previous)
-        return "0-\(n)"
+        let store = { () throws -> String in
+            if input.deleted {
+                _ = try database.deleteLocal(docID)
+                return "0-0"
+            }
+            return "0-\(try database.putLocal(docID, body: input.bodyBytes, rev: previous))"
+        }
+        guard let drop = user.drop else { return try store() }
+        return try drop.writeLocal(database, docID, deleted: input.deleted, previous: previous, store)
     }
 
     /// Writes a new revision on `base` with the same body and edited attachments.

@@ -42,6 +42,17 @@ package struct Route: Sendable {
         return pattern.segments != [.database] || !methods.allSatisfy { $0 == .PUT || $0 == .DELETE }
     }
 
+    /// Whether a body the drop credentials send here is charged against `receive --max-size`: on every row where what
+    /// they send may be stored (documents and their attachments, `_local` checkpoints, the gallery's uploads).
+    /// `_local` bodies were once left out, and a 20 MB drop stored 48 MB of `_local` documents (issue 35).
+    var chargesDrop: Bool {
+        switch drop {
+        case .upload, .checkpoint: true
+        case .ownDatabase: body == .attachment
+        case .closed, .open, .exists: false
+        }
+    }
+
     /// Whether the row answers a request for `database` (nil for a server route).
     func applies(to database: String?) -> Bool {
         guard let onlyIn else { return true }
@@ -196,7 +207,7 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
                 guard path[index].utf8Equals(literal) else { return nil }
             case .database:
                 let value = path[index]
-                guard !value.hasBytePrefix("_") || App.systemDatabases.contains(value) else { return nil }
+                guard !value.hasBytePrefix("_") || App.isSystemDatabase(value) else { return nil }
                 database = value
             case .document:
                 guard !path[index].hasBytePrefix("_") else { return nil }

@@ -113,7 +113,7 @@ struct Router: Sendable {
 
     /// How a path no row has is refused: CouchDB's answers for the namespace it is in.
     static func unrouted(_ segments: [String]) -> Unrouted {
-        guard let first = segments.first, !first.hasBytePrefix("_") || App.systemDatabases.contains(first) else {
+        guard let first = segments.first, !first.hasBytePrefix("_") || App.isSystemDatabase(first) else {
             return Unrouted(access: .serverAdmin, database: nil, error: .notFound("missing"))
         }
         let second = segments.count > 1 ? segments[1] : ""

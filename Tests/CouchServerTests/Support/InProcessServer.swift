@@ -94,11 +94,12 @@ final class InProcessServer {
     ///   - declaredLength: The `Content-Length` claimed when it should differ from the body's (a client that
     ///     declares more than it sends).
     ///   - host: The `Host` header (nil: none).
+    ///   - remoteAddress: The client's address, as the listener names it (nil: none, as in-process).
     @discardableResult
     func request(
         _ method: String, _ path: String, as user: Credentials? = nil, json: String? = nil, raw: [UInt8]? = nil,
         declaredLength: Int? = nil, contentType: String? = nil, headers: [(String, String)] = [],
-        host: String? = "127.0.0.1"
+        host: String? = "127.0.0.1", from remoteAddress: String? = nil
     ) throws -> TestResponse {
         var fields = HTTPHeaders()
         if let host { fields.add("Host", host) }
@@ -110,7 +111,8 @@ final class InProcessServer {
             fields.add("Content-Length", String(declaredLength ?? body.count))
         }
         for (name, value) in headers { fields.add(name, value) }
-        let head = HTTPRequestHead(method: method, target: path, version: .http1_0, headers: fields)
+        var head = HTTPRequestHead(method: method, target: path, version: .http1_0, headers: fields)
+        head.remoteAddress = remoteAddress
         let sink = MemoryResponseSink(isHEAD: method == "HEAD")
         app.respond(head, HTTPRequestBody(bytes: body, declaredLength: declaredLength), to: sink)
         guard !sink.aborted else { throw InProcessFailure("the response was cut off after \(sink.body.count) bytes") }
@@ -148,10 +150,15 @@ final class InProcessServer {
         guard r.status == 200 else { throw InProcessFailure("_security of \(database): \(r)") }
     }
 
-    /// Adds `couchlite receive`'s one-time credentials confined to `database`.
-    func addDropCredentials(_ name: String, password: String, database: String) -> Credentials {
+    /// Adds `couchlite receive`'s one-time credentials confined to `database`, storing at most `maxBytes`
+    /// (`receive --max-size`) with a ledger bounded by `limits`.
+    func addDropCredentials(
+        _ name: String, password: String, database: String, maxBytes: Int = .max,
+        limits: DropLedger.Limits = DropLedger.Limits()
+    ) -> Credentials {
         app.access.authenticator.temporary.add(
-            name: name, password: Array(password.utf8), database: database, expires: .now + .seconds(600))
+            name: name, password: Array(password.utf8), database: database, expires: .now + .seconds(600),
+            maxBytes: maxBytes, limits: limits)
         return Credentials(name, password)
     }
 }

@@ -215,3 +215,63 @@ import Testing
         }
     }
 }
+
+/// Issue 35, item 5: an abandoned promise expires, however many are made, and the drop credentials' uploads are
+/// each sender's own.
+@Suite struct AbandonedUploadTests {
+    typealias Clock = ResumableUploadsTests.Clock
+
+    static func promise(_ uploads: ResumableUploads, _ n: Int, owner: String = "drop:drop-1@10.0.0.1") throws {
+        _ = try uploads.create(
+            owner: owner, database: "photos", name: "p\(n).jpg", contentType: "image/jpeg", modified: 0, length: 1,
+            sha256: String(format: "%064x", n))
+    }
+
+    @Test func abandonedPromisesExpireAndFreeTheirSlotsEveryTime() throws {
+        let clock = Clock()
+        let uploads = ResumableUploadsTests.make(clock: clock)
+        var n = 0
+        for _ in 0..<200 {
+            // A sender promises every slot it has and sends nothing.
+            for _ in 0..<uploads.limits.perOwner {
+                try Self.promise(uploads, n)
+                n += 1
+            }
+            #expect(throws: CouchError.self) { try Self.promise(uploads, n) }
+            // An hour without a byte: they are abandoned, their files gone, and the slots free again.
+            clock.advance(60 * 60)
+            #expect(uploads.sweep().isEmpty)
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: uploads.directory)) ?? []
+            #expect(files.isEmpty, "\(files.count) files left")
+        }
+    }
+
+    @Test func anUploadReceivingBytesIsNotAbandoned() throws {
+        let clock = Clock()
+        let uploads = ResumableUploadsTests.make(clock: clock)
+        let (upload, _, _) = try ResumableUploadsTests.create(uploads)
+        var offset = 0
+        for _ in 0..<10 {
+            // Thirty minutes apart, five hours in all: never an hour without a byte.
+            clock.advance(30 * 60)
+            let (_, at) = try uploads.lookup(upload.id, owner: "user:alice", database: "photos")
+            offset = try uploads.append(
+                upload, at: at, declared: nil, ResumableUploadsTests.body(ResumableUploadsTests.bytes[at..<(at + 10)]))
+        }
+        #expect(offset == 100)
+        #expect(uploads.sweep().count == 1)
+    }
+
+    @Test func dropSendersOwnTheirUploadsAndSlots() {
+        var drop = UserContext(name: "drop-1", roles: [], handler: "default")
+        drop.scope = "photos"
+        let one = ResumableUploads.owner(of: drop, from: "10.0.0.1")
+        let other = ResumableUploads.owner(of: drop, from: "10.0.0.2")
+        #expect(!one.utf8Equals(other))
+        #expect(ResumableUploads.owner(of: drop, from: "10.0.0.1").utf8Equals(one))
+        // Everyone else's uploads are their user's, wherever they connect from.
+        let alice = UserContext(name: "alice", roles: [], handler: "default")
+        #expect(ResumableUploads.owner(of: alice, from: "10.0.0.1").utf8Equals("user:alice"))
+        #expect(ResumableUploads.owner(of: alice, from: "10.0.0.2").utf8Equals("user:alice"))
+    }
+}

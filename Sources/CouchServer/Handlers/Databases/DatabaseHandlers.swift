@@ -14,9 +14,12 @@ package struct DatabaseHandlers: Sendable {
     /// CouchDB's `[couchdb] users_db_security_editable`, off by default.
     let usersDBSecurityEditable: Bool
 
-    /// `GET /db`.
+    /// `GET /db`. The drop credentials get their own view of it (`DatabaseInfo.json(forDrop:)`): counts that
+    /// moved with every id that existed would tell them which ids the owner has.
     package func info(_ c: RequestContext) throws -> Response {
-        return .json(.ok, try DatabaseInfo.json(of: store.existing(c.databaseName()), compactions: compactions))
+        let database = try store.existing(c.databaseName())
+        if let drop = c.user.drop { return .json(.ok, DatabaseInfo.json(forDrop: drop, name: database.name)) }
+        return .json(.ok, try DatabaseInfo.json(of: database, compactions: compactions))
     }
 
     /// `PUT /db`. A created database starts from the default `_security`.
@@ -64,7 +67,7 @@ package struct DatabaseHandlers: Sendable {
 
     /// CouchDB's rule: `^[a-z][a-z0-9_$()+/-]*$`, plus the system databases.
     package static func validateDatabaseName(_ name: String) throws(CouchError) {
-        if App.systemDatabases.contains(name) { return }
+        if App.isSystemDatabase(name) { return }
         let bytes = Array(name.utf8)
         guard let first = bytes.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"),
             bytes.count <= Limits.databaseNameBytes

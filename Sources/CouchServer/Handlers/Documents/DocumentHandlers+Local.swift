@@ -3,7 +3,8 @@ import CouchWire
 
 /// `_local/` documents: no revision tree, `0-N` revs, never in `_changes` or `_all_docs`, and never
 /// a 409 (a replicator's checkpoint write must always land). What the drop credentials may do here is their rows'
-/// (`DropScope.checkpoint`: not couchlite's own `_local` documents; no delete at all).
+/// (`DropScope.checkpoint`: not couchlite's own `_local` documents, only those they created (`DropLedger.writeLocal`);
+/// no `DELETE` at all).
 extension DocumentHandlers {
     /// couch_httpd_db: `/db/_local` with anything but exactly one more segment.
     static func refuseLocalAttachment() throws -> Never {
@@ -14,8 +15,9 @@ extension DocumentHandlers {
     func getLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
         try DocumentID.validate(docID)
-        // The drop credentials read only their own checkpoints: any other `_local` document is absent to them.
-        if let drop = c.user.drop, !drop.wroteLocal(contains: docID) { throw CouchError.notFound("missing") }
+        // The drop credentials read only the checkpoints they created (by the id's bytes): any other `_local`
+        // document is absent to them.
+        if let drop = c.user.drop, !drop.ownsLocal(docID) { throw CouchError.notFound("missing") }
         guard let local = try c.database().localDocument(docID) else { throw CouchError.notFound("missing") }
         var doc = JSONObject()
         doc["_id"] = .string(docID)

@@ -35,7 +35,8 @@ extension GalleryHandlers {
             throw CouchError.badRequest("upload needs its length (length parameter or Upload-Length header)")
         }
         let created = try state.uploads.create(
-            owner: ResumableUploads.owner(of: c.user), database: database.name, name: name,
+            owner: ResumableUploads.owner(of: c.user, from: c.request.head.remoteAddress), database: database.name,
+            name: name,
             contentType: query["type"].flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream",
             modified: try query.int("modified") ?? Int(Date().timeIntervalSince1970 * 1000), length: length,
             sha256: query["sha256"] ?? "", revision: try Self.revision(query))
@@ -149,7 +150,8 @@ extension GalleryHandlers {
     private func ownUpload(_ c: RequestContext) throws -> (PartialUpload, Int) {
         let database = try galleryDatabase(c)
         return try state.uploads.lookup(
-            c.parameter("id"), owner: ResumableUploads.owner(of: c.user), database: database.name)
+            c.parameter("id"), owner: ResumableUploads.owner(of: c.user, from: c.request.head.remoteAddress),
+            database: database.name)
     }
 
     private func answer(_ status: Response.Status, _ upload: PartialUpload, offset: Int, resumed: Bool?) -> Response {

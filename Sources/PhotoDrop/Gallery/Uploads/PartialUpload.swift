@@ -7,7 +7,7 @@ import CouchWire
 struct PartialUpload: Sendable, Equatable {
     /// 32 lowercase hex digits, random: the only name the upload has, and never guessable.
     let id: String
-    /// `ResumableUploads.owner(of:)` of the user who created it: nobody else may see or extend it.
+    /// `ResumableUploads.owner(of:from:)` of the user who created it: nobody else may see or extend it.
     let owner: String
     let database: String
     let name: String

@@ -10,13 +10,21 @@ import Synchronization
 /// `PartialUpload`, and `<id>.part`, the bytes received so far, whose size is the offset), never a document.
 ///
 /// Bounded: each owner has at most `Limits.perOwner` unfinished uploads in a database, the server
-/// `Limits.total`, and each expires `Limits.maxAge` after it was created (swept whenever one is created or looked
-/// up). One append or completion at a time per upload; a second is told so (`Busy`), not queued.
+/// `Limits.total`, and each expires `Limits.maxAge` after it was created or `Limits.maxIdle` after its last byte
+/// arrived (an abandoned promise: swept whenever one is created or looked up, never while an append is running).
+/// One append or completion at a time per upload; a second is told so (`Busy`), not queued.
+///
+/// An owner is a user, but for `couchlite receive`'s drop credentials, which every sender of a session shares, it
+/// is one sender (`owner(of:from:)`): eight 1-byte promises of one phone took the one account's eight slots and
+/// failed every other phone's push of a large file (issue 35).
 final class ResumableUploads: Sendable {
     struct Limits: Sendable {
         var perOwner = 8
         var total = 256
         var maxAge = 24 * 60 * 60
+        /// Seconds without a byte after which an upload is abandoned (an hour: a phone that left the Wi-Fi for a
+        /// while still resumes; one that promised and never sent frees its slot).
+        var maxIdle = 60 * 60
         /// The largest file one may promise (1 TiB): a length is only a promise, but it should be a plausible one.
         var maxLength = 1 << 40
     }
@@ -33,6 +41,10 @@ final class ResumableUploads: Sendable {
     let limits: Limits
     private let now: @Sendable () -> Int
     private let busy = Mutex(Set<String>())
+    /// When each live upload last received bytes (or was created), for `maxIdle`. In memory only: after a restart
+    /// the idle time of an upload found on disk starts when it is first looked at. Pruned by every sweep, so
+    /// it never holds more than the live uploads (`Limits.total`).
+    private let touched = Mutex([String: Int]())
     /// Serializes creations, so that two racing ones cannot both pass the count limits.
     private let creating = Mutex(())
 
@@ -46,9 +58,13 @@ final class ResumableUploads: Sendable {
     }
 
     /// Who owns an upload: the user's name, or `anonymous` in a database anyone may write to (whose ids are
-    /// still unguessable).
-    static func owner(of user: UserContext) -> String {
-        user.name.map { "user:" + $0.description } ?? "anonymous"
+    /// still unguessable). The drop credentials are shared by every sender of a `receive` session, so their
+    /// uploads are the sender's: the account and the address the request came from (a phone keeps its address on
+    /// the Wi-Fi, so it resumes its own uploads over a new connection, and its slots are its own).
+    static func owner(of user: UserContext, from address: String?) -> String {
+        guard let name = user.name else { return "anonymous" }
+        guard user.scope != nil else { return "user:" + name.description }
+        return "drop:" + name.description + "@" + (address ?? "-")
     }
 
     /// Starts an upload, or finds the one this owner already started for the same bytes into the same database
@@ -85,6 +101,7 @@ final class ResumableUploads: Sendable {
                 id: Secrets.randomBytes(16).hexString, owner: owner, database: database, name: name,
                 contentType: contentType, modified: modified, length: length, sha256: sha256, created: now())
             upload.revision = revision
+            touch(upload.id)
             let fd = open(partPath(upload.id), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw CouchError.internalError("cannot create upload: \(errnoText())") }
             close(fd)
@@ -146,6 +163,7 @@ final class ResumableUploads: Sendable {
             }
             try Self.writeAll(fd, chunk)
             written += chunk.count
+            touch(upload.id)
         }
         return written
     }
@@ -182,6 +200,7 @@ final class ResumableUploads: Sendable {
         guard PartialUpload.isValidID(id) else { return }
         unlink(metaPath(id))
         unlink(partPath(id))
+        _ = touched.withLock { $0.removeValue(forKey: id) }
     }
 
     /// Deletes expired uploads and stray files (a `.part` without its record, a damaged record).
@@ -193,13 +212,19 @@ final class ResumableUploads: Sendable {
         var ids = Set<String>()
         for name in names where name.hasSuffix(".json") {
             let id = String(name.dropLast(5))
-            guard PartialUpload.isValidID(id), let upload = record(id), upload.id == id, !expired(upload) else {
+            guard PartialUpload.isValidID(id), let upload = record(id), upload.id == id else {
+                remove(id)
+                continue
+            }
+            // An upload being appended to now is not abandoned, however long its append takes.
+            if expired(upload) && !busy.withLock({ $0.contains(id) }) {
                 remove(id)
                 continue
             }
             live.append(upload)
             ids.insert(id)
         }
+        touched.withLock { touched in touched = touched.filter { ids.contains($0.key) } }
         for name in names where name.hasSuffix(".part") && !ids.contains(String(name.dropLast(5))) {
             // Created a moment ago by a creation that has not written its record yet is impossible: creations
             // hold `creating`, and so does every sweep that runs from one.
@@ -215,7 +240,23 @@ final class ResumableUploads: Sendable {
         return Int(info.st_size)
     }
 
-    private func expired(_ upload: PartialUpload) -> Bool { now() - upload.created >= limits.maxAge }
+    /// Whether the upload is past `maxAge`, or has had no byte for `maxIdle`.
+    private func expired(_ upload: PartialUpload) -> Bool {
+        let now = now()
+        let last = touched.withLock { touched -> Int in
+            if let last = touched[upload.id] { return last }
+            // First seen since the server started: its idle time starts now.
+            touched[upload.id] = now
+            return now
+        }
+        return now &- upload.created >= limits.maxAge || now &- max(last, upload.created) >= limits.maxIdle
+    }
+
+    /// Records that the upload was created or received bytes just now.
+    private func touch(_ id: String) {
+        let now = now()
+        touched.withLock { $0[id] = now }
+    }
 
     private func record(_ id: String) -> PartialUpload? {
         guard let data = FileManager.default.contents(atPath: metaPath(id)),
