@@ -46,6 +46,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         // Revision trees (pure) and the SQLite store. Knows nothing of HTTP.
         .target(name: "RevTree", dependencies: ["CSQLite", "CouchCrypto", "Callbacks"], swiftSettings: swiftSettings),
+        // DNS-SD over mDNS (RFC 6762/6763): the DNS message codec, our own responder that announces a drop or a
+        // server on the LAN, and the browser behind `couchlite peers`. Knows nothing of HTTP or storage.
+        .target(name: "Discovery", swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
@@ -82,7 +85,7 @@ let package = Package(
             name: "PhotoDrop",
             dependencies: [
                 "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchCrypto", "CQRencode", "CZlib", "Thumbnails",
-                "Replicator", "MediaDecoding", "MediaSandbox",
+                "Replicator", "MediaDecoding", "MediaSandbox", "Discovery",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -95,6 +98,7 @@ let package = Package(
             name: "couchlite",
             dependencies: [
                 "CouchServer", "PhotoDrop", "CouchWire", "RevTree", "Replicator", "QueryServer", "MediaSandbox",
+                "Discovery",
             ],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
@@ -102,6 +106,7 @@ let package = Package(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"], swiftSettings: swiftSettings),
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
