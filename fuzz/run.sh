@@ -80,8 +80,8 @@ build_modules() {
     $(find Sources/CouchWire -name '*.swift' | sort)
   # Only the pure tree algorithms: the SQLite store is not under test here.
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
-  # The DNS codec, without the sockets.
-  build_module Discovery -- Sources/Discovery/DNS/*.swift
+  # The DNS codec and the responder's and browser's decisions, without the sockets.
+  build_module Discovery -- Sources/Discovery/DNS/*.swift Sources/Discovery/Logic/*.swift
 }
 
 build_target() {

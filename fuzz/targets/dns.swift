@@ -1,11 +1,13 @@
 import Discovery
 
 /// Target: the DNS message parser and builder (mDNS packets as the responder and `couchlite peers` read them off
-/// the LAN).
+/// the LAN), then the responder's handling of what parsed.
 ///
 /// Properties: parsing never traps and refuses rather than reads past the end; a parsed message obeys the limits
 /// (at most `maxRecords` entries, names of at most 255 wire bytes and labels of at most 63); its serialization
-/// parses back to an equal message whenever it fits a packet, and serializing that again gives the same bytes.
+/// parses back to an equal message whenever it fits a packet, and serializing that again gives the same bytes;
+/// a responder (announced, its subnet holding the source) takes the message without trapping and replies with
+/// packets that fit.
 func fuzzOne(_ bytes: [UInt8]) {
     guard let message = try? DNSMessage.parse(bytes) else { return }
     let entries = message.questions.count + message.allRecords.count
@@ -23,5 +25,21 @@ func fuzzOne(_ bytes: [UInt8]) {
         }
         require(again == message, "parse(serialize(m)) != m")
         require(again.serialized() == serialized, "serialization is not a fixed point")
+    }
+
+    let interface = MDNSInterface(name: "fuzz0", index: 1, address: [10, 0, 0, 1], netmask: [255, 0, 0, 0])
+    let service = ServiceDescription(
+        type: ServiceDescription.photoDropType, port: 6984,
+        txt: ServiceDescription.txt(name: "fuzz", path: "/photodrop", tlsPort: nil, fingerprint: nil))
+    var core = ResponderCore(
+        name: "fuzz", hostName: "fuzz", services: [service], interfaces: [interface], now: 0, startDelay: 0)
+    var now = 0.0
+    while now < 4 {
+        _ = core.tick(now: now)
+        now += 0.05
+    }
+    let port: UInt16 = bytes.first.map { $0 & 1 == 0 ? 5353 : 40000 } ?? 5353
+    for reply in core.handle(message, from: [10, 0, 0, 2], port: port, now: now) {
+        require(reply.message.serialized().count <= DNSMessage.maxPacketBytes, "a reply larger than a packet")
     }
 }

@@ -58,6 +58,17 @@ extension ReceiveOptions {
             "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN",
             help: "with --tls: add the certificate's #sha256=FINGERPRINT to the QR code's URL (couchlite push pins it)"
         ) { $0.qrPin = $1 },
+        Spec(
+            flag: "--name", environment: "COUCHLITE_RECEIVE_NAME", valueName: "TEXT",
+            help: "display name announced on the LAN (couchlite peers), default the host name"
+        ) { o, v throws(OptionsError) in
+            guard !v.isEmpty, v.utf8.count <= 63 else { throw OptionsError("--name must be 1 to 63 bytes, got '\(v)'") }
+            o.name = v
+        },
+        .toggle(
+            "--no-announce", environment: "COUCHLITE_RECEIVE_NO_ANNOUNCE",
+            help: "do not announce the drop on the LAN (DNS-SD over mDNS; the URL and QR code still work)"
+        ) { $0.announce = !$1 },
         .toggle(
             "--json", environment: "COUCHLITE_RECEIVE_JSON",
             help: "print one JSON line {url,user,expires,db,out} instead of the text and QR code"
