@@ -1,13 +1,13 @@
 import Discovery
 
 /// Target: the DNS message parser and builder (mDNS packets as the responder and `couchlite peers` read them off
-/// the LAN), then the responder's handling of what parsed.
+/// the LAN), then the responder's and the browser's handling of what parsed.
 ///
 /// Properties: parsing never traps and refuses rather than reads past the end; a parsed message obeys the limits
 /// (at most `maxRecords` entries, names of at most 255 wire bytes and labels of at most 63); its serialization
 /// parses back to an equal message whenever it fits a packet, and serializing that again gives the same bytes;
-/// a responder (announced, its subnet holding the source) takes the message without trapping and replies with
-/// packets that fit.
+/// a responder (announced, its subnet holding the source) and a peer collector take the message without trapping,
+/// and the collector keeps at most `maxPeers` instances.
 func fuzzOne(_ bytes: [UInt8]) {
     guard let message = try? DNSMessage.parse(bytes) else { return }
     let entries = message.questions.count + message.allRecords.count
@@ -42,4 +42,10 @@ func fuzzOne(_ bytes: [UInt8]) {
     for reply in core.handle(message, from: [10, 0, 0, 2], port: port, now: now) {
         require(reply.message.serialized().count <= DNSMessage.maxPacketBytes, "a reply larger than a packet")
     }
+    var collector = PeerCollector(types: [ServiceDescription.photoDropType, ServiceDescription.couchDBType])
+    collector.add(message, now: 0)
+    collector.add(message, now: 1)
+    require(collector.peers.count <= PeerCollector.maxPeers, "\(collector.peers.count) peers kept")
+    _ = collector.missingQuestions()
+    for peer in collector.peers.values { _ = peer.url }
 }
