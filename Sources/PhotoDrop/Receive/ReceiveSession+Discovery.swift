@@ -46,7 +46,7 @@ extension ReceiveSession {
     }
 
     /// The machine's host name (`gethostname`), the display name when `--name` is not given.
-    static func machineName() -> String {
+    package static func machineName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "couchlite" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -75,7 +75,7 @@ extension ReceiveOptions {
         ) { $0.json = $1 },
     ]
 
-    /// `serve`'s options that mean the same here (`--bind` differs in its default and help).
+    /// `serve`'s options that mean the same here (`--bind` differs in its default and help; `--announce` is on).
     static let commandLine = OptionTable(
         summary: """
             usage: couchlite receive [options]
@@ -84,7 +84,8 @@ extension ReceiveOptions {
             every photo pushed into it (CouchDB replicator, PouchDB, Couchbase Lite 1.x) in a folder.
             """,
         specs: table
-            + Options.table.filter { $0.flag != "--bind" }.map { spec in
+            // receive announces itself unless --no-announce: serve's --announce does not apply.
+            + Options.table.filter { $0.flag != "--bind" && $0.flag != "--announce" }.map { spec in
                 spec.lifted(
                     \ReceiveOptions.server,
                     help: spec.flag == "--log-level" ? "error, warning, info or debug; default warning here" : nil)
