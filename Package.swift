@@ -56,6 +56,9 @@ let package = Package(
         .target(
             name: "CouchStore", dependencies: ["RevTree", "CSQLite", "CouchCrypto", "Callbacks"],
             swiftSettings: swiftSettings),
+        // DNS-SD over mDNS (RFC 6762/6763): the DNS message codec, our own responder that announces a drop or a
+        // server on the LAN, and the browser behind `couchlite peers`. Knows nothing of HTTP or storage.
+        .target(name: "Discovery", swiftSettings: swiftSettings),
         // CouchDB's replication protocol between two endpoints, over our own HTTP client.
         .target(name: "Replicator", dependencies: ["CouchWire", "CouchCrypto"], swiftSettings: swiftSettings),
         // JavaScript design functions (filters, validate_doc_update, map/reduce) in pooled worker processes.
@@ -93,7 +96,7 @@ let package = Package(
             name: "PhotoDrop",
             dependencies: [
                 "Callbacks", "CouchServer", "CouchWire", "RevTree", "CouchStore", "CouchCrypto", "CQRencode", "CZlib",
-                "Thumbnails", "Replicator", "MediaDecoding", "MediaSandbox",
+                "Thumbnails", "Replicator", "MediaDecoding", "MediaSandbox", "Discovery",
             ],
             resources: [
                 .embedInCode("Gallery/Assets/index.html"), .embedInCode("Gallery/Assets/welcome.html"),
@@ -106,6 +109,7 @@ let package = Package(
             name: "couchlite",
             dependencies: [
                 "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "Replicator", "QueryServer", "MediaSandbox",
+                "Discovery",
             ],
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
@@ -113,6 +117,7 @@ let package = Package(
             name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchStore", "CouchCrypto"],
             swiftSettings: swiftSettings),
 
+        .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"], swiftSettings: swiftSettings),
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "fuzz", "corpus")
@@ -173,6 +174,45 @@ for path in sorted(glob.glob(os.path.join(ROOT, "conformance", "transcripts", "*
 add("revtree", bytes([3, 0, 0, 0, 0, 1, 0, 0, 2, 1, 1, 3, 0, 2, 2, 3, 2]))
 add("revtree", bytes([20] + [b for i in range(21) for b in (chain_parent(i), i % 4, 0)] + [2, 20, 5, 20, 12, 3, 1]))
 add("revtree", bytes([6, 0, 0, 0, 0, 1, 0, 1, 2, 0, 2, 3, 1, 2, 4, 1, 7, 5, 0, 0, 1, 6, 11, 6, 2, 5, 3]))
+
+
+# DNS (mDNS) packets: a PTR query, a DNS-SD response with PTR/SRV/TXT/A/AAAA and compression, a probe with its
+# authority section, a goodbye, and the hostile shapes the parser refuses (a pointer loop, a forward pointer, an
+# over-long label, counts larger than the packet).
+def dns_name(text):
+    return b"".join(bytes([len(label)]) + label for label in (part.encode() for part in text.split(".") if part)) + b"\0"
+
+
+def dns_packet(flags, questions=(), answers=(), authorities=()):
+    head = struct.pack(">HHHHHH", 0, flags, len(questions), len(answers), len(authorities), 0)
+    body = b"".join(q for q in questions) + b"".join(answers) + b"".join(authorities)
+    return head + body
+
+
+def dns_rr(name, rtype, data, ttl=120, klass=1):
+    return name + struct.pack(">HHIH", rtype, klass, ttl, len(data)) + data
+
+
+ptr_query = dns_name("_photodrop._tcp.local") + struct.pack(">HH", 12, 1)
+add("dns", dns_packet(0, [ptr_query]))
+instance = b"\x0dAnna's laptop\xc0\x0c"  # the instance label, then a pointer to the type's name at 12
+srv = struct.pack(">HHH", 0, 0, 6984) + dns_name("anna-couchlite.local")
+txt = b"".join(bytes([len(t)]) + t for t in (b"v=1", b"name=Anna's laptop", b"path=/photodrop", b"tls=6984"))
+response = dns_packet(
+    0x8400, [],
+    [dns_rr(dns_name("_photodrop._tcp.local"), 12, instance, 4500),
+     dns_rr(b"\xc0\x2d", 33, srv, 120, 0x8001),
+     dns_rr(b"\xc0\x2d", 16, txt, 4500, 0x8001),
+     dns_rr(dns_name("anna-couchlite.local"), 1, bytes([10, 0, 0, 1]), 120, 0x8001),
+     dns_rr(dns_name("anna-couchlite.local"), 28, bytes(16), 120, 0x8001)])
+add("dns", response)
+add("dns", dns_packet(0, [dns_name("Anna's laptop._photodrop._tcp.local") + struct.pack(">HH", 255, 0x8001)], [],
+                      [dns_rr(dns_name("Anna's laptop._photodrop._tcp.local"), 33, srv)]))
+add("dns", dns_packet(0x8400, [], [dns_rr(dns_name("_couchdb._tcp.local"), 12, dns_name("x._couchdb._tcp.local"), 0)]))
+add("dns", dns_packet(0, [b"\xc0\x0c" + struct.pack(">HH", 12, 1)]))
+add("dns", dns_packet(0, [b"\xc0\x20" + struct.pack(">HH", 12, 1)]))
+add("dns", dns_packet(0, [b"\x40" + b"a" * 64 + b"\0" + struct.pack(">HH", 12, 1)]))
+add("dns", struct.pack(">HHHHHH", 0, 0x8400, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF) + ptr_query)
 
 if os.path.isdir(CORPUS):
     shutil.rmtree(CORPUS)

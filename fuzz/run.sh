@@ -31,7 +31,7 @@ readonly OUT=.build/fuzz
 # 4 KiB chunk-extension limit; multipart: the 16 KiB preamble and part-header limits; json: JSON's only limit is
 # 512 levels of nesting (513 bytes), so 1 KiB; selector: the same plus documents to match; gzip: a bomb reaches
 # the 256 KiB output limit from a few hundred bytes; base64 has no length limit; revtree reads at most 226 bytes
-# (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last.
+# (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last; dns: past the 9,000-byte packet limit.
 max_len_of() {
   case "$1" in
     http_request | multipart) echo 16384 ;;
@@ -39,6 +39,7 @@ max_len_of() {
     selector | gzip | base64) echo 4096 ;;
     json) echo 1024 ;;
     revtree) echo 256 ;;
+    dns) echo 9216 ;;
     *) echo 16384 ;;
   esac
 }
@@ -80,6 +81,8 @@ build_modules() {
   build_module CouchQuery Sources/COpenSSL Sources/CZlib Sources/CPCRE2 -- $(find Sources/CouchQuery -name '*.swift' | sort)
   # The pure tree algorithms (the SQLite store, CouchStore, is not under test here).
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
+  # The DNS codec and the responder's and browser's decisions, without the sockets.
+  build_module Discovery -- Sources/Discovery/DNS/*.swift Sources/Discovery/Logic/*.swift
 }
 
 build_target() {
@@ -95,7 +98,7 @@ build_target() {
   swiftc "${HARNESS_FLAGS[@]}" -wmo -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
     -I Sources/CPCRE2 -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
   swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/CouchQuery.o" \
-    "$OUT/RevTree.o" -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
+    "$OUT/RevTree.o" "$OUT/Discovery.o" -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
   rm -f "$OUT/bin/$name.o"
   echo "$stamp" >"$OUT/bin/$name.stamp"
 }

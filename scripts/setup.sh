@@ -3,7 +3,8 @@
 # zlib, libjpeg-turbo and libpng for thumbnails; PCRE2 for Mango's $regex; libheif (HEIC/AVIF), FFmpeg's
 # libavformat/libavcodec/libswscale (video posters) and libexif (dates taken), heif-enc for test samples; libssl
 # for HTTPS, the openssl command for its tests), Python + pytest + requests for the conformance suite,
-# Chromium + Playwright + ffmpeg (test videos) for the gallery's browser tests, wrk for benchmarks, curl for the
+# Chromium + Playwright + ffmpeg (test videos) for the gallery's browser tests, iproute2 (`ip netns`) and
+# python-zeroconf for the LAN discovery e2e test (two network namespaces), wrk for benchmarks, curl for the
 # README's examples (and their e2e test), Node.js to lint the gallery's script, and a Swift toolchain check. Safe to run repeatedly; installs only what is missing.
 # Source it (`. scripts/setup.sh`) to keep the PATH fix for /opt/swift in the caller.
 set -euo pipefail
@@ -21,7 +22,7 @@ as_root() {
 missing=()
 for pkg in libsqlite3-dev libssl-dev openssl zlib1g-dev duktape-dev libqrencode-dev zbar-tools libjpeg62-turbo-dev libpng-dev \
   libpcre2-dev libheif-dev libheif-examples libexif-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
-  wrk chromium ffmpeg; do
+  wrk chromium ffmpeg iproute2; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 command -v curl >/dev/null 2>&1 || missing+=(curl)
@@ -44,22 +45,23 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # --- Python modules ----------------------------------------------------------------------
-if ! python3 -c 'import pytest, requests, playwright' >/dev/null 2>&1; then
-  log "installing pytest, requests and playwright with pip"
+if ! python3 -c 'import pytest, requests, playwright, zeroconf' >/dev/null 2>&1; then
+  log "installing pytest, requests, playwright and zeroconf with pip"
   # Quiet: no root warning (a throw-away test machine runs as root on purpose), no version nag.
   export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
   pip_err="$(mktemp -t couchlite-pip.XXXXXX)"
-  if ! python3 -m pip install -q pytest requests playwright 2>"$pip_err"; then
+  if ! python3 -m pip install -q pytest requests playwright zeroconf 2>"$pip_err"; then
     # Debian's own Python refuses pip installs (PEP 668) unless told this is meant.
     if grep -q "externally-managed-environment" "$pip_err"; then
-      python3 -m pip install -q --break-system-packages pytest requests playwright 2>"$pip_err" || {
+      python3 -m pip install -q --break-system-packages pytest requests playwright zeroconf 2>"$pip_err" || {
         cat "$pip_err" >&2; rm -f "$pip_err"; exit 1; }
     else
       cat "$pip_err" >&2; rm -f "$pip_err"; exit 1
     fi
   fi
   rm -f "$pip_err"
-  python3 -c 'import pytest, requests, playwright' || { log "pytest/requests/playwright still not importable"; exit 1; }
+  python3 -c 'import pytest, requests, playwright, zeroconf' || {
+    log "pytest/requests/playwright/zeroconf still not importable"; exit 1; }
 fi
 
 # --- Swift toolchain ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ let usage = """
            couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
            couchlite push DIR URL [options]          send a folder of photos and videos to a peer
            couchlite replicate SOURCE TARGET [...]   replicate once or continuously
+           couchlite peers [options]                 list the drops and servers announced on the LAN
            couchlite SUBCOMMAND --help               the options of each
 
     A CouchDB-compatible replication server.
@@ -28,6 +29,7 @@ case "serve": status = serve(Array(arguments.dropFirst()), environment)
 case "replicate": status = replicate(Array(arguments.dropFirst()), environment)
 case "push": status = push(Array(arguments.dropFirst()), environment)
 case "receive": status = receive(Array(arguments.dropFirst()), environment)
+case "peers": status = peers(Array(arguments.dropFirst()), environment)
 case "help": status = help()
 // Hidden: the JavaScript worker the server starts for design functions (QueryServer).
 case "query-server": status = QueryWorker.run(Array(arguments.dropFirst()))

@@ -6,6 +6,8 @@ import Foundation
 /// disagree).
 package struct Options: Sendable {
     package var bind = "127.0.0.1"
+    /// Whether `serve` announces itself on the LAN as `_couchdb._tcp` (DNS-SD over mDNS, `--announce`).
+    package var announce = false
     /// The plain HTTP port; nil (`--port off`) serves HTTPS only.
     package var port: Int? = 5984
     /// Where HTTPS gets its certificate: nowhere (off), generated in the data dir, or files.

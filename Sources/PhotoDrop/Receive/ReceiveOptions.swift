@@ -18,6 +18,10 @@ package struct ReceiveOptions: Sendable {
     /// The most bytes the session's drop credentials may store (`--max-size`); nil: `defaultMaxSize` of the data
     /// dir's disk.
     package var maxSize: Int?
+    /// The display name announced on the LAN (`--name`); nil: the host name.
+    package var name: String?
+    /// Whether the drop is announced on the LAN with DNS-SD over mDNS (off with `--no-announce`).
+    package var announce = true
 
     /// The settings before any option is read.
     package static var defaults: ReceiveOptions {

@@ -117,7 +117,10 @@ package final class ReceiveSession: Sendable {
             process.app.store.close()
             return 1
         }
+        let stopAnnouncing = startAnnouncing(process, others: extraHosts)
         let end = waitForEnd(credentials, process.app, database, exporter)
+        // Goodbyes first: peers drop the entry at once, before the closing grace and the shutdown.
+        stopAnnouncing()
         process.app.dropAccounts.revoke(credentials.user)
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")

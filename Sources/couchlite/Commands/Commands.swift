@@ -56,7 +56,9 @@ public enum Commands {
 
                 """)
         }
+        let stopAnnouncing = announce(process, options: options, log: log)
         process.runUntilStopped()
+        stopAnnouncing()
         log.info("stopped")
         return 0
     }

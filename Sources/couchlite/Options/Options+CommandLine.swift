@@ -12,6 +12,10 @@ extension Options {
             "--bind", environment: "COUCHLITE_BIND", valueName: "ADDRESS",
             help: "address to listen on (IPv4 or IPv6), default 127.0.0.1", needs: "an address"
         ) { $0.bind = $1 },
+        .toggle(
+            "--announce", environment: "COUCHLITE_ANNOUNCE",
+            help: "announce the server on the LAN as _couchdb._tcp (DNS-SD over mDNS; couchlite peers lists it)"
+        ) { $0.announce = $1 },
         Spec(
             flag: "--port", environment: "COUCHLITE_PORT", valueName: "PORT",
             help: "HTTP port, default 5984 (0 picks a free port and prints it; off: HTTPS only)"

@@ -58,13 +58,24 @@ extension ReceiveOptions {
             "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN",
             help: "with --tls: add the certificate's #sha256=FINGERPRINT to the QR code's URL (couchlite push pins it)"
         ) { $0.qrPin = $1 },
+        Spec(
+            flag: "--name", environment: "COUCHLITE_RECEIVE_NAME", valueName: "TEXT",
+            help: "display name announced on the LAN (couchlite peers), default the host name"
+        ) { o, v throws(OptionsError) in
+            guard !v.isEmpty, v.utf8.count <= 63 else { throw OptionsError("--name must be 1 to 63 bytes, got '\(v)'") }
+            o.name = v
+        },
+        .toggle(
+            "--no-announce", environment: "COUCHLITE_RECEIVE_NO_ANNOUNCE",
+            help: "do not announce the drop on the LAN (DNS-SD over mDNS; the URL and QR code still work)"
+        ) { $0.announce = !$1 },
         .toggle(
             "--json", environment: "COUCHLITE_RECEIVE_JSON",
             help: "print one JSON line {url,user,expires,db,out} instead of the text and QR code"
         ) { $0.json = $1 },
     ]
 
-    /// `serve`'s options that mean the same here (`--bind` differs in its default and help).
+    /// `serve`'s options that mean the same here (`--bind` differs in its default and help; `--announce` is on).
     static let commandLine = OptionTable(
         summary: """
             usage: couchlite receive [options]
@@ -73,7 +84,8 @@ extension ReceiveOptions {
             every photo pushed into it (CouchDB replicator, PouchDB, Couchbase Lite 1.x) in a folder.
             """,
         specs: table
-            + Options.table.filter { $0.flag != "--bind" }.map { spec in
+            // receive announces itself unless --no-announce: serve's --announce does not apply.
+            + Options.table.filter { $0.flag != "--bind" && $0.flag != "--announce" }.map { spec in
                 spec.lifted(
                     \ReceiveOptions.server,
                     help: spec.flag == "--log-level" ? "error, warning, info or debug; default warning here" : nil)
