@@ -302,11 +302,11 @@ def test_the_whole_matrix_stays_quick():
     assert MATRIX_SECONDS[0] < 90, (len(runs), MATRIX_SECONDS, slowest)
 
 
-def test_receive_with_an_unusable_out_starts_nothing_and_exits_cleanly():
-    """`receive --out` naming a folder that cannot be made (a 5,000-byte name) is refused before the server starts:
-    it once started serving, then exited with the server's threads running and was killed by SIGSEGV in their
-    teardown about one run in six under load. Now nothing starts (the data dir is never made) and every run exits 1
-    with the reason."""
+def test_receive_with_an_unusable_out_stops_its_server_and_exits_cleanly():
+    """`receive --out` naming a folder that cannot be made (a 5,000-byte name) fails after the server started (the
+    folder is made once the data dir's lock is held): it once exited with the server's threads running and was
+    killed by SIGSEGV in their teardown about one run in six under load. Now the server is stopped first, and every
+    run exits 1 with the reason."""
     for _ in range(20):
         root = tempfile.mkdtemp(prefix="couchlite-out-")
         try:
@@ -317,6 +317,5 @@ def test_receive_with_an_unusable_out_starts_nothing_and_exits_cleanly():
                 cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
             assert run.returncode == 1, (run.returncode, run.stderr[-2000:])
             assert b"could not start" in run.stderr and b"File name too long" in run.stderr, run.stderr[-2000:]
-            assert not os.path.exists(data), os.listdir(root)
         finally:
             shutil.rmtree(root, ignore_errors=True)

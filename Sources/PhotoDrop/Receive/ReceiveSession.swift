@@ -56,15 +56,6 @@ package final class ReceiveSession: Sendable {
         let database: Database
         let exporter: PhotoExporter
         let progress = ReceiveProgress(handle: options.json ? .standardError : .standardOutput)
-        // The folder first: a bad `--out` stops the start before anything listens or runs (the process once
-        // exited with the server's threads running, and crashed in their teardown now and then).
-        let folder: PhotoFolder
-        do {
-            folder = try PhotoFolder(path: options.out)
-        } catch {
-            log.error("could not start", ["error": String(describing: error)])
-            return 1
-        }
         var started: ServerProcess?
         do {
             process = try ServerProcess(
@@ -78,6 +69,8 @@ package final class ReceiveSession: Sendable {
                     }
                 })
             database = try ReceiveSession.openOrCreate(options.database, app)
+            // After the server took the data dir's lock: a process refused for a dir in use makes no folder.
+            let folder = try PhotoFolder(path: options.out)
             let out = options.out
             app.onDiskFull.set { progress.diskFull(in: "the data dir") }
             exporter = PhotoExporter(
@@ -93,7 +86,8 @@ package final class ReceiveSession: Sendable {
             return 75  // EX_TEMPFAIL: it may work once the other process has stopped
         } catch {
             log.error("could not start", ["error": String(describing: error)])
-            // Stopped before the exit: its threads must not run while the process tears down.
+            // Stopped before the exit: its threads must not run while the process tears down (a bad `--out` once
+            // exited with them running, and was killed by SIGSEGV in their teardown about one run in six).
             if let started {
                 started.shutdown(timeout: .seconds(1))
                 started.waitUntilStopped()
