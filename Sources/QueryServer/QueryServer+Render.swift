@@ -86,14 +86,16 @@ public struct ListOutput: Sendable, Equatable {
 
 /// One running list function and the worker it holds. The server pushes the view's rows one at a time (`row`);
 /// the function pulls each with `getRow()`, and what it writes reaches `output` as it writes it, so neither side
-/// holds more than a row and one flush of output. Each row gives the function the configured timeout again; what it
-/// does without asking for a row (a loop that only `send`s) runs against the time left. End it with `finish` (or
+/// holds more than a row and one flush of output. The whole list has the configured timeout, rows and all (a row
+/// renewing it let one request hold a worker for rows × the timeout); the lists of its database may hold all workers but one.
+/// End it with `finish` (or
 /// `close` when the request fails): a worker left mid-list is killed, never reused.
 public final class ListSession {
     private let server: QueryServer
     private let worker: WorkerProcess
     private let output: (ListOutput) throws -> Void
-    private var deadline: ContinuousClock.Instant
+    /// The whole list's: set when it starts, never renewed by a row.
+    private let deadline: ContinuousClock.Instant
     /// The function returned (or failed): rows are no longer wanted.
     public private(set) var finished = false
     private var closed = false
@@ -106,7 +108,7 @@ public final class ListSession {
         self.output = output
         let timeout = server.pool.configuration.timeout
         deadline = ContinuousClock.now + timeout
-        worker = try server.pool.checkOut(deadline: deadline)
+        worker = try server.pool.checkOut(deadline: deadline, for: ddoc.database)
         do {
             try begin(ddoc, name: name, head: head, request: request)
         } catch {
@@ -121,7 +123,6 @@ public final class ListSession {
     @discardableResult
     public func row(_ bytes: [UInt8]) throws -> Bool {
         guard !finished else { return false }
-        deadline = ContinuousClock.now + server.pool.configuration.timeout
         try send(Array(#"{"row":"#.utf8) + bytes + [UInt8(ascii: "}")])
         try advance()
         return !finished
@@ -131,7 +132,6 @@ public final class ListSession {
     public func finish() throws {
         defer { close() }
         guard !finished else { return }
-        deadline = ContinuousClock.now + server.pool.configuration.timeout
         try send(Array(#"{"end":true}"#.utf8))
         try advance()
     }

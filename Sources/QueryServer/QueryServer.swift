@@ -7,12 +7,16 @@ import Synchronization
 /// the key must change whenever the body does: it is the database, the id and the revision.
 public struct DesignDocument: Sendable {
     public let key: String
+    /// The database it is in, as bytes: what the pool's share of workers held by lists counts
+    /// (`QueryServerPool.checkOut`).
+    public let database: [UInt8]
     /// The whole document, `_id` and `_rev` included (it is `this` for filters and validations, and where
     /// `require` finds CommonJS modules).
     public let body: JSONObject
 
     public init(database: String, id: String, rev: String, body: JSONObject) {
         key = database + "\u{0}" + id + "\u{0}" + rev
+        self.database = Array(database.utf8)
         var body = body
         if body["_id"] == nil { body["_id"] = .string(id) }
         if body["_rev"] == nil { body["_rev"] = .string(rev) }
@@ -323,6 +327,7 @@ public final class QueryServer: Sendable {
         headerObject["op"] = .string(op)
         headerObject["keys"] = .array(ddocs.map { .string($0.key) })
         let header = JSON.object(headerObject).serialized() + [0x0A]
+        // One call is short (its timeout bounds it), so it takes any worker: a view build uses them all.
         let response: JSONObject = try pool.withWorker { (worker, deadline) throws(QueryServerError) -> JSONObject in
             if worker.knownDesignDocuments.count > 64 { worker.knownDesignDocuments.removeAll() }
             var bodies = Set(ddocs.map(\.key)).subtracting(worker.knownDesignDocuments)

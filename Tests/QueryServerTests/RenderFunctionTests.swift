@@ -248,4 +248,61 @@ struct RenderFunctionTests {
         try session.finish()
         #expect(collected.text == "d7,end")
     }
+
+    /// The attack of issue 35 (item 7): rows that each renewed the deadline let one list hold its worker for
+    /// rows × `--js-timeout`. The list's deadline is the request's: rows trickled past it fail with the timeout.
+    @Test func aListsRowsDoNotRenewItsDeadline() throws {
+        let server = makeServer(timeout: .milliseconds(800), workers: 1)
+        let session = try list(server, "ids", rows: 10, collected: Collected())
+        var timedOut = false
+        for id in 1...10 {
+            do {
+                try session.row(Self.row(id))
+            } catch QueryServerError.timeout {
+                timedOut = true
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        session.close()
+        #expect(timedOut, "ten rows 0.2 s apart all passed a deadline of 0.8 s")
+    }
+
+    /// The attack of issue 35 (item 7): the lists of one database held every worker, so another database's
+    /// `validate_doc_update` waited out its timeout for one (a 500). The lists of one database hold at most all workers but one.
+    @Test func oneDatabasesListsLeaveAWorkerForTheOthers() throws {
+        let server = makeServer(timeout: .milliseconds(1500), workers: 2)
+        let held = try list(server, "ids", rows: 5, collected: Collected())
+        defer { held.close() }
+        // A second list of the same database waits for a worker of its share, and times out.
+        #expect(throws: QueryServerError.timeout(seconds: 1.5)) {
+            _ = try list(server, "ids", rows: 5, collected: Collected())
+        }
+        // Another database gets the worker left.
+        let other = try JSON.parse(Self.design).objectValue ?? JSONObject()
+        let elsewhere = DesignDocument(database: "other", id: "_design/r", rev: "1-a", body: other)
+        let answer = try server.show(elsewhere, name: "this", doc: .null, request: try request())
+        #expect(answer.object["body"] == "_design/r")
+        // Once the first list ends, its database has its share again.
+        held.close()
+        let next = try list(server, "ids", rows: 1, collected: Collected())
+        next.close()
+    }
+
+    /// A database whose name is a canonical twin of another's ("K" and the Kelvin sign) is another database to
+    /// the share: the count goes by bytes.
+    @Test func theShareCountsDatabasesByTheirBytes() throws {
+        let server = makeServer(timeout: .milliseconds(1500), workers: 2)
+        let body = try JSON.parse(Self.design).objectValue ?? JSONObject()
+        let plain = DesignDocument(database: "Kdb", id: "_design/r", rev: "1-a", body: body)
+        let twin = DesignDocument(database: "\u{212A}db", id: "_design/r", rev: "1-a", body: body)
+        let held = try server.list(
+            plain, name: "ids", head: try JSON.parse(#"{"total_rows":1}"#), request: try request()
+        ) {
+            _ in
+        }
+        defer { held.close() }
+        let answer = try server.show(twin, name: "this", doc: .null, request: try request())
+        #expect(answer.object["body"] == "_design/r")
+    }
 }

@@ -55,6 +55,8 @@ package final class QueryServerPool: Sendable {
         var idle: [WorkerProcess] = []
         var alive = 0
         var started = 0
+        /// Workers checked out, by the database they run for (its name's bytes).
+        var held: [[UInt8]: Int] = [:]
     }
 
     package init(_ configuration: QueryServerConfiguration) {
@@ -96,18 +98,30 @@ package final class QueryServerPool: Sendable {
     }
 
     /// A worker for the caller alone until `checkIn` (`withWorker` does both; a list holds one for its rows).
-    func checkOut(deadline: ContinuousClock.Instant) throws(QueryServerError) -> WorkerProcess {
+    /// - Parameter owner: The database a list holds the worker for, the whole request long: the lists of one
+    ///   database hold at most all workers but one (with more than one), so they cannot make every other database's
+    ///   writes wait out their timeout for a worker. Nil for a single call, which its timeout keeps short.
+    func checkOut(deadline: ContinuousClock.Instant, for owner: [UInt8]? = nil) throws(QueryServerError)
+        -> WorkerProcess
+    {
+        let share = configuration.maxWorkers > 1 ? configuration.maxWorkers - 1 : 1
         while true {
             // The claim is decided under the condition's lock, so a check-in between it and `wait` still wakes us.
             available.lock()
             let claim: Claim = state.withLock { state in
-                if let worker = state.idle.popLast() { return .idle(worker) }
-                if state.alive < configuration.maxWorkers {
+                if let owner, state.held[owner, default: 0] >= share { return .wait }
+                let claim: Claim
+                if let worker = state.idle.popLast() {
+                    claim = .idle(worker)
+                } else if state.alive < configuration.maxWorkers {
                     state.alive += 1
                     state.started += 1
-                    return .start
+                    claim = .start
+                } else {
+                    return .wait
                 }
-                return .wait
+                if let owner { state.held[owner, default: 0] += 1 }
+                return claim
             }
             if case .wait = claim {
                 let signalled = available.wait(until: Date() + (deadline - ContinuousClock.now).timeInterval)
@@ -121,16 +135,23 @@ package final class QueryServerPool: Sendable {
             switch claim {
             case .idle(let worker):
                 // A worker that died while idle (killed from outside) is not this call's failure: take another.
-                guard worker.hasExited() else { return worker }
+                guard worker.hasExited() else {
+                    worker.owner = owner
+                    return worker
+                }
                 worker.kill()
+                unhold(owner)
                 release()
             case .start:
                 do {
-                    return try WorkerProcess(
+                    let worker = try WorkerProcess(
                         executable: configuration.executable, subcommand: configuration.subcommand,
                         limits: configuration.limits,
                         maxPayload: configuration.maxPayload)
+                    worker.owner = owner
+                    return worker
                 } catch {
+                    unhold(owner)
                     release()
                     throw error
                 }
@@ -141,6 +162,8 @@ package final class QueryServerPool: Sendable {
     }
 
     func checkIn(_ worker: WorkerProcess) {
+        unhold(worker.owner)
+        worker.owner = nil
         if worker.isDead || worker.calls >= configuration.maxCallsPerWorker {
             worker.kill()
             release()
@@ -150,14 +173,24 @@ package final class QueryServerPool: Sendable {
         signal()
     }
 
+    /// Counts a worker of `owner` as given back.
+    private func unhold(_ owner: [UInt8]?) {
+        guard let owner else { return }
+        state.withLock { state in
+            let left = state.held[owner, default: 0] - 1
+            state.held[owner] = left > 0 ? left : nil
+        }
+    }
+
     private func release() {
         state.withLock { $0.alive -= 1 }
         signal()
     }
 
     private func signal() {
+        // Every waiter: one whose database is at its share cannot take the worker, and must not swallow the wakeup.
         available.lock()
-        available.signal()
+        available.broadcast()
         available.unlock()
     }
 }

@@ -16,6 +16,8 @@ package final class WorkerProcess: @unchecked Sendable {
     private(set) var isDead = false
     /// Design-document keys this worker has been sent (it may have evicted some; it then says so).
     var knownDesignDocuments: Set<String> = []
+    /// The database it is checked out for (`QueryServerPool.checkOut`).
+    var owner: [UInt8]?
     /// When the worker was started, for recycling.
     let started = ContinuousClock.now
     var calls = 0
