@@ -51,19 +51,7 @@ extension BlobRegistry {
         let reader = try store(for: database).openReader(key)
         defer { reader.close() }
         let bound = Limits.gzipExpansionBound(encoded: reader.length)
-        guard bound >= limit else {
-            do {
-                return try gzipIdentityLength(reader, limit: bound, tooLarge: tooLarge, invalid: invalid)
-            } catch CouchError.tooLarge {
-                throw CouchError.badRequest(
-                    "Attachment expands more than \(Limits.maxGzipExpansion) times its gzip size (a gzip bomb?)")
-            }
-        }
-        return try gzipIdentityLength(reader, limit: limit, tooLarge: tooLarge, invalid: invalid)
-    }
-
-    private func gzipIdentityLength(_ reader: BlobReader, limit: Int, tooLarge: String, invalid: String) throws -> Int {
-        let decoder = try GzipDecoder(limit: limit)
+        let decoder = try GzipDecoder(limit: min(limit, bound))
         var offset = 0
         do {
             while offset < reader.length {
@@ -74,7 +62,9 @@ extension BlobRegistry {
             }
             try decoder.finish()
         } catch GzipError.limitExceeded {
-            throw CouchError.tooLarge(tooLarge)
+            guard bound < limit else { throw CouchError.tooLarge(tooLarge) }
+            throw CouchError.badRequest(
+                "Attachment expands more than \(Limits.maxGzipExpansion) times its gzip size (a gzip bomb?)")
         } catch is GzipError {
             throw CouchError.badRequest(invalid)
         }
