@@ -1,6 +1,4 @@
-import CouchStore
 import CouchWire
-import Foundation
 import Testing
 
 @testable import CouchServer
@@ -8,8 +6,9 @@ import Testing
 /// A response value is written to the connection in one place (`Reply.send`): its head carries CouchDB's default
 /// headers under the handler's own; a stream's head waits for its first bytes, so a stream that fails before
 /// writing is answered as the error it threw, and one that fails after bytes went out is cut off, never completed.
-/// The app is called as the in-process tests call it, with rows of its own added as a product's.
+/// The app is an in-process server's, with rows of its own added as a product's, and is read off its sink.
 @Suite final class ResponseTests {
+    let server: InProcessServer
     let app: App
 
     /// Rows that answer each shape of response.
@@ -62,20 +61,11 @@ import Testing
     }
 
     init() throws {
-        let directory = NSTemporaryDirectory() + "couchserver-response-" + UUID().uuidString
-        var options = Options()
-        options.dataDir = directory
-        options.admin = "admin:admin-pw"
-        options.pbkdf2Iterations = 1000
-        app = try App.open(options: options, log: Logger(label: "test", level: .error), product: { _ in [Probes()] })
-            .app
+        server = try InProcessServer(product: { _ in [Probes()] })
+        app = server.app
     }
 
-    deinit {
-        app.store.close()
-        app.databaseUpdates.log.close()
-        try? FileManager.default.removeItem(atPath: app.options.dataDir)
-    }
+    deinit { server.shutdown() }
 
     private func get(_ path: String, method: String = "GET") -> MemoryResponseSink {
         var headers = HTTPHeaders()

@@ -54,7 +54,11 @@ final class InProcessServer {
     /// - Parameters:
     ///   - allowedHosts: `--allowed-hosts` (empty: every Host is answered, as `serve`'s default).
     ///   - usersSecurityEditable: `--users-db-security-editable`.
-    init(allowedHosts: [String] = [], usersSecurityEditable: Bool = false) throws {
+    ///   - product: The handler groups added to CouchDB's (the gallery's, as `serve` adds them).
+    init(
+        allowedHosts: [String] = [], usersSecurityEditable: Bool = false,
+        product: (AppServices) -> [any RouteCollection] = GalleryRoutes.make
+    ) throws {
         directory = NSTemporaryDirectory() + "couchserver-inprocess-" + UUID().uuidString
         var options = Options()
         options.dataDir = directory
@@ -62,7 +66,7 @@ final class InProcessServer {
         options.pbkdf2Iterations = 1000
         options.allowedHosts = allowedHosts
         options.usersDBSecurityEditable = usersSecurityEditable
-        app = try App.open(options: options, log: Logger(label: "test", level: .error), product: GalleryRoutes.make).app
+        app = try App.open(options: options, log: Logger(label: "test", level: .error), product: product).app
     }
 
     /// Runs `body` with a fresh server, then shuts it down and deletes its data dir.
