@@ -4,16 +4,20 @@
 // Every entry point returns an error code; nothing here aborts the process on bad input.
 #include "media.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <libavformat/avformat.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/display.h>
 #include <libswscale/swscale.h>
 #include <libexif/exif-data.h>
+#include <libexif/exif-loader.h>
 #include <libheif/heif.h>
 
 #include "thumbnail.h"
@@ -22,6 +26,50 @@
 #define MAX_EXIF_BYTES (1 << 20)
 /// Packets read while looking for a poster frame before giving up.
 #define MAX_POSTER_PACKETS 4000
+/// The demuxers a video may reach (FFmpeg's names, as `format_whitelist` takes them): the containers phones record
+/// and the sniffer below sends to FFmpeg. Nothing else of FFmpeg's hundred demuxers (HLS, concat, image sequences,
+/// and every format that opens another input) parses a sender's bytes.
+#define VIDEO_FORMATS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
+
+// MARK: - Reading from a descriptor
+
+// The worker is given open descriptors, never paths (it has no file system: see Sources/CProcess/shim.h), so every
+// reader here reads the file through `fd`, by `pread` from an offset of its own.
+
+/// A stdio stream over `fd` from its start, for libjpeg and the header walks; its own descriptor, so `fclose`
+/// leaves `fd` open (the two share one offset, which nothing else here uses).
+static FILE *stream_at_start(int fd) {
+    if (lseek(fd, 0, SEEK_SET) != 0) return NULL;
+    int own = dup(fd);
+    if (own < 0) return NULL;
+    FILE *file = fdopen(own, "rb");
+    if (file == NULL) close(own);
+    return file;
+}
+
+static int64_t file_size(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
+}
+
+/// One file read by offset: what libheif's reader and FFmpeg's AVIOContext call back into.
+typedef struct {
+    int fd;
+    int64_t position;
+    int64_t size;
+} fd_reader;
+
+static int64_t fd_reader_read(fd_reader *r, void *buffer, size_t wanted) {
+    size_t done = 0;
+    while (done < wanted) {
+        ssize_t n = pread(r->fd, (char *)buffer + done, wanted - done, (off_t)r->position);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+        r->position += n;
+    }
+    return (int64_t)done;
+}
 
 static void set_error(media_info *info, const char *message) {
     snprintf(info->error, sizeof info->error, "%s", message);
@@ -73,15 +121,14 @@ static enum container sniff(const unsigned char *head, size_t n) {
     return C_UNKNOWN;
 }
 
-static enum container sniff_file(const char *path, media_info *info) {
+static enum container sniff_file(int fd, media_info *info) {
     unsigned char head[256];
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) {
-        set_error(info, "cannot open the file");
+    fd_reader reader = {.fd = fd, .position = 0, .size = file_size(fd)};
+    if (reader.size < 0) {
+        set_error(info, "cannot read the file");
         return C_UNKNOWN;
     }
-    size_t n = fread(head, 1, sizeof head, file);
-    fclose(file);
+    size_t n = (size_t)fd_reader_read(&reader, head, sizeof head);
     enum container c = sniff(head, n);
     if (c == C_UNKNOWN) set_error(info, "not a photo or video this server reads");
     return c;
@@ -227,13 +274,28 @@ static int jpeg_size(FILE *file, int *width, int *height) {
     return 0;
 }
 
-static int probe_jpeg_png(const char *path, enum container c, media_info *info) {
+/// The EXIF block of the JPEG on `fd`, through libexif's loader, which reads only up to the APP1 segment it wants.
+static ExifData *jpeg_exif(int fd) {
+    ExifLoader *loader = exif_loader_new();
+    if (loader == NULL) return NULL;
+    fd_reader reader = {.fd = fd, .position = 0, .size = file_size(fd)};
+    unsigned char buffer[4096];
+    for (;;) {
+        int64_t n = fd_reader_read(&reader, buffer, sizeof buffer);
+        if (n <= 0 || !exif_loader_write(loader, buffer, (unsigned)n)) break;
+    }
+    ExifData *exif = exif_loader_get_data(loader);
+    exif_loader_unref(loader);
+    return exif;
+}
+
+static int probe_jpeg_png(int fd, enum container c, media_info *info) {
     info->kind = 1;
     info->orientation = 1;
     snprintf(info->format, sizeof info->format, "%s", c == C_JPEG ? "jpeg" : "png");
-    FILE *file = fopen(path, "rb");
+    FILE *file = stream_at_start(fd);
     if (file == NULL) {
-        set_error(info, "cannot open the file");
+        set_error(info, "cannot read the file");
         return -1;
     }
     int w = 0, h = 0;
@@ -248,7 +310,7 @@ static int probe_jpeg_png(const char *path, enum container c, media_info *info) 
     }
     fclose(file);
     if (c == C_JPEG) {
-        ExifData *exif = exif_data_new_from_file(path);
+        ExifData *exif = jpeg_exif(fd);
         if (exif != NULL) {
             read_exif(exif, info, 1);
             exif_data_unref(exif);
@@ -268,9 +330,35 @@ static int heif_failed(struct heif_error error, media_info *info) {
     return 1;
 }
 
-/// Opens `path`'s primary image, refusing declared sizes beyond the limit before anything is decoded.
-static struct heif_context *heif_open(const char *path, const media_limits *limits, struct heif_image_handle **handle,
-                                      media_info *info) {
+static int64_t heif_position(void *userdata) { return ((fd_reader *)userdata)->position; }
+
+static int heif_read(void *data, size_t size, void *userdata) {
+    return fd_reader_read(userdata, data, size) == (int64_t)size ? 0 : -1;
+}
+
+static int heif_seek(int64_t position, void *userdata) {
+    fd_reader *r = userdata;
+    if (position < 0 || position > r->size) return -1;
+    r->position = position;
+    return 0;
+}
+
+static enum heif_reader_grow_status heif_wait(int64_t target_size, void *userdata) {
+    return target_size <= ((fd_reader *)userdata)->size ? heif_reader_grow_status_size_reached
+                                                          : heif_reader_grow_status_size_beyond_eof;
+}
+
+static const struct heif_reader heif_fd_reader = {
+    .reader_api_version = 1,
+    .get_position = heif_position,
+    .read = heif_read,
+    .seek = heif_seek,
+    .wait_for_file_size = heif_wait,
+};
+
+/// Opens the primary image of the file on `fd` (read through `reader`, which must outlive the context), refusing declared sizes beyond the limit before anything is decoded.
+static struct heif_context *heif_open(fd_reader *reader, const media_limits *limits,
+                                      struct heif_image_handle **handle, media_info *info) {
     struct heif_context *context = heif_context_alloc();
     if (context == NULL) {
         set_error(info, "out of memory");
@@ -278,7 +366,7 @@ static struct heif_context *heif_open(const char *path, const media_limits *limi
     }
     // libheif's own check of each image's declared width and height, on top of ours on their product below.
     heif_context_set_maximum_image_size_limit(context, 65535);
-    if (heif_failed(heif_context_read_from_file(context, path, NULL), info) ||
+    if (heif_failed(heif_context_read_from_reader(context, &heif_fd_reader, reader, NULL), info) ||
         heif_failed(heif_context_get_primary_image_handle(context, handle), info)) {
         heif_context_free(context);
         return NULL;
@@ -321,12 +409,13 @@ static void heif_exif(struct heif_image_handle *handle, media_info *info) {
     free(block);
 }
 
-static int probe_heif(const char *path, enum container c, const media_limits *limits, media_info *info) {
+static int probe_heif(int fd, enum container c, const media_limits *limits, media_info *info) {
     info->kind = 1;
     info->orientation = 1;
     snprintf(info->format, sizeof info->format, "%s", c == C_AVIF ? "avif" : "heic");
     struct heif_image_handle *handle = NULL;
-    struct heif_context *context = heif_open(path, limits, &handle, info);
+    fd_reader reader = {.fd = fd, .position = 0, .size = file_size(fd)};
+    struct heif_context *context = heif_open(&reader, limits, &handle, info);
     if (context == NULL) return -1;
     info->width = heif_image_handle_get_width(handle);
     info->height = heif_image_handle_get_height(handle);
@@ -357,10 +446,11 @@ static unsigned char *heif_pixels(struct heif_image_handle *handle, int max_side
     return rgb;
 }
 
-static unsigned char *render_heif(const char *path, int max_side, const media_limits *limits, int *w, int *h,
+static unsigned char *render_heif(int fd, int max_side, const media_limits *limits, int *w, int *h,
                                   media_info *info) {
     struct heif_image_handle *handle = NULL;
-    struct heif_context *context = heif_open(path, limits, &handle, info);
+    fd_reader reader = {.fd = fd, .position = 0, .size = file_size(fd)};
+    struct heif_context *context = heif_open(&reader, limits, &handle, info);
     if (context == NULL) return NULL;
     info->width = heif_image_handle_get_width(handle);
     info->height = heif_image_handle_get_height(handle);
@@ -402,20 +492,67 @@ static int stream_rotation(AVStream *stream) {
 
 static int rotation_orientation(int degrees) { return degrees == 90 ? 6 : degrees == 180 ? 3 : degrees == 270 ? 8 : 1; }
 
+static int fd_avio_read(void *opaque, uint8_t *buffer, int size) {
+    int64_t n = size > 0 ? fd_reader_read(opaque, buffer, (size_t)size) : 0;
+    return n > 0 ? (int)n : AVERROR_EOF;
+}
+
+static int64_t fd_avio_seek(void *opaque, int64_t offset, int whence) {
+    fd_reader *r = opaque;
+    if (whence & AVSEEK_SIZE) return r->size;
+    int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR ? r->position : (whence & ~AVSEEK_FORCE) == SEEK_END ? r->size : 0;
+    if (offset > INT64_MAX - base || base + offset < 0) return AVERROR(EINVAL);
+    r->position = base + offset;
+    return r->position;
+}
+
+/// A video read through `fd`: FFmpeg's own I/O never opens anything (custom I/O, no protocol but ours), and only
+/// the demuxers of VIDEO_FORMATS may parse it.
+typedef struct {
+    fd_reader reader;
+    AVIOContext *io;
+    AVFormatContext *format;
+} video_file;
+
+static void video_close(video_file *video) {
+    avformat_close_input(&video->format);
+    if (video->io != NULL) av_freep(&video->io->buffer);
+    avio_context_free(&video->io);
+}
+
 /// Opens a video and its best video stream, refusing declared sizes beyond the limits before any frame is decoded.
-static AVFormatContext *video_open(const char *path, const media_limits *limits, int *stream_index, media_info *info) {
-    AVFormatContext *format = NULL;
-    if (avformat_open_input(&format, path, NULL, NULL) != 0) {
+static AVFormatContext *video_open(video_file *video, int fd, const media_limits *limits, int *stream_index,
+                                   media_info *info) {
+    video->reader = (fd_reader){.fd = fd, .position = 0, .size = file_size(fd)};
+    unsigned char *buffer = av_malloc(64 * 1024);
+    video->io = buffer ? avio_alloc_context(buffer, 64 * 1024, 0, &video->reader, fd_avio_read, NULL, fd_avio_seek) : NULL;
+    video->format = video->io ? avformat_alloc_context() : NULL;
+    if (video->format == NULL) {
+        if (video->io == NULL) av_free(buffer);
+        video_close(video);
+        set_error(info, "out of memory");
+        return NULL;
+    }
+    video->format->pb = video->io;
+    video->format->flags |= AVFMT_FLAG_CUSTOM_IO;
+    AVDictionary *options = NULL;
+    av_dict_set(&options, "format_whitelist", VIDEO_FORMATS, 0);
+    av_dict_set(&options, "protocol_whitelist", "file,pipe", 0);
+    int opened = avformat_open_input(&video->format, NULL, NULL, &options);
+    av_dict_free(&options);
+    if (opened != 0) {  // avformat_open_input freed the context on failure
+        video_close(video);
         set_error(info, "not a video FFmpeg reads");
         return NULL;
     }
+    AVFormatContext *format = video->format;
     int index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (index >= 0 && format->streams[index]->codecpar->width <= 0 &&
         avformat_find_stream_info(format, NULL) >= 0)
         index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
     if (index < 0) {
         set_error(info, "no video stream");
-        avformat_close_input(&format);
+        video_close(video);
         return NULL;
     }
     AVStream *stream = format->streams[index];
@@ -436,7 +573,7 @@ static AVFormatContext *video_open(const char *path, const media_limits *limits,
         (double)pixels * info->duration > limits->max_video_pixel_seconds) {
         snprintf(info->error, sizeof info->error, "declared %d x %d for %.0f s is beyond the limit", codec->width,
                  codec->height, info->duration);
-        avformat_close_input(&format);
+        video_close(video);
         return NULL;
     }
     *stream_index = index;
@@ -472,12 +609,13 @@ static void video_metadata(AVFormatContext *format, AVStream *stream, media_info
     if (content) copy_text(info->content_id, sizeof info->content_id, content);
 }
 
-static int probe_video(const char *path, const media_limits *limits, media_info *info) {
+static int probe_video(int fd, const media_limits *limits, media_info *info) {
     int index = -1;
-    AVFormatContext *format = video_open(path, limits, &index, info);
+    video_file video = {0};
+    AVFormatContext *format = video_open(&video, fd, limits, &index, info);
     if (format == NULL) return -1;
     video_metadata(format, format->streams[index], info);
-    avformat_close_input(&format);
+    video_close(&video);
     return 0;
 }
 
@@ -509,10 +647,11 @@ static AVFrame *poster_frame(AVFormatContext *format, int index, AVCodecContext 
     return frame;
 }
 
-static unsigned char *render_video(const char *path, int max_side, const media_limits *limits, int *w, int *h,
+static unsigned char *render_video(int fd, int max_side, const media_limits *limits, int *w, int *h,
                                    media_info *info) {
     int index = -1;
-    AVFormatContext *format = video_open(path, limits, &index, info);
+    video_file video = {0};
+    AVFormatContext *format = video_open(&video, fd, limits, &index, info);
     if (format == NULL) return NULL;
     AVStream *stream = format->streams[index];
     const AVCodec *codec = avcodec_find_decoder(stream->codecpar->codec_id);
@@ -562,15 +701,15 @@ done:
     sws_freeContext(scaler);
     av_frame_free(&frame);
     avcodec_free_context(&decoder);
-    avformat_close_input(&format);
+    video_close(&video);
     return rgb;
 }
 
 // MARK: - Entry points
 
-int media_container(const char *path) {
+int media_container(int fd) {
     media_info ignored;
-    switch (sniff_file(path, &ignored)) {
+    switch (sniff_file(fd, &ignored)) {
     case C_JPEG:
     case C_PNG: return 1;
     case C_HEIF:
@@ -580,31 +719,31 @@ int media_container(const char *path) {
     }
 }
 
-int media_probe(const char *path, const media_limits *limits, media_info *info) {
+int media_probe(int fd, const media_limits *limits, media_info *info) {
     memset(info, 0, sizeof *info);
     av_log_set_level(AV_LOG_QUIET);
-    enum container c = sniff_file(path, info);
+    enum container c = sniff_file(fd, info);
     switch (c) {
     case C_JPEG:
-    case C_PNG: return probe_jpeg_png(path, c, info);
+    case C_PNG: return probe_jpeg_png(fd, c, info);
     case C_HEIF:
-    case C_AVIF: return probe_heif(path, c, limits, info);
-    case C_VIDEO: return probe_video(path, limits, info);
+    case C_AVIF: return probe_heif(fd, c, limits, info);
+    case C_VIDEO: return probe_video(fd, limits, info);
     default: return -1;
     }
 }
 
-int media_render(const char *path, int max_side, int quality, const media_limits *limits, unsigned char **out,
+int media_render(int fd, int max_side, int quality, const media_limits *limits, unsigned char **out,
                  size_t *out_len, media_info *info) {
     memset(info, 0, sizeof *info);
     av_log_set_level(AV_LOG_QUIET);
     *out = NULL;
     *out_len = 0;
-    enum container c = sniff_file(path, info);
+    enum container c = sniff_file(fd, info);
     int w = 0, h = 0;
     unsigned char *rgb = NULL;
-    if (c == C_HEIF || c == C_AVIF) rgb = render_heif(path, max_side, limits, &w, &h, info);
-    else if (c == C_VIDEO) rgb = render_video(path, max_side, limits, &w, &h, info);
+    if (c == C_HEIF || c == C_AVIF) rgb = render_heif(fd, max_side, limits, &w, &h, info);
+    else if (c == C_VIDEO) rgb = render_video(fd, max_side, limits, &w, &h, info);
     else if (c != C_UNKNOWN) set_error(info, "JPEG and PNG are the thumbnailer's");
     if (rgb == NULL) return -1;
     int rc = thumb_encode_jpeg(rgb, w, h, quality, out, out_len);
@@ -614,3 +753,5 @@ int media_render(const char *path, int max_side, int quality, const media_limits
 }
 
 void media_free(void *pointer) { free(pointer); }
+
+int media_prepare(void) { return heif_init(NULL).code == heif_error_Ok ? 0 : -1; }

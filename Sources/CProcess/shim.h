@@ -14,13 +14,16 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-/// Starts `path` with `argv` (NULL-terminated), its standard input and output the given descriptors and its
-/// standard error the caller's; every other descriptor is closed in the child (the server's sockets and
-/// database files must not live on in a worker), and SIGPIPE is back to its default there. Returns the pid,
-/// or -1 with errno set.
-static inline pid_t couchlite_spawn(const char *path, char *const argv[], int stdin_fd, int stdout_fd) {
+/// Starts `path` with `argv` (NULL-terminated), its standard input and output the given descriptors, its
+/// standard error the caller's and, when `fd3` is not -1, that descriptor as its descriptor 3; every other
+/// descriptor is closed in the child (the server's sockets and database files must not live on in a worker), and
+/// SIGPIPE is back to its default there. Returns the pid, or -1 with errno set.
+static inline pid_t couchlite_spawn(const char *path, char *const argv[], int stdin_fd, int stdout_fd, int fd3) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     if (posix_spawn_file_actions_init(&actions) != 0) return -1;
@@ -30,7 +33,8 @@ static inline pid_t couchlite_spawn(const char *path, char *const argv[], int st
     }
     posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
     posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (fd3 >= 0) posix_spawn_file_actions_adddup2(&actions, fd3, 3);
+    posix_spawn_file_actions_addclosefrom_np(&actions, fd3 >= 0 ? 4 : 3);
     sigset_t defaults;
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGPIPE);
@@ -77,7 +81,7 @@ static inline int couchlite_limit_process(unsigned long long address_space, unsi
 /// The body of `couchlite_watch_server`'s thread: every 100 ms at most, it ends the process at once (no atexit
 /// handler, no flushing: the server that would read anything is gone) when the write end of standard input has
 /// no holder left or the parent is not `parent` any more. Only `poll`, `getppid` and `exit_group`, which the
-/// seccomp filter of `couchlite_deny_network` allows.
+/// worker's system-call allow-list (sandbox.h) has.
 static inline void *couchlite_watchdog(void *argument) {
     pid_t parent = (pid_t)(intptr_t)argument;
     for (;;) {
@@ -121,39 +125,81 @@ static inline int couchlite_watch_server(pid_t parent) {
     return 0;
 }
 
-#if defined(__x86_64__)
-#define COUCHLITE_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define COUCHLITE_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#endif
+/// A Unix socket pair whose ends are close-on-exec: the channel on which the server hands a worker the descriptor
+/// of the file it is to read (the worker has no file system to open a path in).
+static inline int couchlite_descriptor_channel(int fds[2]) {
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return -1;
+    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
 
-/// Takes the network away from the calling process and every thread and child it has or will have: a seccomp
-/// filter makes `socket` and `socketpair` fail with EACCES (a worker talks to the server over the pipes it was
-/// started with and never needs one), and kills the process on a system call made through another architecture's
-/// entry (an i386 `int 0x80`, x32) that could dodge the filter. `no_new_privs` first, as an unprivileged filter
-/// requires; it also means no set-uid program run from here gains anything. Returns 0, or -1 with errno set
-/// (ENOSYS on an architecture this does not know).
-static inline int couchlite_deny_network(void) {
-#ifdef COUCHLITE_AUDIT_ARCH
-    struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COUCHLITE_AUDIT_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), // __X32_SYSCALL_BIT
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog program = {.len = (unsigned short)(sizeof(filter) / sizeof(filter[0])), .filter = filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-    return (int)syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) == 0 ? 0 : -1;
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
+/// Sends `fd` over `channel` (SCM_RIGHTS, with one byte so the message is never empty). @return 0, or -1 with
+/// errno set.
+static inline int couchlite_send_descriptor(int channel, int fd) {
+    char byte = 'f';
+    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    ssize_t sent;
+    do sent = sendmsg(channel, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (sent < 0 && errno == EINTR);
+    return sent == 1 ? 0 : -1;
+}
+
+/// Waits for the next descriptor on `channel` (blocking). @return it, or -1 with errno set (EBADMSG when a message
+/// came without exactly one descriptor; any descriptor it did carry is closed).
+static inline int couchlite_receive_descriptor(int channel) {
+    char byte;
+    struct iovec vector = {.iov_base = &byte, .iov_len = 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    ssize_t got;
+    do got = recvmsg(channel, &message, 0);
+    while (got < 0 && errno == EINTR);
+    if (got <= 0) {
+        if (got == 0) errno = EPIPE;
+        return -1;
+    }
+    int received = -1, extra = 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+            if (received < 0) received = fd;
+            else {
+                close(fd);
+                extra = 1;
+            }
+        }
+    }
+    if (received < 0 || extra || (message.msg_flags & MSG_CTRUNC)) {
+        if (received >= 0) close(received);
+        errno = EBADMSG;
+        return -1;
+    }
+    return received;
 }
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 // jpeglib.h needs <stdio.h> first.
 #include <jpeglib.h>
 #include <png.h>
@@ -502,19 +503,48 @@ static int decode_png(FILE *file, int max_side, size_t memory_limit, uint64_t ma
 
 // MARK: - Entry point
 
+static int thumb_make_file(FILE *file, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
+                           unsigned char **out, size_t *out_len, thumb_info *info);
+
 int thumb_make(const char *path, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
                unsigned char **out, size_t *out_len, thumb_info *info) {
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) {
+        thumb_info scratch;
+        if (info == NULL) info = &scratch;
+        memset(info, 0, sizeof *info);
+        set_error(info, "cannot open file");
+        return -1;
+    }
+    return thumb_make_file(file, max_side, memory_limit, max_pixels, quality, out, out_len, info);
+}
+
+int thumb_make_fd(int fd, int max_side, size_t memory_limit, uint64_t max_pixels, int quality, unsigned char **out,
+                  size_t *out_len, thumb_info *info) {
+    // A stream of its own over `fd` from its start: fclose leaves the caller's descriptor open.
+    int own = lseek(fd, 0, SEEK_SET) == 0 ? dup(fd) : -1;
+    FILE *file = own >= 0 ? fdopen(own, "rb") : NULL;
+    if (file == NULL) {
+        if (own >= 0) close(own);
+        thumb_info scratch;
+        if (info == NULL) info = &scratch;
+        memset(info, 0, sizeof *info);
+        set_error(info, "cannot read file");
+        return -1;
+    }
+    return thumb_make_file(file, max_side, memory_limit, max_pixels, quality, out, out_len, info);
+}
+
+/// Makes the thumbnail of what `file` holds, and closes it.
+static int thumb_make_file(FILE *file, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
+                           unsigned char **out, size_t *out_len, thumb_info *info) {
     thumb_info scratch;
     if (info == NULL) info = &scratch;
     memset(info, 0, sizeof *info);
     info->orientation = 1;
     if (max_side < 1) {
+        fclose(file);
         set_error(info, "bad size");
-        return -1;
-    }
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) {
-        set_error(info, "cannot open file");
         return -1;
     }
     unsigned char magic[8] = {0};

@@ -3,6 +3,7 @@ import CExif
 import CFFmpeg
 import CHeif
 import CMediaDecode
+import Glibc
 import Thumbnails
 
 /// Reads and renders photos and videos in this process: JPEG and PNG with the thumbnailer (libjpeg-turbo,
@@ -31,11 +32,16 @@ public enum MediaDecoder {
         public var description: String
     }
 
-    /// What the file at `path` says about itself.
+    /// What the file at `path` says about itself (tests and tools: the media worker reads by descriptor).
     public static func probe(path: String, limits: Limits = Limits()) -> Result<MediaInfo, Failure> {
+        withDescriptor(path) { probe(descriptor: $0, limits: limits) }
+    }
+
+    /// What the file open on `descriptor` says about itself (read by offset; left open).
+    public static func probe(descriptor: Int32, limits: Limits = Limits()) -> Result<MediaInfo, Failure> {
         var info = media_info()
         var cLimits = limits.c
-        guard media_probe(path, &cLimits, &info) == 0 else { return .failure(failure(&info)) }
+        guard media_probe(descriptor, &cLimits, &info) == 0 else { return .failure(failure(&info)) }
         return .success(mediaInfo(&info))
     }
 
@@ -43,20 +49,41 @@ public enum MediaDecoder {
     public static func render(path: String, maxSide: Int, quality: Int = 82, limits: Limits = Limits())
         -> Result<[UInt8], Failure>
     {
+        withDescriptor(path) { render(descriptor: $0, maxSide: maxSide, quality: quality, limits: limits) }
+    }
+
+    /// A JPEG of the file open on `descriptor` (read by offset; left open), at most `maxSide` pixels on its longer
+    /// side, oriented as it is displayed.
+    public static func render(descriptor: Int32, maxSide: Int, quality: Int = 82, limits: Limits = Limits())
+        -> Result<[UInt8], Failure>
+    {
         // JPEG and PNG are the thumbnailer's, which decodes in bounded memory row by row.
-        if media_container(path) == 1 {
-            return Thumbnailer.make(path: path, maxSide: maxSide, quality: quality, maxPixels: limits.maxPixels)
-                .map(\.jpeg).mapError { Failure(description: $0.description) }
+        if media_container(descriptor) == 1 {
+            return Thumbnailer.make(
+                descriptor: descriptor, maxSide: maxSide, quality: quality, maxPixels: limits.maxPixels
+            )
+            .map(\.jpeg).mapError { Failure(description: $0.description) }
         }
         var info = media_info()
         var cLimits = limits.c
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
-        guard media_render(path, Int32(clamping: maxSide), Int32(quality), &cLimits, &out, &length, &info) == 0,
+        guard media_render(descriptor, Int32(clamping: maxSide), Int32(quality), &cLimits, &out, &length, &info) == 0,
             let out
         else { return .failure(failure(&info)) }
         defer { media_free(out) }
         return .success(Array(UnsafeBufferPointer(start: out, count: length)))
+    }
+
+    /// Loads what the decoders load from disk (libheif's codec plugins): the media worker calls it once, before it
+    /// gives up its file system. False when libheif cannot start.
+    public static func prepare() -> Bool { media_prepare() == 0 }
+
+    private static func withDescriptor<T>(_ path: String, _ body: (Int32) -> Result<T, Failure>) -> Result<T, Failure> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .failure(Failure(description: "cannot open the file")) }
+        defer { close(descriptor) }
+        return body(descriptor)
     }
 
     private static func failure(_ info: inout media_info) -> Failure {

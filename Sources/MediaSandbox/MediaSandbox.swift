@@ -44,6 +44,7 @@ public final class MediaSandbox: Sendable {
             executable: configuration.executable, maxWorkers: configuration.maxWorkers, timeout: configuration.timeout,
             limits: limits, maxPayload: 64 << 20, maxCallsPerWorker: 500)
         pool.subcommand = "media-worker"
+        pool.passesDescriptors = true
         self.pool = QueryServerPool(pool)
     }
 
@@ -52,7 +53,7 @@ public final class MediaSandbox: Sendable {
 
     /// What the file at `path` says about itself.
     public func probe(path: String) -> Result<MediaInfo, Failure> {
-        call(MediaRequest(op: .probe, path: path, limits: configuration.limits)).flatMap { payload in
+        call(MediaRequest(op: .probe, limits: configuration.limits), file: path).flatMap { payload in
             guard let info = try? JSONDecoder().decode(MediaInfo.self, from: Data(payload)) else {
                 return .failure(Failure(description: "bad answer from the media worker", workerLost: false))
             }
@@ -62,17 +63,29 @@ public final class MediaSandbox: Sendable {
 
     /// A JPEG of the file at `path` at most `maxSide` pixels on its longer side, oriented as displayed.
     public func render(path: String, maxSide: Int, quality: Int = 82) -> Result<[UInt8], Failure> {
-        call(MediaRequest(op: .render, path: path, maxSide: maxSide, quality: quality, limits: configuration.limits))
+        call(
+            MediaRequest(op: .render, maxSide: maxSide, quality: quality, limits: configuration.limits), file: path)
     }
 
-    private func call(_ request: MediaRequest) -> Result<[UInt8], Failure> {
+    /// Opens `path` here and hands the worker the open file with `request`: the worker has no file system.
+    private func call(_ request: MediaRequest, file path: String) -> Result<[UInt8], Failure> {
         guard let body = try? JSONEncoder().encode(request) else {
             return .failure(Failure(description: "cannot encode the request", workerLost: false))
+        }
+        // Non-blocking, so a FIFO in a watched folder cannot hang the open; only a regular file is handed over.
+        let file = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard file >= 0 else {
+            return .failure(Failure(description: "cannot open the file", workerLost: false))
+        }
+        defer { close(file) }
+        var status = stat()
+        guard fstat(file, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            return .failure(Failure(description: "not a regular file", workerLost: false))
         }
         let timeout = configuration.timeout
         do {
             let answer = try pool.withWorker { worker, deadline throws(QueryServerError) in
-                try worker.call([UInt8](body), deadline: deadline, timeout: timeout)
+                try worker.call([UInt8](body), passing: file, deadline: deadline, timeout: timeout)
             }
             guard let status = answer.first else {
                 return .failure(Failure(description: "empty answer from the media worker", workerLost: false))

@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 import MediaDecoding
 import QueryServer
@@ -6,17 +7,27 @@ import QueryServer
 /// `MediaDecoder`, under the limits it was started with, until its input ends. The server starts workers with
 /// `MediaSandbox`; nothing else should.
 public enum MediaWorker {
+    /// The worker's end of its descriptor channel: the server hands it each file here, open, before the request
+    /// that reads it (the worker has no file system to open a path in).
+    static let channel: Int32 = 3
+
     public static func run(_ arguments: [String]) -> Int32 {
-        QueryWorker.serve(arguments, name: "media-worker") { _ in handle }
+        QueryWorker.serve(arguments, name: "media-worker") { _ throws(QueryServerError) in
+            guard MediaDecoder.prepare() else { throw .workerFailed("libheif cannot start") }
+            return handle
+        }
     }
 
     static func handle(_ frame: [UInt8]) -> [UInt8] {
-        guard let request = try? JSONDecoder().decode(MediaRequest.self, from: Data(frame)) else {
-            return MediaResponse.failure("bad request")
-        }
+        // Every request comes with its file: a frame that is not a request leaves the channel out of step, so the
+        // worker ends (the pool starts another) rather than read the next request's file for this one.
+        guard let request = try? JSONDecoder().decode(MediaRequest.self, from: Data(frame)) else { exit(65) }
+        let file = couchlite_receive_descriptor(channel)
+        guard file >= 0 else { exit(65) }
+        defer { close(file) }
         switch request.op {
         case .probe:
-            switch MediaDecoder.probe(path: request.path, limits: request.limits) {
+            switch MediaDecoder.probe(descriptor: file, limits: request.limits) {
             case .success(let info):
                 guard let json = try? JSONEncoder().encode(info) else { return MediaResponse.failure("cannot encode") }
                 return MediaResponse.success([UInt8](json))
@@ -24,7 +35,7 @@ public enum MediaWorker {
             }
         case .render:
             let result = MediaDecoder.render(
-                path: request.path, maxSide: request.maxSide ?? 320, quality: request.quality ?? 82,
+                descriptor: file, maxSide: request.maxSide ?? 320, quality: request.quality ?? 82,
                 limits: request.limits)
             switch result {
             case .success(let jpeg): return MediaResponse.success(jpeg)
@@ -34,11 +45,11 @@ public enum MediaWorker {
     }
 }
 
-/// One request to a media worker (JSON): read what a file says about itself, or render it as a JPEG.
+/// One request to a media worker (JSON): read what a file says about itself, or render it as a JPEG. The file
+/// itself comes open on the worker's descriptor channel, never as a path.
 struct MediaRequest: Codable {
     enum Operation: String, Codable { case probe, render }
     var op: Operation
-    var path: String
     var maxSide: Int?
     var quality: Int?
     var limits: MediaDecoder.Limits

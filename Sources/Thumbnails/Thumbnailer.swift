@@ -37,11 +37,30 @@ public enum Thumbnailer {
     public static func make(
         path: String, maxSide: Int, quality: Int = 82, memoryLimit: Int = memoryLimit, maxPixels: UInt64 = maxPixels
     ) -> Result<Made, Failure> {
+        made { out, length, info in
+            thumb_make(path, Int32(clamping: maxSide), memoryLimit, maxPixels, Int32(quality), &out, &length, &info)
+        }
+    }
+
+    /// A thumbnail of the file open on `descriptor` (read from its start, left open), at most `maxSide` pixels on
+    /// its longer side: what the media worker, which has no file system, makes.
+    public static func make(
+        descriptor: Int32, maxSide: Int, quality: Int = 82, memoryLimit: Int = memoryLimit,
+        maxPixels: UInt64 = maxPixels
+    ) -> Result<Made, Failure> {
+        made { out, length, info in
+            thumb_make_fd(
+                descriptor, Int32(clamping: maxSide), memoryLimit, maxPixels, Int32(quality), &out, &length, &info)
+        }
+    }
+
+    private static func made(
+        _ make: (inout UnsafeMutablePointer<UInt8>?, inout Int, inout thumb_info) -> Int32
+    ) -> Result<Made, Failure> {
         var info = thumb_info()
         var out: UnsafeMutablePointer<UInt8>?
         var length = 0
-        let status = thumb_make(
-            path, Int32(clamping: maxSide), memoryLimit, maxPixels, Int32(quality), &out, &length, &info)
+        let status = make(&out, &length, &info)
         guard status == 0, let out else {
             let message = withUnsafeBytes(of: &info.error) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)

@@ -22,7 +22,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 // SIGINT and SIGTERM go to one thread that waits for them, so they are blocked before any other thread starts
 // (StopSignals). A query-server worker is stopped by its server, never by a signal of its own.
-if !["query-server", "media-worker"].contains(arguments.first) { StopSignals.start() }
+if !["query-server", "media-worker", "sandbox-probe"].contains(arguments.first) { StopSignals.start() }
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
@@ -35,6 +35,8 @@ case "help": status = help()
 case "query-server": status = QueryWorker.run(Array(arguments.dropFirst()))
 // Hidden: the sandboxed decoder of photos and videos the server starts (MediaSandbox).
 case "media-worker": status = MediaWorker.run(Array(arguments.dropFirst()))
+// Hidden, for tests: a worker in the same sandbox that tries escapes on request (SandboxProbe).
+case "sandbox-probe": status = SandboxProbe.run(Array(arguments.dropFirst()))
 case let word? where !word.hasPrefix("-"):
     // Not an option, so not `serve`'s: a mistyped command ("recieve") should not start a server.
     FileHandle.standardError.write(Data("couchlite: unknown command '\(word)'\n\n\(usage)\n".utf8))

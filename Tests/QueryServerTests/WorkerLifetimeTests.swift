@@ -29,7 +29,7 @@ struct WorkerLifetimeTests {
         try #require(couchlite_pipe(&input) == 0 && couchlite_pipe(&output) == 0)
         var argv = ([couchliteExecutable(), "query-server"] + arguments).map { strdup($0) }
         argv.append(nil)
-        let pid = couchlite_spawn(couchliteExecutable(), &argv, input[0], output[1])
+        let pid = couchlite_spawn(couchliteExecutable(), &argv, input[0], output[1], -1)
         for pointer in argv { free(pointer) }
         close(input[0])
         close(output[1])

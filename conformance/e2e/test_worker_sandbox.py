@@ -1,10 +1,10 @@
 """The worker processes that run strangers' bytes have no network (issues 17 and 27): a design function runs in a
 `couchlite query-server` worker and a photo is decoded in a `couchlite media-worker`; a bug in Duktape, libjpeg,
 libheif or FFmpeg that a hostile document or photo turns into code execution takes over that worker, and from
-there must reach nothing but its pipes to the server. Each worker installs a seccomp filter (socket and
-socketpair fail with EACCES, `no_new_privs`) before it reads its first request; this test reads the kernel's view
-of the real workers a running server started. The filter itself is tested in QueryServerTests
-(`NetworkDenialTests`)."""
+there must reach nothing but its pipes to the server. Each worker enters a sandbox (no file system, not root,
+an allow-list seccomp filter with `no_new_privs`) before it reads its first request; this test reads the kernel's
+view of the real workers a running server started. Each escape is tried inside a real worker in QueryServerTests
+(`SandboxEscapeTests`)."""
 
 from __future__ import annotations
 

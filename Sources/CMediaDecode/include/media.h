@@ -44,18 +44,25 @@ typedef struct {
     double max_video_pixel_seconds;
 } media_limits;
 
-/// What the first bytes of `path` say it is: 0 unknown, 1 JPEG or PNG, 2 HEIF or AVIF, 3 a video.
-int media_container(const char *path);
+// Every entry point reads the file through an open descriptor (`fd`, a regular file, read by offset and left
+// open): the media worker has no file system to open a path in.
 
-/// Reads what `path` says about itself into `info`. @return 0, or -1 with `info->error` set. Never aborts.
-int media_probe(const char *path, const media_limits *limits, media_info *info);
+/// What the first bytes of the file say it is: 0 unknown, 1 JPEG or PNG, 2 HEIF or AVIF, 3 a video.
+int media_container(int fd);
 
-/// A JPEG of `path` (HEIF/AVIF primary image or a video's poster frame a second in) at most `max_side` pixels on
+/// Reads what the file says about itself into `info`. @return 0, or -1 with `info->error` set. Never aborts.
+int media_probe(int fd, const media_limits *limits, media_info *info);
+
+/// A JPEG of the file (HEIF/AVIF primary image or a video's poster frame a second in) at most `max_side` pixels on
 /// its longer side, orientation applied; declared sizes beyond `limits` are refused before decoding.
 /// @return 0 and a `malloc`ed JPEG in `*out`/`*out_len` (free with `media_free`), or -1 with `info->error` set.
-int media_render(const char *path, int max_side, int quality, const media_limits *limits, unsigned char **out,
+int media_render(int fd, int max_side, int quality, const media_limits *limits, unsigned char **out,
                  size_t *out_len, media_info *info);
 
 void media_free(void *pointer);
+
+/// Loads what the decoders load from disk (libheif's codec plugins), before the worker loses its file system.
+/// @return 0, or -1 when libheif cannot start.
+int media_prepare(void);
 
 #endif

@@ -31,6 +31,11 @@ typedef struct {
 int thumb_make(const char *path, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
                unsigned char **out, size_t *out_len, thumb_info *info);
 
+/// `thumb_make` of the file open on `fd` (read from its start; left open): what the media worker, which has no
+/// file system, calls.
+int thumb_make_fd(int fd, int max_side, size_t memory_limit, uint64_t max_pixels, int quality, unsigned char **out,
+                  size_t *out_len, thumb_info *info);
+
 /// The EXIF orientation (1...8) in an APP1 `Exif` segment's payload, or 1 when absent or malformed.
 int thumb_exif_orientation(const unsigned char *data, size_t length);
 

@@ -18,6 +18,9 @@ public struct QueryServerConfiguration: Sendable {
     /// The hidden subcommand a worker is started with: `query-server`, or `media-worker` for the media sandbox's
     /// pool (MediaSandbox), which reuses this pool, its limits and its kill-and-replace.
     public var subcommand = "query-server"
+    /// Whether each worker gets a descriptor channel (its descriptor 3, a Unix socket) on which a call can hand it
+    /// an open file (`WorkerProcess.call(_:passing:...)`): the media sandbox's, whose workers have no file system.
+    public var passesDescriptors = false
 
     public init(
         executable: String = QueryServerConfiguration.currentExecutable, maxWorkers: Int = 4,
@@ -146,8 +149,8 @@ package final class QueryServerPool: Sendable {
                 do {
                     let worker = try WorkerProcess(
                         executable: configuration.executable, subcommand: configuration.subcommand,
-                        limits: configuration.limits,
-                        maxPayload: configuration.maxPayload)
+                        limits: configuration.limits, maxPayload: configuration.maxPayload,
+                        passesDescriptors: configuration.passesDescriptors)
                     worker.owner = owner
                     return worker
                 } catch {

@@ -12,6 +12,8 @@ package final class WorkerProcess: @unchecked Sendable {
     package let pid: pid_t
     private let toWorker: Int32
     private let fromWorker: Int32
+    /// The server's end of the worker's descriptor channel (its descriptor 3), or -1.
+    private let descriptors: Int32
     private var decoder: FrameDecoder
     private(set) var isDead = false
     /// Design-document keys this worker has been sent (it may have evicted some; it then says so).
@@ -22,34 +24,42 @@ package final class WorkerProcess: @unchecked Sendable {
     let started = ContinuousClock.now
     var calls = 0
 
-    /// Starts a worker: `executable <subcommand> <limits>` (`query-server`, or the media sandbox's `media-worker`).
-    init(executable: String, subcommand: String = "query-server", limits: WorkerLimits, maxPayload: Int)
-        throws(QueryServerError)
-    {
-        var input: [Int32] = [0, 0]
-        var output: [Int32] = [0, 0]
-        guard couchlite_pipe(&input) == 0 else { throw .workerFailed("pipe: \(String(cString: strerror(errno)))") }
-        guard couchlite_pipe(&output) == 0 else {
-            close(input[0])
-            close(input[1])
-            throw .workerFailed("pipe: \(String(cString: strerror(errno)))")
+    /// Starts a worker: `executable <subcommand> <limits>` (`query-server`, or the media sandbox's `media-worker`),
+    /// with a descriptor channel as its descriptor 3 when `passesDescriptors`.
+    init(
+        executable: String, subcommand: String = "query-server", limits: WorkerLimits, maxPayload: Int,
+        passesDescriptors: Bool = false
+    ) throws(QueryServerError) {
+        var input: [Int32] = [-1, -1]
+        var output: [Int32] = [-1, -1]
+        var channel: [Int32] = [-1, -1]
+        func closeAll() { for fd in input + output + channel where fd >= 0 { close(fd) } }
+        guard couchlite_pipe(&input) == 0, couchlite_pipe(&output) == 0,
+            !passesDescriptors || couchlite_descriptor_channel(&channel) == 0
+        else {
+            let reason = String(cString: strerror(errno))
+            closeAll()
+            throw .workerFailed("pipe: \(reason)")
         }
         let argv = [executable, subcommand] + limits.arguments + ["--parent", String(getpid())]
         var cArgs = argv.map { strdup($0) }
         cArgs.append(nil)
-        let pid = couchlite_spawn(executable, &cArgs, input[0], output[1])
+        let pid = couchlite_spawn(executable, &cArgs, input[0], output[1], channel[1])
         let spawnError = errno
         for pointer in cArgs { free(pointer) }
         close(input[0])
         close(output[1])
+        if channel[1] >= 0 { close(channel[1]) }
         guard pid > 0 else {
             close(input[1])
             close(output[0])
+            if channel[0] >= 0 { close(channel[0]) }
             throw .workerFailed("could not start \(executable): \(String(cString: strerror(spawnError)))")
         }
         self.pid = pid
         toWorker = input[1]
         fromWorker = output[0]
+        descriptors = channel[0]
         _ = fcntl(toWorker, F_SETFL, fcntl(toWorker, F_GETFL) | O_NONBLOCK)
         _ = fcntl(fromWorker, F_SETFL, fcntl(fromWorker, F_GETFL) | O_NONBLOCK)
         decoder = FrameDecoder(maxPayload: maxPayload)
@@ -57,13 +67,20 @@ package final class WorkerProcess: @unchecked Sendable {
 
     deinit { kill() }
 
-    /// Sends one request and waits for its response until `deadline`; on any failure the worker is killed.
-    package func call(_ request: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) throws(QueryServerError)
-        -> [UInt8]
-    {
+    /// Sends one request and waits for its response until `deadline`; on any failure the worker is killed. With
+    /// `descriptor`, the worker is handed that open file first, on its descriptor channel (the pool must have been
+    /// configured with `passesDescriptors`); the caller keeps its own descriptor.
+    package func call(
+        _ request: [UInt8], passing descriptor: Int32? = nil, deadline: ContinuousClock.Instant, timeout: Duration
+    ) throws(QueryServerError) -> [UInt8] {
         guard !isDead else { throw .workerFailed("the worker is gone") }
         calls += 1
-        do {
+        do throws(QueryServerError) {
+            if let descriptor {
+                guard descriptors >= 0, couchlite_send_descriptor(descriptors, descriptor) == 0 else {
+                    throw .workerFailed("cannot hand the worker its file")
+                }
+            }
             try send(Frame.encode(request), deadline: deadline, timeout: timeout)
             return try receive(deadline: deadline, timeout: timeout)
         } catch {
@@ -178,8 +195,7 @@ package final class WorkerProcess: @unchecked Sendable {
         guard reaped == pid else { return false }
         exitStatus = status
         isDead = true
-        close(toWorker)
-        close(fromWorker)
+        closeDescriptors()
         return true
     }
 
@@ -191,7 +207,12 @@ package final class WorkerProcess: @unchecked Sendable {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         exitStatus = status
+        closeDescriptors()
+    }
+
+    private func closeDescriptors() {
         close(toWorker)
         close(fromWorker)
+        if descriptors >= 0 { close(descriptors) }
     }
 }
