@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchStore
 import CouchWire
 import QueryServer
@@ -16,12 +17,14 @@ struct ChangesHandlers: Sendable {
     let blobs: BlobRegistry
     /// Whether a compaction runs, for a filter's `req.info` (the database's info as `GET /db` answers it).
     let compactions: Compactions
+    /// Where a `filter=_selector`'s `$regex` programs are reserved (the server's, shared with `_find`).
+    var regexMemory = RegexMemory.server
 
     func feed(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let request = c.request
         if request.verb == .POST { try request.requireJSONContent() }
-        let query = try ChangesQuery(request, database: database)
+        let query = try ChangesQuery(request, database: database, regexMemory: regexMemory)
         let filterRequest: JSON
         if case .function = query.filter {
             filterRequest = try self.filterRequest(database, request, body: query.body)
