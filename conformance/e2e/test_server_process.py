@@ -380,3 +380,23 @@ def test_a_body_trickled_past_the_body_timeout_is_a_408(servers):
     finally:
         s.close()
     assert requests.get(a.url + "/db/trickled", timeout=5).status_code == 404
+
+
+def test_sigterm_is_not_held_up_by_a_regex_find(servers):
+    """A `_find` whose `$regex` clauses would take minutes of CPU (50 catastrophic clauses over 400 documents, each
+    match bounded alone) held up SIGTERM until it ended. Its scan is bounded by the request's budget (2 s of CPU)
+    and stops when `--shutdown-timeout` cuts its connection: the server exits within that timeout and a second."""
+    a = servers("a", args=("--shutdown-timeout", "1"))
+    requests.put(a.url + "/db", timeout=5)
+    docs = [{"_id": f"d{n:04d}", "s": "a" * 30 + "!"} for n in range(400)]
+    assert requests.post(a.url + "/db/_bulk_docs", json={"docs": docs}, timeout=30).status_code == 201
+    body = json.dumps({"selector": {"$or": [{"s": {"$regex": "^(a+)+$"}} for _ in range(50)]}}).encode()
+    s = socket.create_connection(("127.0.0.1", a.port))
+    try:
+        s.sendall(b"POST /db/_find HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)
+        took = stopped_within(a, 1 + 2)
+    finally:
+        s.close()
+    print(f"stopped {took:.2f} s after SIGTERM with a regex _find in flight")
