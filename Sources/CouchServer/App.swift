@@ -119,6 +119,7 @@ package final class App: Sendable {
             metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
             compactions: compactions)
         changes.regexMemory = regexMemory
+        changes.regexBudgetNanoseconds = UInt64(clamping: options.regexBudgetMilliseconds) &* 1_000_000
         let allDocs = AllDocsHandlers(blobs: blobRegistry)
         let designViews = ViewHandlers(views: views)
         let designRender = DesignRenderHandlers(

@@ -39,6 +39,34 @@ import Testing
         #expect(fine.status == 200 && fine.json["docs"]?.arrayValue?.count == 25, "\(fine)")
     }
 
+    /// `_changes?filter=_selector` runs the same matcher over every change: one catch-up's matches share the budget.
+    @Test func changesSelectorRegexBudgetSpentIsA500Timeout() throws {
+        let server = try InProcessServer(regexBudgetMilliseconds: 100)
+        defer { server.shutdown() }
+        try fill(server, "evil", count: 400, value: Self.catastrophic)
+        let started = ContinuousClock.now
+        let r = try server.request(
+            "POST", "/evil/_changes?filter=_selector", as: InProcessServer.admin,
+            json: #"{"selector":{"s":{"$regex":"^(a+)+$"}}}"#)
+        #expect(r.status == 500 && r.error == "timeout", "\(r)")
+        #expect(ContinuousClock.now - started < .seconds(3))
+        let fine = try server.request(
+            "POST", "/evil/_changes?filter=_selector&limit=2", as: InProcessServer.admin,
+            json: #"{"selector":{"s":{"$regex":"^a+!$"}}}"#)
+        #expect(fine.status == 200 && fine.json["results"]?.arrayValue?.count == 2, "\(fine)")
+    }
+
+    /// A `_changes` feed whose client has gone stops reading changes.
+    @Test func changesFeedStopsWhenItsClientHasGone() throws {
+        try InProcessServer.with { server in
+            try fill(server, "left", count: 50, value: "x")
+            let r = try server.request(
+                "POST", "/left/_changes?filter=_selector", as: InProcessServer.admin,
+                json: #"{"selector":{"s":{"$regex":"^y"}}}"#, clientGone: true)
+            #expect(r.status == 400 && r.reason == HTTPError.clientGone.reason, "\(r)")
+        }
+    }
+
     /// A client that went away: the scan looks at its socket between documents and stops instead of reading on.
     @Test func findStopsWhenItsClientHasGone() throws {
         try InProcessServer.with { server in

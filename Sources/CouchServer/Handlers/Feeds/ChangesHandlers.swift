@@ -19,6 +19,8 @@ struct ChangesHandlers: Sendable {
     let compactions: Compactions
     /// Where a `filter=_selector`'s `$regex` programs are reserved (the server's, shared with `_find`).
     var regexMemory = RegexMemory.server
+    /// CPU time the `$regex` matches of one catch-up of a `filter=_selector` feed may take together.
+    var regexBudgetNanoseconds = RegexBudget.defaultNanoseconds
 
     func feed(_ c: RequestContext) throws -> Response {
         let database = try c.database()
@@ -36,6 +38,7 @@ struct ChangesHandlers: Sendable {
                 database: database, query: query, stream: stream, engine: views.engine, queryServer: queryServer,
                 blobs: blobs)
             feed.filterRequest = filterRequest
+            feed.regexBudgetNanoseconds = regexBudgetNanoseconds
             // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
             // in-process connections carry no client address).
             let counted = query.feed != .normal && request.head.remoteAddress != nil
