@@ -1,4 +1,5 @@
 """Mango queries (`_find`, `_index`, `_explain`) as CouchDB 3.4.3 answers them."""
+import time
 import uuid
 
 import pytest
@@ -360,3 +361,53 @@ def test_members_query_but_only_admins_index(couch, mdb):
     finally:
         rev = couch.get(f"/_users/org.couchdb.user:{name}").json().get("_rev")
         couch.delete(f"/_users/org.couchdb.user:{name}?rev={rev}")
+
+
+def test_regex_budget_spent_across_documents_is_a_500_timeout(couch, mdb):
+    """One `_find` whose `$regex` costs ~13 ms of CPU per document (the per-match step limit) over 400 documents
+    took 5 s; with 50 such clauses it would take minutes and run on after the client left. couchlite gives one
+    request's matches 2 s of CPU together and answers CouchDB's 500 `timeout` when they take it."""
+    if not is_couchlite(couch):
+        pytest.skip("CouchDB bounds each match only (couchlite-only behaviour)")
+    docs = [{"_id": f"evil-{n:04d}", "s": "a" * 30 + "!"} for n in range(400)]
+    assert couch.post(f"/{mdb}/_bulk_docs", json={"docs": docs}).status_code == 201
+    clauses = [{"s": {"$regex": "^(a+)+$"}} for _ in range(50)]
+    started = time.monotonic()
+    r = couch.post(f"/{mdb}/_find", json={"selector": {"$or": clauses}})
+    elapsed = time.monotonic() - started
+    assert r.status_code == 500 and r.json()["error"] == "timeout", r.text
+    assert "$regex" in r.json()["reason"]
+    assert elapsed < 15, elapsed
+    # The server is free again at once, and ordinary patterns over the same documents are answered.
+    assert ids(couch, mdb, {"s": {"$regex": "^a+!$"}}, limit=3) == ["evil-0000", "evil-0001", "evil-0002"]
+
+
+def test_regex_patterns_compiling_past_the_request_cap_are_refused(couch, mdb):
+    """A 12-byte `(?:ab){1000}` compiles to ~10 KB: 500 of them (a 20 KB body) held 5 MB for one request, and
+    12 parallel requests like it hundreds of megabytes. couchlite lets one selector's patterns compile to 4 MiB
+    (400) and the server's to 64 MiB at once (503)."""
+    if not is_couchlite(couch):
+        pytest.skip("CouchDB compiles every pattern (couchlite-only behaviour)")
+    clauses = [{"s": {"$regex": "(?:ab){1000}"}} for _ in range(500)]
+    r = couch.post(f"/{mdb}/_find", json={"selector": {"$or": clauses}})
+    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    assert "MiB" in r.json()["reason"]
+    assert find(couch, mdb, {"selector": {"$or": clauses[:50]}})["docs"] == []
+
+
+def test_in_with_100000_document_ids_is_answered_and_a_flood_of_tiny_numbers_is_413(couch, mdb):
+    """SECURITY.md promised a 100,000-element `$in` while the JSON body budget (256 KiB + 6 bytes per byte of the
+    first 16 MiB) refused one of small numbers with 413: each element costs ~50–70 bytes while parsed, whatever its
+    text. What the budget admits is what SECURITY.md now says: 100,000 document ids of 12 characters pass, 100,000
+    small integers do not (about 9,000 do)."""
+    ids_in = [f"photo-{n:06d}" for n in range(100_000)] + ["p1", "p4"]
+    r = couch.post(f"/{mdb}/_find", json={"selector": {"_id": {"$in": ids_in}}, "fields": ["_id"]})
+    assert r.status_code == 200, r.text[:300]
+    assert sorted(d["_id"] for d in r.json()["docs"]) == ["p1", "p4"]
+    small = list(range(100_000))
+    r = couch.post(f"/{mdb}/_find", json={"selector": {"size": {"$in": small}}, "fields": ["_id"]})
+    if is_couchlite(couch):
+        assert r.status_code == 413 and r.json()["error"] == "too_large", r.text[:300]
+        assert ids(couch, mdb, {"size": {"$in": list(range(8_000))}}) == ["p1", "p2", "p3"]
+    else:
+        assert r.status_code == 200, r.text[:300]

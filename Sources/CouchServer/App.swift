@@ -1,4 +1,5 @@
 import Callbacks
+import CouchQuery
 import CouchStore
 import CouchWire
 import Foundation
@@ -37,6 +38,9 @@ package final class App: Sendable {
     /// `couchlite receive`'s one-time drop credentials.
     package var dropAccounts: TemporaryAccounts { access.authenticator.temporary }
     let compactions = Compactions()
+    /// The bytes of compiled `$regex` programs alive at once across this server's `_find` and `_changes` selectors
+    /// (64 MiB; past it a selector is 503).
+    let regexMemory = RegexMemory(limit: RegexMemory.server.limit)
     /// Request counters and times (`_node/_local/_stats`).
     let metrics = ServerMetrics()
     /// Bytes and connections of the network server (`ServerProcess` hands it to the HTTP engine).
@@ -111,16 +115,20 @@ package final class App: Sendable {
         let replicationJobs = ReplicationJobHandlers(
             replications: replications, replicatorDatabase: replicatorDatabase, store: store, localServer: localServer,
             serverUUID: serverUUID, log: log)
-        let changes = ChangesHandlers(
+        var changes = ChangesHandlers(
             metrics: metrics, views: views, queryServer: queryServer, security: access.security, blobs: blobRegistry,
             compactions: compactions)
+        changes.regexMemory = regexMemory
+        changes.regexBudgetNanoseconds = UInt64(clamping: options.regexBudgetMilliseconds) &* 1_000_000
         let allDocs = AllDocsHandlers(blobs: blobRegistry)
         let designViews = ViewHandlers(views: views)
         let designRender = DesignRenderHandlers(
             queryServer: queryServer, writer: documentWriter,
             requestObject: DesignRequestObject(security: access.security, compactions: compactions), views: designViews,
             allDocs: allDocs)
-        let mango = MangoHandlers(views: views, documents: documentWriter)
+        var mango = MangoHandlers(views: views, documents: documentWriter)
+        mango.regexBudgetNanoseconds = UInt64(clamping: options.regexBudgetMilliseconds) &* 1_000_000
+        mango.regexMemory = regexMemory
         let sessions = SessionHandlers(authenticator: access.authenticator, options: options)
         let users = UserHandlers(
             documents: documentWriter, security: access.security, identities: access.authenticator.identities,

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from conftest import Server
-from processes import process_fixture
+from processes import cpu_seconds, process_fixture
 
 SEC_ADMIN = ("admin", "pass")
 SEC_BOMB_MIB = int(os.environ.get("SEC_BOMB_MIB", "256"))
@@ -384,3 +384,86 @@ def test_host_allow_list_is_off_by_default(sec_server):
     s = sec_server()
     status, _ = raw_get(s.port, "anything.example")
     assert status == 200
+
+
+# Issue 35, item 2: Mango `$regex` bounded per request.
+
+REGEX_CATASTROPHIC = "a" * 30 + "!"  # `^(a+)+$` runs into its million-step limit (~13 ms) on it
+
+
+def regex_fill(s: SecServer, db: str, count: int, value: str) -> None:
+    assert s.admin.put(f"{s.base}/{db}", timeout=10).status_code == 201
+    docs = [{"_id": f"d{n:05d}", "s": value} for n in range(count)]
+    assert s.admin.post(f"{s.base}/{db}/_bulk_docs", json={"docs": docs}, timeout=30).status_code == 201
+
+
+def test_twelve_parallel_71kb_regex_finds_do_not_cost_hundreds_of_mib(sec_server):
+    """12 parallel `_find`s of 71 KB whose patterns (`(?:ab){1000}`, 12 bytes, ~10 KB compiled) compile to ~900×
+    the body took +840 MiB. One selector's patterns may compile to 4 MiB (400) and the server's to 64 MiB at once
+    (503): the peak stays within the attack budget."""
+    s = sec_server()
+    regex_fill(s, "db", 10, "abab")
+    clauses = [{"s": {"$regex": "(?:ab){1000}"}} for _ in range(2_300)]
+    body = json.dumps({"selector": {"$or": clauses}})
+    assert len(body) > 70_000
+    baseline = s.mib("VmRSS")
+    statuses = []
+
+    def attack():
+        r = s.admin.post(f"{s.base}/db/_find", data=body, headers={"Content-Type": "application/json"}, timeout=60)
+        statuses.append(r.status_code)
+
+    threads = [threading.Thread(target=attack) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    grown = s.mib("VmHWM") - baseline
+    print(f"12 parallel 71 KB regex finds: statuses {sorted(set(statuses))}, peak +{grown:.1f} MiB")
+    assert len(statuses) == 12 and set(statuses) <= {400, 503}, statuses
+    assert grown < SEC_RSS_BUDGET_MIB, grown
+
+
+def test_thousands_of_regex_finds_keep_memory_flat(sec_server):
+    """3,000 `_find`s, each compiling a ~10 KB pattern of its own: resident memory after them is what it was after
+    the first 300 (nothing compiled is kept, no reservation leaks)."""
+    s = sec_server()
+    regex_fill(s, "db", 50, "abab")
+    session = requests.Session()
+    session.auth = SEC_ADMIN
+
+    def finds(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            selector = {"s": {"$regex": f"^(?:ab){{2}}$|x{n}(?:ab){{1000}}"}}
+            r = session.post(f"{s.base}/db/_find", json={"selector": selector, "limit": 5}, timeout=10)
+            assert r.status_code == 200 and len(r.json()["docs"]) == 5, r.text[:200]
+
+    finds(0, 300)
+    settled = s.mib("VmRSS")
+    finds(300, 2_700)
+    grown = s.mib("VmRSS") - settled
+    print(f"3,000 regex finds: RSS {settled:.1f} MiB after 300, +{grown:.1f} MiB after 3,000")
+    assert grown < 8, grown
+
+
+def test_a_regex_find_stops_when_its_client_disconnects(sec_server):
+    """A `_find` of 50 catastrophic clauses over 400 documents (minutes of CPU with a per-match bound only, 2 s with
+    the request's budget) whose client leaves after 0.3 s: the scan notices between documents and the server's CPU
+    goes quiet at once, instead of spending the rest."""
+    s = sec_server()
+    regex_fill(s, "db", 400, REGEX_CATASTROPHIC)
+    clauses = [{"s": {"$regex": "^(a+)+$"}} for _ in range(50)]
+    body = json.dumps({"selector": {"$or": clauses}}).encode()
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"POST /db/_find HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    time.sleep(0.3)
+    sock.close()
+    time.sleep(0.2)
+    pid = s.proc.pid
+    before = cpu_seconds(pid)
+    time.sleep(1.5)
+    spent = cpu_seconds(pid) - before
+    print(f"CPU in the 1.5 s after the client left: {spent:.2f} s")
+    assert spent < 0.4, spent
+    assert s.admin.get(f"{s.base}/db", timeout=5).status_code == 200

@@ -342,3 +342,61 @@ def test_hostile_histories_and_ids_are_refused_and_store_nothing(servers):
     info = requests.get(base, timeout=5).json()
     assert info["doc_count"] == 0 and info["doc_del_count"] == 0
     assert requests.get(base + "/_all_docs", timeout=5).json()["rows"] == []
+
+
+def test_a_body_trickled_past_the_body_timeout_is_a_408(servers):
+    """A body that keeps arriving, a few bytes at a time, but not within `--body-timeout` (plus a second per 4 KiB)
+    was answered 500 `unknown_error`. It is 408 `request_timeout` (the engine's answer to a late head too; CouchDB's
+    mochiweb closes such a connection without a word), and the connection closes."""
+    a = servers("a", args=("--body-timeout", "1"))
+    requests.put(a.url + "/db", timeout=5)
+    s = socket.create_connection(("127.0.0.1", a.port))
+    s.settimeout(10)
+    try:
+        s.sendall(b"PUT /db/trickled HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"a\":\"")
+        started = time.monotonic()
+        answer = b""
+        while time.monotonic() - started < 8:
+            try:
+                s.sendall(b"x" * 10)
+            except OSError:
+                break
+            s.settimeout(0.3)
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            answer += chunk
+            if b"\r\n\r\n" in answer and answer.endswith(b"}\n"):
+                break
+        s.settimeout(5)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408"), answer
+        assert json.loads(body) == {"error": "request_timeout", "reason": "The request body did not arrive in time."}
+        assert time.monotonic() - started < 5
+    finally:
+        s.close()
+    assert requests.get(a.url + "/db/trickled", timeout=5).status_code == 404
+
+
+def test_sigterm_is_not_held_up_by_a_regex_find(servers):
+    """A `_find` whose `$regex` clauses would take minutes of CPU (50 catastrophic clauses over 400 documents, each
+    match bounded alone) held up SIGTERM until it ended. Its scan is bounded by the request's budget (2 s of CPU)
+    and stops when `--shutdown-timeout` cuts its connection: the server exits within that timeout and a second."""
+    a = servers("a", args=("--shutdown-timeout", "1"))
+    requests.put(a.url + "/db", timeout=5)
+    docs = [{"_id": f"d{n:04d}", "s": "a" * 30 + "!"} for n in range(400)]
+    assert requests.post(a.url + "/db/_bulk_docs", json={"docs": docs}, timeout=30).status_code == 201
+    body = json.dumps({"selector": {"$or": [{"s": {"$regex": "^(a+)+$"}} for _ in range(50)]}}).encode()
+    s = socket.create_connection(("127.0.0.1", a.port))
+    try:
+        s.sendall(b"POST /db/_find HTTP/1.1\r\nHost: x\r\nAuthorization: Basic YWRtaW46cGFzcw==\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)
+        took = stopped_within(a, 1 + 2)
+    finally:
+        s.close()
+    print(f"stopped {took:.2f} s after SIGTERM with a regex _find in flight")

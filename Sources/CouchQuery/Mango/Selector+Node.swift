@@ -45,22 +45,29 @@ extension Selector {
             "$lt": .lt, "$lte": .lte, "$eq": .eq, "$ne": .ne, "$gte": .gte, "$gt": .gt,
         ]
 
+        /// The `$regex` programs of one selector as they are compiled: where their bytes are reserved, and how many
+        /// the selector has so far (at most ``Selector/maxRegexBytes``).
+        struct RegexCompilation {
+            let memory: RegexMemory
+            var compiledBytes = 0
+        }
+
         /// Compiles a normalized selector (``SelectorNormalizer``'s output, which has validated the arguments).
-        static func compile(_ json: JSON) throws(SelectorError) -> Node {
+        static func compile(_ json: JSON, _ regexes: inout RegexCompilation) throws(SelectorError) -> Node {
             guard let (key, value) = SelectorNormalizer.single(json) else {
                 if case .object(let object) = json, object.isEmpty { return .and([]) }
                 throw .badField(json)
             }
             func children() throws(SelectorError) -> [Node] {
                 var nodes: [Node] = []
-                for item in value.arrayValue ?? [] { nodes.append(try compile(item)) }
+                for item in value.arrayValue ?? [] { nodes.append(try compile(item, &regexes)) }
                 return nodes
             }
             func keys(_ arguments: [JSON]) -> Set<[UInt8]> { Set(arguments.map(ViewCollation.sortKey)) }
             switch key {
             case "$and": return .and(try children())
             case "$or": return .or(try children())
-            case "$not": return .not(try compile(value))
+            case "$not": return .not(try compile(value, &regexes))
             case "$in", "$nin":
                 let arguments = value.arrayValue ?? []
                 return key == "$in"
@@ -73,14 +80,20 @@ extension Selector {
                 return .mod(divisor: value[0]?.intValue ?? 0, remainder: value[1]?.intValue ?? 0)
             case "$beginsWith": return .beginsWith(value.stringValue ?? "")
             case "$regex":
-                guard let pattern = value.stringValue, let regex = MangoRegex(pattern) else {
-                    throw .badArgument(key, value)
+                guard let pattern = value.stringValue else { throw .badArgument(key, value) }
+                let regex: MangoRegex
+                do {
+                    regex = try MangoRegex(pattern, memory: regexes.memory)
+                } catch {
+                    throw error == .serverFull ? .regexMemoryFull : .badArgument(key, value)
                 }
+                regexes.compiledBytes &+= regex.compiledBytes  // each at most 1 MiB, refused past 4
+                guard regexes.compiledBytes <= Selector.maxRegexBytes else { throw .regexesTooLarge }
                 return .regex(regex)
             case "$size": return .size(value.intValue ?? 0)
-            case "$elemMatch": return .elemMatch(try compile(value))
-            case "$allMatch": return .allMatch(try compile(value))
-            case "$keyMapMatch": return .keyMapMatch(try compile(value))
+            case "$elemMatch": return .elemMatch(try compile(value, &regexes))
+            case "$allMatch": return .allMatch(try compile(value, &regexes))
+            case "$keyMapMatch": return .keyMapMatch(try compile(value, &regexes))
             case "$default": return .text
             default:
                 if let comparison = comparisons[key] {
@@ -88,21 +101,22 @@ extension Selector {
                 }
                 if key.hasPrefix("$") { throw .invalidOperator(key) }
                 let path = key.isEmpty ? [] : Selector.splitFieldPath(key)
-                return .field(path: path, raw: key == "_id", condition: try compile(value))
+                return .field(path: path, raw: key == "_id", condition: try compile(value, &regexes))
             }
         }
 
         // MARK: Matching
 
-        /// Whether `value` satisfies this node (`raw`: strings compare by bytes, as `_id` does).
-        func matches(_ value: JSON, raw: Bool) -> Bool {
+        /// Whether `value` satisfies this node (`raw`: strings compare by bytes, as `_id` does); `$regex` matches
+        /// spend from `budget`.
+        func matches(_ value: JSON, raw: Bool, budget: RegexBudget?) -> Bool {
             switch self {
-            case .and(let nodes): return nodes.allSatisfy { $0.matches(value, raw: raw) }
-            case .or(let nodes): return nodes.isEmpty || nodes.contains { $0.matches(value, raw: raw) }
-            case .not(let node): return !node.matches(value, raw: raw)
+            case .and(let nodes): return nodes.allSatisfy { $0.matches(value, raw: raw, budget: budget) }
+            case .or(let nodes): return nodes.isEmpty || nodes.contains { $0.matches(value, raw: raw, budget: budget) }
+            case .not(let node): return !node.matches(value, raw: raw, budget: budget)
             case .field(let path, let fieldRaw, let condition):
                 switch FieldLookup(path, in: value) {
-                case .found(let found): return condition.matches(found, raw: fieldRaw)
+                case .found(let found): return condition.matches(found, raw: fieldRaw, budget: budget)
                 case .missing:
                     if case .exists(false) = condition { return true }
                     return false
@@ -131,19 +145,19 @@ extension Selector {
                 return text.utf8.starts(with: prefix.utf8)
             case .regex(let regex):
                 guard case .string(let text) = value else { return false }
-                return regex.matches(text)
+                return regex.matches(text, budget: budget)
             case .size(let count):
                 guard case .array(let elements) = value else { return false }
                 return elements.count == count
             case .elemMatch(let node):
                 guard case .array(let elements) = value else { return false }
-                return elements.contains { node.matches($0, raw: raw) }
+                return elements.contains { node.matches($0, raw: raw, budget: budget) }
             case .allMatch(let node):
                 guard case .array(let elements) = value, !elements.isEmpty else { return false }
-                return elements.allSatisfy { node.matches($0, raw: raw) }
+                return elements.allSatisfy { node.matches($0, raw: raw, budget: budget) }
             case .keyMapMatch(let node):
                 guard case .object(let object) = value else { return false }
-                return object.contains { node.matches(.string($0.key), raw: raw) }
+                return object.contains { node.matches(.string($0.key), raw: raw, budget: budget) }
             case .text: return true
             }
         }

@@ -16,6 +16,9 @@ public struct Selector: Sendable {
     /// The deepest nesting of the selector JSON accepted (operators, fields and arguments together), so that
     /// normalizing and matching stay within small stacks. CouchDB has no such bound.
     public static let maxDepth = 128
+    /// The most bytes the compiled `$regex` programs of one selector may take together (each may take
+    /// ``MangoRegex/maxCompiledBytes``).
+    public static let maxRegexBytes = 4 << 20
 
     /// CouchDB's normalized form of the selector (`{}` stays `{}`).
     public let normalized: JSON
@@ -23,19 +26,30 @@ public struct Selector: Sendable {
 
     /// Compiles a selector.
     ///
-    /// - Parameter json: The selector object; `{}` matches every document.
+    /// - Parameters:
+    ///   - json: The selector object; `{}` matches every document.
+    ///   - regexMemory: Where the compiled `$regex` programs reserve their bytes while the selector lives.
     /// - Throws: ``SelectorError`` with CouchDB's error name: a non-object selector, an unknown operator
-    ///   (`invalid_operator`), a bad argument (`bad_arg`), a condition without a field (`invalid_selector`), or
-    ///   nesting deeper than ``maxDepth``.
-    public init(_ json: JSON) throws(SelectorError) {
+    ///   (`invalid_operator`), a bad argument (`bad_arg`), a condition without a field (`invalid_selector`),
+    ///   nesting deeper than ``maxDepth``, `$regex` programs over ``maxRegexBytes`` (400) or over what
+    ///   `regexMemory` has left (503).
+    public init(_ json: JSON, regexMemory: RegexMemory = .server) throws(SelectorError) {
         guard case .object = json else { throw SelectorError(reason: "Selector must be a JSON object") }
         guard !Selector.nestingExceeds(json, Selector.maxDepth) else { throw .tooDeep }
         normalized = try SelectorNormalizer.normalize(json)
-        root = try Node.compile(normalized)
+        var regexes = Node.RegexCompilation(memory: regexMemory)
+        root = try Node.compile(normalized, &regexes)
+        regexBytes = regexes.compiledBytes
     }
 
-    /// Whether `doc` satisfies the selector.
-    public func matches(_ doc: JSON) -> Bool { root.matches(doc, raw: false) }
+    /// The bytes of this selector's compiled `$regex` programs.
+    public let regexBytes: Int
+
+    /// Whether `doc` satisfies the selector; its `$regex` matches spend from `budget` (none: each match is bounded
+    /// alone). Once `budget` is spent the answer means nothing: the caller checks ``RegexBudget/isSpent`` and fails.
+    public func matches(_ doc: JSON, budget: RegexBudget? = nil) -> Bool {
+        root.matches(doc, raw: false, budget: budget)
+    }
 
     /// Whether `value` nests arrays and objects deeper than `limit` levels (checked without recursion).
     static func nestingExceeds(_ value: JSON, _ limit: Int) -> Bool {

@@ -7,10 +7,13 @@ public struct SelectorError: Error, CustomStringConvertible, Equatable {
     public var error: String
     /// Human-readable cause, worded like CouchDB's (e.g. "Invalid operator: $foo").
     public var reason: String
+    /// The HTTP status: 400, or 503 when the server has no room for the selector's `$regex` programs now.
+    public var status: Int
 
-    public init(error: String = "bad_request", reason: String) {
+    public init(error: String = "bad_request", reason: String, status: Int = 400) {
         self.error = error
         self.reason = reason
+        self.status = status
     }
 
     public var description: String { reason }
@@ -37,4 +40,11 @@ public struct SelectorError: Error, CustomStringConvertible, Equatable {
         error: "invalid_selector", reason: "One or more conditions is missing a field name.")
 
     static let tooDeep = SelectorError(reason: "Selector is nested too deeply")
+
+    static let regexesTooLarge = SelectorError(
+        reason: "The selector's $regex patterns compile to more than \(Selector.maxRegexBytes >> 20) MiB")
+
+    static let regexMemoryFull = SelectorError(
+        error: "service_unavailable",
+        reason: "The server has too many $regex patterns compiled at once; retry later", status: 503)
 }

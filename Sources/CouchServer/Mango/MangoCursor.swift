@@ -12,8 +12,12 @@ struct MangoCursor {
     let options: FindOptions
     let plan: MangoPlan
     let views: ViewIndexes
+    /// CPU time the `$regex` matches of this request may take together (``RegexBudget``).
+    var regexBudgetNanoseconds = RegexBudget.defaultNanoseconds
 
     /// Rows read per store call.
+    /// How often, at most, the scan looks whether its client is still there (a `poll` of the socket).
+    static let livenessInterval = Duration.milliseconds(10)
     static let pageSize = 500
     /// `mango.index_scan_warning_threshold`: more documents examined per result than this is worth a warning.
     static let scanWarningRatio = 10.0
@@ -50,9 +54,20 @@ struct MangoCursor {
         var skip = options.skip
         var last: MangoBookmark?
         var returned = 0
+        let budget = RegexBudget(nanoseconds: regexBudgetNanoseconds)
+        var lookedAt: ContinuousClock.Instant?
         if options.limit > 0 {
             try source.scan(after: bookmark, stats: &stats) { row, document in
-                guard options.selector.matches(document) else { return true }
+                let matched = options.selector.matches(document, budget: budget)
+                // A spent budget makes every `$regex` false, so `matched` means nothing: the request fails.
+                if budget.isSpent { throw MangoCursor.regexBudgetSpent(budget) }
+                // A client that left (or a stop that cut the connection) ends the scan between documents.
+                let now = ContinuousClock.now
+                if lookedAt.map({ now - $0 >= MangoCursor.livenessInterval }) ?? true {
+                    lookedAt = now
+                    if stream.isPeerClosed() { throw HTTPError.clientGone }
+                }
+                guard matched else { return true }
                 if skip > 0 {
                     skip -= 1
                     return true
@@ -89,6 +104,16 @@ struct MangoCursor {
         tail += "}\r\n\n"
         try out.append(tail)
         try out.send()
+    }
+
+    /// CouchDB's answer to a query that takes too long (chttpd's `error_info(timeout)`: 500 `timeout`), naming
+    /// what ran out.
+    static func regexBudgetSpent(_ budget: RegexBudget) -> CouchError {
+        let milliseconds = budget.nanoseconds / 1_000_000
+        return .mango(
+            "timeout",
+            "The request could not be processed in a reasonable amount of time: its $regex matches took more than "
+                + "\(milliseconds) ms of CPU.", status: 500)
     }
 }
 

@@ -86,16 +86,16 @@ struct FindOptions: Sendable {
     var executionStats = false
     var allowFallback = true
 
-    init(_ body: JSONObject) throws(CouchError) {
+    init(_ body: JSONObject, regexMemory: RegexMemory = .server) throws(CouchError) {
         let selectorJSON = try body.mangoRequired("selector", allowed: FindOptions.keys)
         guard case .object = selectorJSON else {
             throw .mango(
                 "invalid_selector_json", "Selector must be a JSON object, not: \(ErlangText.format(selectorJSON))")
         }
         do {
-            selector = try Selector(selectorJSON)
+            selector = try Selector(selectorJSON, regexMemory: regexMemory)
         } catch {
-            throw .mango(error.error, error.reason)
+            throw .mango(error.error, error.reason, status: error.status)
         }
         if let value = body["use_index"] { useIndex = try FindOptions.useIndex(value) }
         if let value = body["bookmark"] {

@@ -174,11 +174,16 @@ extension CouchError {
         }
     }
 
-    /// Maps an HTTP body-reading failure onto the wire.
+    /// Maps an HTTP body-reading failure onto the wire: a body that did not arrive within `--body-timeout` (or
+    /// stalled) is 408 `request_timeout`, the engine's answer to a late head too (CouchDB's mochiweb closes the
+    /// connection without an answer).
     package init(_ httpError: HTTPError) {
         switch httpError.status {
         case 413: self = .tooLarge("Request body is too large")
         case 400: self = .badRequest(httpError.reason)
+        case 408:
+            self = .designFunction(
+                status: 408, error: "request_timeout", reason: "The request body did not arrive in time.")
         default: self = .unknownError(httpError.reason)
         }
     }

@@ -34,6 +34,8 @@ package final class MemoryResponseSink: ResponseSink {
     /// True once a flush "sent" bytes: from then on the response cannot be taken back, as on a connection.
     private var flushed = false
     package let isHEAD: Bool
+    /// What `isPeerClosed()` answers: a test sets it to play a client that went away.
+    package var peerClosed = false
 
     package init(isHEAD: Bool = false) { self.isHEAD = isHEAD }
 
@@ -63,7 +65,7 @@ package final class MemoryResponseSink: ResponseSink {
         try finish()
     }
 
-    package func isPeerClosed() -> Bool { false }
+    package func isPeerClosed() -> Bool { peerClosed }
 
     package func retract() -> Bool {
         guard headSent else { return true }

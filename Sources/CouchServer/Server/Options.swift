@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchStore
 import Foundation
 
@@ -51,6 +52,8 @@ package struct Options: Sendable {
     package var jsWorkers = 4
     /// Most MiB one worker's JavaScript heap may hold.
     package var jsHeapMiB = 256
+    /// CPU time, in ms, the `$regex` matches of one `_find` may take together (500 `timeout` past it).
+    package var regexBudgetMilliseconds = Int(RegexBudget.defaultNanoseconds / 1_000_000)
 
     /// The first pause before a crashed `_replicator` job is started again, doubling with each consecutive crash
     /// (CouchDB's scheduler waits 30 s, its `BACKOFF_INTERVAL_MICROS`).

@@ -57,7 +57,7 @@ final class InProcessServer {
     ///   - product: The handler groups added to CouchDB's (the gallery's, as `serve` adds them).
     init(
         allowedHosts: [String] = [], usersSecurityEditable: Bool = false,
-        product: (AppServices) -> [any RouteCollection] = GalleryRoutes.make
+        product: (AppServices) -> [any RouteCollection] = GalleryRoutes.make, regexBudgetMilliseconds: Int? = nil
     ) throws {
         directory = NSTemporaryDirectory() + "couchserver-inprocess-" + UUID().uuidString
         var options = Options()
@@ -66,6 +66,7 @@ final class InProcessServer {
         options.pbkdf2Iterations = 1000
         options.allowedHosts = allowedHosts
         options.usersDBSecurityEditable = usersSecurityEditable
+        if let regexBudgetMilliseconds { options.regexBudgetMilliseconds = regexBudgetMilliseconds }
         app = try App.open(options: options, log: Logger(label: "test", level: .error), product: product).app
     }
 
@@ -103,7 +104,7 @@ final class InProcessServer {
     func request(
         _ method: String, _ path: String, as user: Credentials? = nil, json: String? = nil, raw: [UInt8]? = nil,
         declaredLength: Int? = nil, contentType: String? = nil, headers: [(String, String)] = [],
-        host: String? = "127.0.0.1", from remoteAddress: String? = nil
+        host: String? = "127.0.0.1", from remoteAddress: String? = nil, clientGone: Bool = false
     ) throws -> TestResponse {
         var fields = HTTPHeaders()
         if let host { fields.add("Host", host) }
@@ -118,6 +119,7 @@ final class InProcessServer {
         var head = HTTPRequestHead(method: method, target: path, version: .http1_0, headers: fields)
         head.remoteAddress = remoteAddress
         let sink = MemoryResponseSink(isHEAD: method == "HEAD")
+        sink.peerClosed = clientGone
         app.respond(head, HTTPRequestBody(bytes: body, declaredLength: declaredLength), to: sink)
         guard !sink.aborted else { throw InProcessFailure("the response was cut off after \(sink.body.count) bytes") }
         guard sink.headSent else { throw InProcessFailure("no response") }

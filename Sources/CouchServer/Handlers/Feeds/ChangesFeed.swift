@@ -25,6 +25,12 @@ struct ChangesFeed {
     private let blobs: BlobRegistry
     /// `req` for a JavaScript filter (`filter=ddoc/name`).
     var filterRequest: JSON = .null
+    /// CPU time the `$regex` matches of a `filter=_selector` may take in one catch-up (``scan``): the first, and
+    /// each after a live feed's wait, gets its own.
+    var regexBudgetNanoseconds = RegexBudget.defaultNanoseconds
+    private var regexBudget: RegexBudget?
+    /// When the scan last looked whether its client is still there.
+    private var lookedAt: ContinuousClock.Instant?
     /// Whether the body's opening has been written. The response head waits for it (`ResponseStream`), so that a
     /// filter that fails on the first page is answered with its error status, as CouchDB answers it.
     private var begun = false
@@ -130,6 +136,7 @@ struct ChangesFeed {
     /// Emits every matching change after `lastSeq` (descending: every change, highest first), up to the limit.
     private mutating func scan() throws {
         guard !limitReached else { return }
+        regexBudget = RegexBudget(nanoseconds: regexBudgetNanoseconds)
         pages: while true {
             var page: [ChangeRow] = []
             let collect: (ChangeRow) -> Bool = {
@@ -146,6 +153,12 @@ struct ChangesFeed {
                 if limitReached {
                     stoppedAtLimit = true
                     break pages
+                }
+                // A client that left (or a stop that cut the connection) ends a long catch-up between rows.
+                let now = ContinuousClock.now
+                if lookedAt.map({ now - $0 >= MangoCursor.livenessInterval }) ?? true {
+                    lookedAt = now
+                    if stream.isPeerClosed() { throw HTTPError.clientGone }
                 }
                 // Like CouchDB's shard counters, `last_seq` follows every row read, filtered out or not.
                 lastSeq = change.seq
@@ -242,7 +255,9 @@ struct ChangesFeed {
         case .design: guard change.id.hasBytePrefix("_design/") else { return }
         case .selector(let selector):
             doc = try renderWinner(change)
-            guard let doc, selector.matches(.object(doc.rendered)) else { return }
+            let matched = doc.map { selector.matches(.object($0.rendered), budget: regexBudget) } ?? false
+            if let regexBudget, regexBudget.isSpent { throw MangoCursor.regexBudgetSpent(regexBudget) }
+            guard matched else { return }
         }
         if query.includeDocs, doc == nil { doc = try renderWinner(change) }
         try begin()

@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchStore
 import CouchWire
 import QueryServer
@@ -16,12 +17,16 @@ struct ChangesHandlers: Sendable {
     let blobs: BlobRegistry
     /// Whether a compaction runs, for a filter's `req.info` (the database's info as `GET /db` answers it).
     let compactions: Compactions
+    /// Where a `filter=_selector`'s `$regex` programs are reserved (the server's, shared with `_find`).
+    var regexMemory = RegexMemory.server
+    /// CPU time the `$regex` matches of one catch-up of a `filter=_selector` feed may take together.
+    var regexBudgetNanoseconds = RegexBudget.defaultNanoseconds
 
     func feed(_ c: RequestContext) throws -> Response {
         let database = try c.database()
         let request = c.request
         if request.verb == .POST { try request.requireJSONContent() }
-        let query = try ChangesQuery(request, database: database)
+        let query = try ChangesQuery(request, database: database, regexMemory: regexMemory)
         let filterRequest: JSON
         if case .function = query.filter {
             filterRequest = try self.filterRequest(database, request, body: query.body)
@@ -33,6 +38,7 @@ struct ChangesHandlers: Sendable {
                 database: database, query: query, stream: stream, engine: views.engine, queryServer: queryServer,
                 blobs: blobs)
             feed.filterRequest = filterRequest
+            feed.regexBudgetNanoseconds = regexBudgetNanoseconds
             // CouchDB's `clients_requesting_changes`: feeds that wait, from the network (the replicator's
             // in-process connections carry no client address).
             let counted = query.feed != .normal && request.head.remoteAddress != nil

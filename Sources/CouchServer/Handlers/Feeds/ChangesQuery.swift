@@ -44,7 +44,7 @@ struct ChangesQuery {
     /// CouchDB's `#changes_args.limit` when none is given; `seq_interval` counts down from it.
     static let unlimited = 1_000_000_000_000_000
 
-    init(_ request: Request, database: Database) throws {
+    init(_ request: Request, database: Database, regexMemory: RegexMemory = .server) throws {
         var feedText = "normal"
         var sinceText: String?
         var styleText = "main_only"
@@ -100,7 +100,7 @@ struct ChangesQuery {
             request.verb == .POST && request.body.hasBody
             ? try request.jsonObjectBody(limit: Limits.bulkRequestBytes) : nil
         self.body = body
-        filter = try ChangesQuery.filter(filterName, request, database, body: body)
+        filter = try ChangesQuery.filter(filterName, request, database, body: body, regexMemory: regexMemory)
     }
 
     private static func integer(_ value: String) throws(CouchError) -> Int {
@@ -125,9 +125,9 @@ struct ChangesQuery {
 
     /// `couch_changes:configure_filter`: the built-in filters, and for `ddoc/name` the same lookups CouchDB makes
     /// (404 `missing` for no design document, 404 `missing json key: …` for no such function).
-    private static func filter(_ name: String?, _ request: Request, _ database: Database, body: JSONObject?) throws
-        -> Filter
-    {
+    private static func filter(
+        _ name: String?, _ request: Request, _ database: Database, body: JSONObject?, regexMemory: RegexMemory
+    ) throws -> Filter {
         guard let name, !name.isEmpty else { return .none }
         switch name {
         case "_doc_ids":
@@ -144,8 +144,9 @@ struct ChangesQuery {
                 throw CouchError.badRequest("Selector error: expected a JSON object")
             }
             do {
-                return .selector(try Selector(selectorJSON))
+                return .selector(try Selector(selectorJSON, regexMemory: regexMemory))
             } catch {
+                if error.status == 503 { throw CouchError.serviceUnavailable(error.reason) }
                 throw CouchError.badRequest(error.reason)
             }
         case "_design":

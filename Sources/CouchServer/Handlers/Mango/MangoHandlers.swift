@@ -8,12 +8,17 @@ import CouchWire
 struct MangoHandlers: Sendable {
     let views: ViewIndexes
     let documents: DocumentWriter
+    /// CPU time one `_find`'s `$regex` matches may take together (`Options.regexBudgetMilliseconds`).
+    var regexBudgetNanoseconds = RegexBudget.defaultNanoseconds
+    /// Where the selectors' `$regex` programs are reserved while their requests run (the server's).
+    var regexMemory = RegexMemory.server
 
     // MARK: _find and _explain
 
     func find(_ c: RequestContext) throws -> Response {
         let (database, options, plan) = try prepare(c)
-        let cursor = MangoCursor(database: database, options: options, plan: plan, views: views)
+        var cursor = MangoCursor(database: database, options: options, plan: plan, views: views)
+        cursor.regexBudgetNanoseconds = regexBudgetNanoseconds
         return .stream(.ok) { stream in try cursor.run(stream) }
     }
 
@@ -25,7 +30,8 @@ struct MangoHandlers: Sendable {
     private func prepare(_ c: RequestContext) throws -> (Database, FindOptions, MangoPlan) {
         let database = try c.database()
         try c.request.requireJSONContent()
-        let options = try FindOptions(try c.request.jsonObjectBody(limit: Limits.bulkRequestBytes))
+        let options = try FindOptions(
+            try c.request.jsonObjectBody(limit: Limits.bulkRequestBytes), regexMemory: regexMemory)
         if let bookmark = options.bookmark { _ = try MangoBookmark(decoding: bookmark) }
         let plan = try MangoPlanner.plan(options, indexes: try MangoIndex.list(database))
         return (database, options, plan)
