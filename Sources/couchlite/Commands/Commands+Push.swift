@@ -30,9 +30,9 @@ extension Commands {
             prints (couchlite receive, a PhotoDrop phone, CouchDB), or to the couchlite receive announced
             on the LAN as NAME (exactly, as couchlite peers lists it): its announcement gives the URL and
             pins its TLS certificate, and the short code its screen shows (asked for, or --code) gets the
-            one-time credentials. Finding a drop grants nothing without the code. Each file becomes one document
-            {"type":"photo","name","taken","size"} in a local outbox database, its id from the file's
-            content hash, the file its attachment. Run it again after an interruption: only what did
+            one-time credentials; finding a drop grants nothing without the code. Each file becomes one
+            document {"type":"photo","name","taken","size"} in a local outbox database, its id from the
+            file's content hash, the file its attachment. Run it again after an interruption: only what did
             not arrive is sent.
             """,
         specs: [
