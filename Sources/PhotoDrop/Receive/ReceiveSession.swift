@@ -213,14 +213,16 @@ package final class ReceiveSession: Sendable {
             text += "  certificate SHA-256 fingerprint (compare it on the sender):\n  \(fingerprint.colonHex)\n\n"
         }
         text += code.terminalText(colors: colors)
-        text += "\n  code for couchlite push --to: \(pairing.display)\n"
+        if process.tlsPort != nil { text += "\n  code for couchlite push --to: \(pairing.display)\n" }
         text += "\nScan the QR code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
-        if options.announce {
+        if options.announce && process.tlsPort != nil {
             let name = options.name ?? ReceiveSession.machineName()
             text += "From a machine on this LAN: couchlite push DIR --to \"\(name)\" and type the code above\n"
             text += "(\(PairingCode.maxWrongCodes) wrong codes and it stops working; the URL and the QR code "
             text += "still do).\n"
+        } else if options.announce {
+            text += "With --tls auto, couchlite push DIR --to NAME finds this drop by its name on the LAN.\n"
         }
         text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
         text += "the password \(credentials.password).\n"

@@ -67,7 +67,7 @@ extension Commands {
             return fail(
                 76,
                 "the drop \(quoted) announces no TLS certificate to pin: not sending the code in clear; "
-                    + "give the URL the receiver shows instead")
+                    + "start the receiver with --tls auto, or give the URL it shows")
         case .found(_, let url, let hex):
             return trade(code: code, url: url, fingerprint: hex, name: quoted, display: display, fail: fail)
         }
