@@ -11,6 +11,7 @@ let usage = """
     usage: couchlite [serve] [options]               run the CouchDB-compatible server
            couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
            couchlite push DIR URL [options]          send a folder of photos and videos to a peer
+           couchlite push DIR --to NAME [--code C]   ... to the drop announced on the LAN as NAME
            couchlite replicate SOURCE TARGET [...]   replicate once or continuously
            couchlite peers [options]                 list the drops and servers announced on the LAN
            couchlite SUBCOMMAND --help               the options of each

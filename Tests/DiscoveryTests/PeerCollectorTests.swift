@@ -76,3 +76,39 @@ import Testing
         #expect(collector.missingQuestions().count <= 32)
     }
 }
+
+@Suite struct PeerCollectorImpostorTests {
+    @Test func anImpostorAnnouncingTheSameNameWithAnotherCertificateMarksThePeerConflicting() {
+        var collector = PeerCollector(types: [ServiceDescription.photoDropType])
+        let real = PeerCollectorTests.announcement(tls: true)
+        collector.add(real, now: 1)
+        #expect(collector.peers.values.first?.conflicting == false)
+        // The same records again (a repeated announcement) are no conflict.
+        collector.add(real, now: 2)
+        #expect(collector.peers.values.first?.conflicting == false)
+        var impostor = real
+        impostor.answers = real.answers.map { record in
+            guard case .txt(let strings) = record.data else { return record }
+            let other = strings.map { $0 == Array("sha256=ab".utf8) ? Array("sha256=cd".utf8) : $0 }
+            return DNSRecord(name: record.name, data: .txt(other), ttl: record.ttl, cacheFlush: record.cacheFlush)
+        }
+        collector.add(impostor, now: 3)
+        #expect(collector.peers.count == 1)
+        #expect(collector.peers.values.first?.conflicting == true)
+    }
+
+    @Test func anImpostorAnnouncingTheSameNameAtAnotherPortMarksThePeerConflicting() {
+        var collector = PeerCollector(types: [ServiceDescription.photoDropType])
+        let real = PeerCollectorTests.announcement(tls: true)
+        collector.add(real, now: 1)
+        var impostor = real
+        impostor.answers = real.answers.map { record in
+            guard case .srv(let priority, let weight, _, let target) = record.data else { return record }
+            return DNSRecord(
+                name: record.name, data: .srv(priority: priority, weight: weight, port: 7000, target: target),
+                ttl: record.ttl, cacheFlush: record.cacheFlush)
+        }
+        collector.add(impostor, now: 2)
+        #expect(collector.peers.values.first?.conflicting == true)
+    }
+}

@@ -141,6 +141,36 @@ import Testing
         #expect(core.handle(Self.query("_couchdb._tcp.local", .ptr), from: Self.peer, port: 5353, now: 12).isEmpty)
     }
 
+    @Test func sharedRecordAnswersWaitTheirRandomDelayAndQueriesMeanwhileJoinThem() {
+        var core = Self.announced()
+        #expect(core.tick(now: 9).isEmpty)  // announcing done: no timer left
+        #expect(core.nextWake == .infinity)
+        // A PTR (shared) answer waits: nothing at once, nothing before its delay, one packet when it is due.
+        let ptr = Self.query("_photodrop._tcp.local", .ptr)
+        #expect(core.handle(ptr, from: Self.peer, port: 5353, now: 10, sharedDelay: 0.05).isEmpty)
+        #expect(abs(core.nextWake - 10.05) < 1e-9)
+        // A flood of the same query while it waits adds nothing and sends nothing.
+        for step in 1...100 {
+            #expect(
+                core.handle(ptr, from: Self.peer, port: 5353, now: 10 + Double(step) * 0.0001, sharedDelay: 0.1)
+                    .isEmpty)
+        }
+        #expect(core.tick(now: 10.04).isEmpty)
+        let sent = core.tick(now: 10.05)
+        #expect(sent.count == 1)
+        #expect(sent.first?.message.answers.map(\.data) == [.ptr(core.instance(of: Self.drop))])
+        #expect(Set(sent.first?.message.additionals.map(\.data.type) ?? []) == [.srv, .txt, .a])
+        #expect(core.tick(now: 10.2).isEmpty)
+        #expect(core.nextWake == .infinity)
+        // A delay out of range is held to 20-120 ms.
+        #expect(core.handle(ptr, from: Self.peer, port: 5353, now: 20, sharedDelay: 5).isEmpty)
+        #expect(abs(core.nextWake - (20 + ResponderCore.sharedAnswerDelay.upperBound)) < 1e-9)
+        // Unique records (SRV, TXT, A: cache-flush) are answered at once whatever the delay.
+        let instance = core.instance(of: Self.drop).description
+        #expect(
+            core.handle(Self.query(instance, .srv), from: Self.peer, port: 5353, now: 30, sharedDelay: 0.1).count == 1)
+    }
+
     @Test func queriesFromOutsideTheSubnetAreNotAnswered() {
         var core = Self.announced()
         for source: [UInt8] in [[10, 0, 0, 5], [192, 168, 1, 2], [8, 8, 8, 8]] {

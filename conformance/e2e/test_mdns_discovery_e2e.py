@@ -4,8 +4,10 @@ Two network namespaces joined by a veth pair (a private /30, multicast on) stand
 `couchlite receive` runs in one; from the other, python-zeroconf (the implementation Home Assistant uses) finds
 `_photodrop._tcp` and `_couchdb._tcp`, resolves them (address, port, TXT: database path, TLS port and
 certificate fingerprint, display name, protocol version, and no credentials), `couchlite peers` lists the drop,
-and stopping the receiver is seen as removal within 5 s (its goodbye packets). A name already taken on the LAN
-is renamed `Name (2)` after probing.
+`couchlite push DIR --to NAME` with the code the receiver shows sends three photos that land byte-identical (a
+wrong code gets nothing), and stopping the receiver is seen as removal within 5 s (its goodbye packets). A name
+already taken on the LAN is renamed `Name (2)` after probing, and `push --to` the taken name, whose announcement
+pins another certificate than the one the server at its address presents, refuses to send.
 
 Needs root (to create namespaces). Where they cannot be created the tests fail with the reason: they never
 pass or skip without having run.
@@ -13,8 +15,10 @@ pass or skip without having run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -26,6 +30,7 @@ import pytest
 ADMIN = "admin:pass"
 REMOVAL_LIMIT_S = 5.0
 FIND_TIMEOUT_S = 15.0
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00"
 
 # python-zeroconf in the finder's namespace: prints one JSON line per event (found and resolved, removed).
 BROWSER = r"""
@@ -55,14 +60,16 @@ finally:
     zc.close()
 """
 
-# python-zeroconf registering a service under a name, to make couchlite's first choice taken.
+# python-zeroconf registering a service under a name, to make couchlite's first choice taken: an impostor that
+# announces a drop at `target`:`port` pinning a certificate of its own (`sha256`).
 REGISTER = r"""
 import socket, sys
 from zeroconf import ServiceInfo, Zeroconf, IPVersion
-address, name = sys.argv[1], sys.argv[2]
+address, name, target, port, sha256 = sys.argv[1:6]
 zc = Zeroconf(interfaces=[address], ip_version=IPVersion.V4Only)
-info = ServiceInfo("_photodrop._tcp.local.", name + "._photodrop._tcp.local.", port=1234,
-                   addresses=[socket.inet_aton(address)], properties={"v": "1"}, server="squatter.local.")
+info = ServiceInfo("_photodrop._tcp.local.", name + "._photodrop._tcp.local.", port=int(port),
+                   addresses=[socket.inet_aton(target)], server="squatter.local.",
+                   properties={"v": "1", "name": name, "path": "/photodrop", "tls": port, "sha256": sha256})
 zc.register_service(info)
 print("registered", flush=True)
 try:
@@ -164,11 +171,11 @@ def stop(process: subprocess.Popen, sig=signal.SIGINT, timeout=30) -> None:
             process.wait()
 
 
-def start_receiver(link: Link, root: str, *extra: str) -> tuple[subprocess.Popen, dict]:
+def start_receiver(link: Link, root: str, *extra: str, tls_port: int = 0) -> tuple[subprocess.Popen, dict]:
     binary = os.environ["COUCHLITE_BIN"]
     receiver = link.exec(
         link.a,
-        [binary, "receive", "--json", "--port", "0", "--tls", "auto", "--tls-port", "0",
+        [binary, "receive", "--json", "--port", "0", "--tls", "auto", "--tls-port", str(tls_port),
          "--data-dir", os.path.join(root, "data"), "--admin", ADMIN, "--out", os.path.join(root, "out"),
          "--pbkdf2-iterations", "1000", *extra],
         stdout=subprocess.PIPE, stderr=open(os.path.join(root, "receive.log"), "wb"))
@@ -191,6 +198,43 @@ def event(lines: Lines, kind: str, type_: str, timeout: float) -> dict:
     return json.loads(line)
 
 
+def photos(root: str, count: int = 3) -> list[bytes]:
+    """`count` JPEG files (by their bytes) in root/photos."""
+    folder = os.path.join(root, "photos")
+    os.makedirs(folder, exist_ok=True)
+    made = []
+    for i in range(count):
+        data = JPEG + random.Random(i).randbytes(50_000 + i)
+        with open(os.path.join(folder, f"photo {i}.jpg"), "wb") as f:
+            f.write(data)
+        made.append(data)
+    return made
+
+
+def push_to(link: Link, root: str, name: str, code: str) -> subprocess.CompletedProcess:
+    """`couchlite push root/photos --to NAME --code CODE` from the finder's namespace."""
+    return subprocess.run(
+        ["ip", "netns", "exec", link.b, os.environ["COUCHLITE_BIN"], "push", os.path.join(root, "photos"),
+         "--to", name, "--code", code, "--data-dir", os.path.join(root, "pushdata")],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def saved(out: str, count: int, timeout: float = 15) -> list[bytes]:
+    """The contents of the files in `out` once there are `count` (and no temporary ones)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        names = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        if len(names) >= count and not any(n.startswith(".") for n in names):
+            break
+        assert time.monotonic() < deadline, f"{out} has {names}, wanted {count} files"
+        time.sleep(0.05)
+    contents = []
+    for name in names:
+        with open(os.path.join(out, name), "rb") as f:
+            contents.append(f.read())
+    return contents
+
+
 def test_receive_is_found_resolved_listed_and_its_removal_seen(link, tmp_path):
     root = str(tmp_path)
     finder, found = browser(link, "_photodrop._tcp.local.", "_couchdb._tcp.local.")
@@ -198,6 +242,7 @@ def test_receive_is_found_resolved_listed_and_its_removal_seen(link, tmp_path):
     try:
         started = time.monotonic()
         receiver, info = start_receiver(link, root, "--name", "Test drop")
+        sent = photos(root)
         drop = event(found, "added", "_photodrop._tcp.local.", FIND_TIMEOUT_S)
         couch = event(found, "added", "_couchdb._tcp.local.", FIND_TIMEOUT_S)
         print(f"found and resolved {drop['t'] - started:.1f} s after the start")
@@ -219,7 +264,7 @@ def test_receive_is_found_resolved_listed_and_its_removal_seen(link, tmp_path):
             assert not any("pass" in k for k in txt)
 
         peers = subprocess.run(
-            ["ip", "netns", "exec", link.b, os.environ["COUCHLITE_BIN"], "peers", "--json", "--seconds", "3"],
+            ["ip", "netns", "exec", link.b, os.environ["COUCHLITE_BIN"], "peers", "--json", "--seconds", "1.5"],
             capture_output=True, text=True, timeout=30)
         assert peers.returncode == 0, peers.stderr
         listed = [json.loads(line) for line in peers.stdout.splitlines() if line.strip()]
@@ -229,6 +274,22 @@ def test_receive_is_found_resolved_listed_and_its_removal_seen(link, tmp_path):
         assert drops[0]["fingerprint_sha256"] == info["fingerprint_sha256"]
         assert drops[0]["age_seconds"] <= 4
         assert any(p["kind"] == "server" and p["name"] == "Test drop" for p in listed), listed
+
+        # Found is not admitted: a wrong code gets nothing (and a code is never in the announcement).
+        assert info["code"] not in json.dumps(drop["txt"])
+        wrong = "ZZZZ-ZZZZ" if info["code"] != "ZZZZ-ZZZZ" else "YYYY-YYYY"
+        refused = push_to(link, root, "Test drop", wrong)
+        assert refused.returncode == 77, (refused.returncode, refused.stderr)
+        assert "refused the code" in refused.stderr, refused.stderr
+        # The right code: three photos land byte-identical.
+        pushed = push_to(link, root, "Test drop", info["code"])
+        print(pushed.stdout + pushed.stderr)
+        assert pushed.returncode == 0, (pushed.returncode, pushed.stdout, pushed.stderr)
+        assert sorted(saved(info["out"], 3)) == sorted(sent)
+        assert "Impostor" not in pushed.stderr
+        none = push_to(link, root, "test drop", info["code"])  # bytes, not case-folded: not "Test drop"
+        assert none.returncode == 68, (none.returncode, none.stderr)
+        assert 'no drop named "test drop"' in none.stderr and '"Test drop"' in none.stderr, none.stderr
 
         stopped = time.monotonic()
         receiver.send_signal(signal.SIGINT)
@@ -243,15 +304,21 @@ def test_receive_is_found_resolved_listed_and_its_removal_seen(link, tmp_path):
         stop(finder, signal.SIGTERM, 10)
 
 
-def test_a_name_taken_on_the_lan_is_renamed(link, tmp_path):
+def test_a_name_taken_on_the_lan_is_renamed_and_an_impostor_announcing_it_with_another_certificate_gets_nothing(
+        link, tmp_path):
     root = str(tmp_path)
-    squatter = link.exec(link.b, [sys.executable, "-c", REGISTER, link.address_b, "Test drop"],
+    # The impostor took the name first, and announces it at the real receiver's address and TLS port with the
+    # fingerprint of a certificate of its own: the pin in the announcement is not the certificate presented there.
+    tls_port = 6201
+    impostor_pin = hashlib.sha256(b"the impostor's certificate").hexdigest()
+    squatter = link.exec(link.b, [sys.executable, "-c", REGISTER, link.address_b, "Test drop", link.address_a,
+                                  str(tls_port), impostor_pin],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     receiver = None
     finder = None
     try:
         Lines(squatter).wait_for(lambda line: line == "registered", 15, "python-zeroconf registration")
-        receiver, _ = start_receiver(link, root, "--name", "Test drop")
+        receiver, info = start_receiver(link, root, "--name", "Test drop", tls_port=tls_port)
         finder, found = browser(link, "_photodrop._tcp.local.")
         names = set()
         deadline = time.monotonic() + FIND_TIMEOUT_S
@@ -260,6 +327,13 @@ def test_a_name_taken_on_the_lan_is_renamed(link, tmp_path):
         while not wanted <= names:
             names.add(event(found, "added", "_photodrop._tcp.local.", max(0.1, deadline - time.monotonic()))["name"])
         assert names == wanted
+
+        photos(root)
+        refused = push_to(link, root, "Test drop", info["code"])
+        assert refused.returncode == 76, (refused.returncode, refused.stderr)
+        assert "not the one it announced" in refused.stderr, refused.stderr
+        time.sleep(0.3)
+        assert os.listdir(info["out"]) == []
     finally:
         if receiver is not None:
             stop(receiver)
@@ -283,7 +357,7 @@ def test_serve_announce_is_listed_by_peers_and_serve_without_it_is_not(link, tmp
         return process, line.split()[-1]
 
     def listed() -> list[dict]:
-        peers = subprocess.run(["ip", "netns", "exec", link.b, binary, "peers", "--json", "--seconds", "3"],
+        peers = subprocess.run(["ip", "netns", "exec", link.b, binary, "peers", "--json", "--seconds", "1.5"],
                                capture_output=True, text=True, timeout=30)
         assert peers.returncode == 0, peers.stderr
         return [json.loads(line) for line in peers.stdout.splitlines() if line.strip()]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 import requests
 
 from conftest import free_port
@@ -178,3 +179,18 @@ def test_push_progress_is_a_bar_on_a_terminal(servers, tmp_path):
     assert "\r\x1b[2K[" in text, text          # redrawn in place
     assert "] 100%  20/20 photos" in text, text
     assert "MB/s" in text and "all 20 photos are on" in text, text
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--to", "Anna"], "--to needs --code CODE when the standard input is not a terminal"),
+    (["http://127.0.0.1:9/db", "--code", "ABCD-2345"], "--code goes with --to NAME"),
+    (["http://127.0.0.1:9/db", "--to", "Anna", "--code", "ABCD-2345"], "push --to NAME needs a DIR and no URL"),
+    (["--to", "Anna", "--code", "ABCD-2345", "--insecure"], "--pin, --cacert and --insecure do not apply"),
+])
+def test_push_to_usage_errors_exit_64_before_listening(tmp_path, args, says):
+    """Issue 40: `push DIR --to NAME` without a code and no terminal to ask on, or mixed with a URL or with
+    certificate flags (it pins the announced certificate itself), is bad usage, refused before anything is sent."""
+    os.makedirs(tmp_path / "photos")
+    r = push([str(tmp_path / "photos"), *args], str(tmp_path / "data"), stdin=subprocess.DEVNULL)
+    assert r.returncode == 64, (r.returncode, r.stderr)
+    assert says.encode() in r.stderr, r.stderr

@@ -69,7 +69,7 @@ def test_replicator_push_lands_in_folder(servers, receivers):
     receiver = receivers()
     started = time.time()
     info = receiver.start()
-    assert set(info) == {"url", "user", "expires", "db", "out", "browser"}
+    assert set(info) == {"url", "user", "expires", "db", "out", "browser", "code"}
     assert info["db"] == "photodrop" and info["out"] == receiver.out
     assert info["url"].startswith("http://" + info["user"] + ":")
     password = urllib.parse.unquote(receiver.parts.password)

@@ -128,3 +128,44 @@ def test_drop_credentials_are_refused_on_plain_http_when_tls_is_on(receivers):
                      verify=os.path.join(receiver.data_dir, "tls-cert.pem"))
     assert r.status_code == 200, r.text
     assert requests.get(f"{plain}/{receiver.db}/x", auth=("admin", "pass")).status_code == 404
+
+
+def test_short_code_guessing_spends_the_code_after_ten_wrong_codes(receivers):
+    """Issue 40: the short code `receive` shows (for `push --to NAME`) is traded at POST /_photos/api/pair for the
+    one-time credentials. Over plain HTTP it is refused unread (and not counted); ten wrong codes in all spend it,
+    after which the right one gets nothing too; the credentials themselves keep working."""
+    import socket
+    import requests
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    receiver = receivers(*TLS, "--port", str(port), "--bind", "127.0.0.1")
+    info = receiver.start()
+    code = info["code"]
+    assert len(code) == 9 and code[4] == "-" and not set(code) & set("ILOU"), code
+    verify = os.path.join(receiver.data_dir, "tls-cert.pem")
+    pair = f"{receiver.base}/_photos/api/pair"
+
+    def trade(typed, url=pair):
+        return requests.post(url, headers={"X-PhotoDrop-Code": typed}, verify=verify, timeout=10)
+
+    for _ in range(20):
+        r = trade(code, f"http://127.0.0.1:{port}/_photos/api/pair")
+        assert r.status_code == 403 and r.json()["error"] == "forbidden", r.text
+    r = requests.post(pair, verify=verify, timeout=10)
+    assert r.status_code == 400 and r.json()["error"] == "bad_request", r.text
+    assert trade("ABC").status_code == 400 and trade("ABCD-234!").status_code == 400  # malformed: not counted
+    r = trade(code.lower().replace("-", ""))
+    assert r.status_code == 200, r.text
+    assert (r.json()["user"], r.json()["password"]) == receiver.auth and r.json()["db"] == receiver.db
+    wrong = "ZZZZ-ZZZZ" if code != "ZZZZ-ZZZZ" else "YYYY-YYYY"
+    for left in range(9, 0, -1):
+        r = trade(wrong)
+        assert r.status_code == 401 and r.json()["error"] == "unauthorized", r.text
+        assert f"{left} more" in r.json()["reason"]
+    r = trade(wrong)
+    assert r.status_code == 403, r.text
+    r = trade(code)
+    assert r.status_code == 403 and "no longer works" in r.json()["reason"], r.text
+    r = requests.get(f"{receiver.base}/{receiver.db}", auth=receiver.auth, verify=verify, timeout=10)
+    assert r.status_code == 200, r.text

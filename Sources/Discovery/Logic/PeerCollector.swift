@@ -13,6 +13,9 @@ public struct Peer: Sendable, Equatable {
     public var lastSeen: Double
     /// A goodbye (TTL 0) was heard for its PTR record.
     public var removed = false
+    /// Two different SRV or TXT records were heard for this one instance name (two announcers claim it: an
+    /// impostor, or a drop restarted with another port or certificate): which one is meant cannot be told.
+    public var conflicting = false
 
     /// The URL of its database: https on the TLS port when the TXT names one, else http on the SRV port.
     public var url: String? {
@@ -76,6 +79,11 @@ public struct PeerCollector: Sendable {
                 if record.ttl == 0 {
                     peer.removed = true
                 } else {
+                    if let host = peer.host, let known = peer.port,
+                        known != port || DNSName(host).map({ $0 != target }) ?? true
+                    {
+                        peer.conflicting = true
+                    }
                     peer.host = target.description
                     peer.port = port
                 }
@@ -90,6 +98,7 @@ public struct PeerCollector: Sendable {
                     guard let key = parts.first, !key.isEmpty else { continue }
                     pairs[key.lowercased()] = parts.count > 1 ? String(parts[1]) : ""
                 }
+                if !peer.txt.isEmpty && peer.txt != pairs { peer.conflicting = true }
                 peer.txt = pairs
                 peers[record.name] = peer
             default: continue

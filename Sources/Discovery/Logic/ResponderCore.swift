@@ -58,6 +58,20 @@ public struct ResponderCore: Sendable {
     private var lastMulticast: [RecordKey: Double] = [:]
     private var tokens = ResponderCore.sendBurst
     private var tokensAt: Double
+    /// Multicast answers of shared records waiting out their random delay (RFC 6762 §6: 20-120 ms, so that the
+    /// many responders of one shared name do not answer in step), at most one per interface: what more queries
+    /// ask for meanwhile joins it.
+    private var pending: [PendingAnswer] = []
+
+    struct PendingAnswer {
+        var due: Double
+        var interface: MDNSInterface
+        var answers: [DNSRecord]
+        var additionals: [DNSRecord]
+    }
+
+    /// The range of that delay, in seconds.
+    public static let sharedAnswerDelay = 0.02...0.12
 
     /// A record's identity for the rate limit: which interface, and the record's name, type and data.
     struct RecordKey: Hashable {
@@ -131,12 +145,37 @@ public struct ResponderCore: Sendable {
 
     /// Probes and announcements due at `now`, and the next time to call again.
     public mutating func tick(now: Double) -> [MDNSOutgoing] {
+        flushPending(now: now) + timers(now: now)
+    }
+
+    /// When `tick` has something to do next: a probe, an announcement or a delayed answer.
+    public var nextWake: Double { min(nextAction, pending.map(\.due).min() ?? .infinity) }
+
+    /// The delayed answers that are due, each record still at most once a second on its interface.
+    private mutating func flushPending(now: Double) -> [MDNSOutgoing] {
+        guard pending.contains(where: { $0.due <= now }) else { return [] }
+        var out: [MDNSOutgoing] = []
+        var waiting: [PendingAnswer] = []
+        for answer in pending {
+            guard answer.due <= now else {
+                waiting.append(answer)
+                continue
+            }
+            if let sent = multicastAnswer(answer.answers, answer.additionals, answer.interface, now: now) {
+                out.append(sent)
+            }
+        }
+        pending = waiting
+        return out
+    }
+
+    private mutating func timers(now: Double) -> [MDNSOutgoing] {
         guard now >= nextAction else { return [] }
         switch phase {
         case .probing(let sent):
             if sent >= Self.probes {
                 phase = .announcing(sent: 0)
-                return tick(now: now)
+                return timers(now: now)
             }
             phase = .probing(sent: sent + 1)
             nextAction = now + Self.probeInterval
@@ -167,6 +206,7 @@ public struct ResponderCore: Sendable {
 
     /// The records with TTL 0 on every interface: sent on exit so peers forget us at once (RFC 6762 §10.1).
     public mutating func goodbyes(now: Double) -> [MDNSOutgoing] {
+        pending.removeAll()
         guard phase != .failed, !isProbing else { return [] }
         return interfaces.compactMap { announcement(records(on: $0, ttl: 0), $0, now: now, limited: false) }
     }
@@ -175,6 +215,7 @@ public struct ResponderCore: Sendable {
     /// interfaces that went away.
     public mutating func update(interfaces new: [MDNSInterface], now: Double) -> [MDNSOutgoing] {
         guard new != interfaces else { return [] }
+        pending.removeAll { !new.contains($0.interface) }
         var out: [MDNSOutgoing] = []
         if !isProbing && phase != .failed {
             for old in interfaces where !new.contains(old) {
@@ -199,9 +240,11 @@ public struct ResponderCore: Sendable {
 
     /// What to send in reply to a packet from `source`:`port` (nothing for a packet from outside every
     /// interface's subnet, for a response that does not concern us, or when the limits say no).
-    public mutating func handle(_ message: DNSMessage, from source: [UInt8], port: UInt16, now: Double)
-        -> [MDNSOutgoing]
-    {
+    /// - Parameter sharedDelay: how long a multicast answer of shared records only (PTR) waits, from
+    ///   `sharedAnswerDelay` at random (`Responder` draws it; 0 answers at once).
+    public mutating func handle(
+        _ message: DNSMessage, from source: [UInt8], port: UInt16, now: Double, sharedDelay: Double = 0
+    ) -> [MDNSOutgoing] {
         guard message.opcode == 0, message.rcode == 0,
             let interface = interfaces.first(where: { $0.contains(source) })
         else { return [] }
@@ -214,7 +257,7 @@ public struct ResponderCore: Sendable {
             return []
         }
         guard phase != .failed else { return [] }
-        return answer(message, interface, source: source, port: port, now: now)
+        return answer(message, interface, source: source, port: port, now: now, sharedDelay: sharedDelay)
     }
 
     /// A response naming one of our unique names with other data is a conflict (RFC 6762 §9): while probing or
@@ -262,6 +305,7 @@ public struct ResponderCore: Sendable {
     }
 
     private mutating func restartProbing(now: Double, delay: Double) {
+        pending.removeAll()
         guard instanceAttempt <= Self.maxAttempts, hostAttempt <= Self.maxAttempts else {
             phase = .failed
             nextAction = .infinity
@@ -272,7 +316,8 @@ public struct ResponderCore: Sendable {
     }
 
     private mutating func answer(
-        _ query: DNSMessage, _ interface: MDNSInterface, source: [UInt8], port: UInt16, now: Double
+        _ query: DNSMessage, _ interface: MDNSInterface, source: [UInt8], port: UInt16, now: Double,
+        sharedDelay: Double
     ) -> [MDNSOutgoing] {
         let ours = records(on: interface)
         // Known-answer suppression (RFC 6762 §7.1): what the querier holds with at least half its TTL left.
@@ -326,18 +371,41 @@ public struct ResponderCore: Sendable {
             reply.additionals = additionals
             return send(reply, .unicast(address: source, port: port, interface: interface), now: now).map { [$0] } ?? []
         }
-        // Multicast: each record at most once a second on an interface (RFC 6762 §6).
+        // Shared records only: wait 20-120 ms (RFC 6762 §6), joining an answer already waiting on this interface.
+        // Bounded: one waiting answer per interface, holding at most our own records.
+        if sharedDelay > 0, answers.allSatisfy({ !$0.cacheFlush }) {
+            let delay = min(max(sharedDelay, Self.sharedAnswerDelay.lowerBound), Self.sharedAnswerDelay.upperBound)
+            if let index = pending.firstIndex(where: { $0.interface == interface }) {
+                for record in answers where !pending[index].answers.contains(record) {
+                    pending[index].answers.append(record)
+                }
+                for record in additionals where !pending[index].additionals.contains(record) {
+                    pending[index].additionals.append(record)
+                }
+            } else {
+                pending.append(
+                    PendingAnswer(due: now + delay, interface: interface, answers: answers, additionals: additionals))
+            }
+            return []
+        }
+        return multicastAnswer(answers, additionals, interface, now: now).map { [$0] } ?? []
+    }
+
+    /// Multicast: each record at most once a second on an interface (RFC 6762 §6).
+    private mutating func multicastAnswer(
+        _ answers: [DNSRecord], _ additionals: [DNSRecord], _ interface: MDNSInterface, now: Double
+    ) -> MDNSOutgoing? {
         let fresh = answers.filter { record in
             guard let last = lastMulticast[RecordKey(interface: interface.index, record: record)] else { return true }
             return now - last >= Self.recordInterval
         }
-        guard !fresh.isEmpty else { return [] }
+        guard !fresh.isEmpty else { return nil }
         var reply = DNSMessage()
         reply.isResponse = true
         reply.authoritative = true
         reply.answers = fresh
-        reply.additionals = additionals
-        return send(reply, .multicast(interface: interface), now: now).map { [$0] } ?? []
+        reply.additionals = additionals.filter { !fresh.contains($0) }
+        return send(reply, .multicast(interface: interface), now: now)
     }
 
     private mutating func announcement(

@@ -3,8 +3,11 @@ import Foundation
 /// Listens for a bounded time and returns the drops and servers heard (`couchlite peers`).
 public enum Browser {
     /// Sends PTR queries for `types` at once and again at 1 s and 3 s (RFC 6762 §5.2's doubling), asks for what
-    /// is still unresolved, and returns after `seconds`, which is clamped to 0.5-60.
-    public static func browse(types: [String], seconds: Double) throws(MDNSSocketError) -> [Peer] {
+    /// is still unresolved, and returns after `seconds`, which is clamped to 0.5-60, or as soon as `enough` says
+    /// what was heard will do.
+    public static func browse(types: [String], seconds: Double, enough: ([Peer]) -> Bool = { _ in false })
+        throws(MDNSSocketError) -> [Peer]
+    {
         let interfaces = MDNSSocket.interfaces()
         guard !interfaces.isEmpty else { throw MDNSSocketError(description: "no multicast IPv4 interface is up") }
         let socket = try MDNSSocket(interfaces: interfaces)
@@ -45,6 +48,7 @@ public enum Browser {
                 let message = try? DNSMessage.parse(packet.bytes)
             else { continue }
             collector.add(message, now: Responder.now())
+            if enough(Array(collector.peers.values)) { break }
         }
         return collector.peers.values.sorted { ($0.name, $0.type) < ($1.name, $1.type) }
     }

@@ -91,7 +91,7 @@ public final class Responder: Sendable {
                 }
             }
             // Wake for the next timer, and at least every 200 ms to see `stop()`.
-            let next = core.withLock { $0.nextAction }
+            let next = core.withLock { $0.nextWake }
             let wait = Int32(max(0, min(200, (next - Responder.now()) * 1000)))
             var budget = Responder.packetsPerWake
             var timeout = wait
@@ -100,7 +100,9 @@ public final class Responder: Sendable {
                 timeout = 0
                 guard let message = try? DNSMessage.parse(packet.bytes) else { continue }
                 let replies = core.withLock {
-                    $0.handle(message, from: packet.source, port: packet.port, now: Responder.now())
+                    $0.handle(
+                        message, from: packet.source, port: packet.port, now: Responder.now(),
+                        sharedDelay: Double.random(in: ResponderCore.sharedAnswerDelay))
                 }
                 for reply in replies { socket.send(reply.message.serialized(), to: reply.destination) }
             }

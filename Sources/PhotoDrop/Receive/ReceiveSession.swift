@@ -36,6 +36,8 @@ package final class ReceiveSession: Sendable {
 
     let options: ReceiveOptions
     let log: Logger
+    /// The short code shown beside the QR code, which `couchlite push --to NAME` trades for the credentials.
+    let pairing = PairingCode()
     private let interrupted = Mutex(false)
 
     package init(options: ReceiveOptions) {
@@ -59,7 +61,10 @@ package final class ReceiveSession: Sendable {
         var started: ServerProcess?
         do {
             process = try ServerProcess(
-                options: serverOptions, log: log, extraHosts: extraHosts, product: GalleryRoutes.make)
+                options: serverOptions, log: log, extraHosts: extraHosts,
+                product: { [pairing, database = options.database] services in
+                    GalleryRoutes.make(services) + [PairingRoutes(code: pairing, database: database)]
+                })
             started = process
             let app = process.app
             app.hosts.answerOnly(
@@ -115,6 +120,7 @@ package final class ReceiveSession: Sendable {
         let end = waitForEnd(credentials, process.app, database, exporter)
         // Goodbyes first: peers drop the entry at once, before the closing grace and the shutdown.
         stopAnnouncing()
+        pairing.close()
         process.app.dropAccounts.revoke(credentials.user)
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
@@ -167,6 +173,7 @@ package final class ReceiveSession: Sendable {
         let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.segment(options.database))"
         let fingerprint = process.tlsCertificate?.fingerprint
         let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
+        pairing.open(user: user, password: password, httpsOnly: process.tlsPort != nil)
         return Credentials(
             user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
             browser: "\(scheme)://\(host):\(port)/_photos/",
@@ -189,7 +196,7 @@ package final class ReceiveSession: Sendable {
                     [
                         ("url", .string(credentials.url)), ("user", .string(credentials.user)),
                         ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
-                        ("browser", .string(credentials.browser)),
+                        ("browser", .string(credentials.browser)), ("code", .string(pairing.display)),
                     ]
                         + (credentials.fingerprint.map {
                             [("fingerprint_sha256", .string($0.colonHex)), ("qr_url", .string(credentials.qrURL))]
@@ -206,8 +213,17 @@ package final class ReceiveSession: Sendable {
             text += "  certificate SHA-256 fingerprint (compare it on the sender):\n  \(fingerprint.colonHex)\n\n"
         }
         text += code.terminalText(colors: colors)
-        text += "\nScan the code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
+        if process.tlsPort != nil { text += "\n  code for couchlite push --to: \(pairing.display)\n" }
+        text += "\nScan the QR code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
         text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
+        if options.announce && process.tlsPort != nil {
+            let name = options.name ?? ReceiveSession.machineName()
+            text += "From a machine on this LAN: couchlite push DIR --to \"\(name)\" and type the code above\n"
+            text += "(\(PairingCode.maxWrongCodes) wrong codes and it stops working; the URL and the QR code "
+            text += "still do).\n"
+        } else if options.announce {
+            text += "With --tls auto, couchlite push DIR --to NAME finds this drop by its name on the LAN.\n"
+        }
         text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
         text += "the password \(credentials.password).\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"

@@ -1,5 +1,6 @@
 import CouchServer
 import CouchWire
+import Discovery
 import Dispatch
 import Foundation
 import PhotoDrop
@@ -14,16 +15,24 @@ extension Commands {
         var outbox = "outbox"
         var folderAndURL: [String] = []
         var tls = TLSFlags()
+        /// `--to NAME`: the drop announced on the LAN under this name, instead of a URL.
+        var to: String?
+        /// `--code CODE`: the short code the receiver shows (asked for on the terminal when not given).
+        var code: String?
     }
 
     static let pushCommandLine = OptionTable<PushSettings>(
         summary: """
             usage: couchlite push DIR URL [options]
+                   couchlite push DIR --to NAME [--code CODE] [options]
 
             Sends every photo and video under DIR (recursively) to URL, the database URL a receiver
-            prints (couchlite receive, a PhotoDrop phone, CouchDB). Each file becomes one document
-            {"type":"photo","name","taken","size"} in a local outbox database, its id from the file's
-            content hash, the file its attachment. Run it again after an interruption: only what did
+            prints (couchlite receive, a PhotoDrop phone, CouchDB), or to the couchlite receive announced
+            on the LAN as NAME (exactly, as couchlite peers lists it): its announcement gives the URL and
+            pins its TLS certificate, and the short code its screen shows (asked for, or --code) gets the
+            one-time credentials; finding a drop grants nothing without the code. Each file becomes one
+            document {"type":"photo","name","taken","size"} in a local outbox database, its id from the
+            file's content hash, the file its attachment. Run it again after an interruption: only what did
             not arrive is sent.
             """,
         specs: [
@@ -41,11 +50,22 @@ extension Commands {
             {
                 $0.outbox = $1
             },
+            .text(
+                "--to", valueName: "NAME", help: "send to the drop announced on the LAN as NAME (instead of a URL)",
+                needs: "a drop's name"
+            ) { $0.to = $1 },
+            .text(
+                "--code", valueName: "CODE",
+                help: "with --to: the code the receiver shows (asked for on the terminal when left out)",
+                needs: "a code like ABCD-2345"
+            ) { $0.code = $1 },
         ] + TLSFlags.specs.map { $0.lifted(\PushSettings.tls) },
         footer: """
-            exit status: 0 everything is on the peer, 77 wrong user name or password, 69 peer
-            unreachable, 76 the peer's certificate was refused (or TLS failed), 74 a disk is full,
-            75 another couchlite uses the data dir, 130 interrupted, 1 anything else, 64 bad usage.
+            exit status: 0 everything is on the peer, 77 wrong user name or password (or code), 69 peer
+            unreachable, 76 the peer's certificate was refused (or TLS failed, or a --to drop's certificate
+            is not the one it announced), 68 no drop of that name on the LAN, 65 several announce that name,
+            74 a disk is full, 75 another couchlite uses the data dir, 130 interrupted, 1 anything else,
+            64 bad usage.
             """)
 
     /// `couchlite push DIR URL`.
@@ -54,7 +74,16 @@ extension Commands {
         let entry = pushCommandLine.enter(
             arguments, environment: environment, into: PushSettings(), positional: { $0.folderAndURL.append($1) }
         ) { s throws(OptionsError) in
-            guard s.folderAndURL.count == 2 else { throw OptionsError("push needs a DIR and a URL") }
+            if s.to != nil {
+                guard s.folderAndURL.count == 1 else { throw OptionsError("push --to NAME needs a DIR and no URL") }
+                guard s.tls.trust.isDefault else {
+                    throw OptionsError(
+                        "--to pins the certificate the drop announces; --pin, --cacert and --insecure do not apply")
+                }
+                return
+            }
+            guard s.code == nil else { throw OptionsError("--code goes with --to NAME") }
+            guard s.folderAndURL.count == 2 else { throw OptionsError("push needs a DIR and a URL (or --to NAME)") }
             guard Endpoint.isURL(s.folderAndURL[1]) else {
                 throw OptionsError("\(s.folderAndURL[1]) is not an http:// or https:// URL")
             }
@@ -64,11 +93,17 @@ extension Commands {
         case .run(let parsed): settings = parsed
         case .exit(let status): return status
         }
-        let positional = settings.folderAndURL
+        var positional = settings.folderAndURL
+        let display = ProgressDisplay()
+        if let name = settings.to {
+            switch findDrop(named: name, code: settings.code, display: display) {
+            case .success(let url): positional.append(url)
+            case .failure(let failure): return failure.status
+            }
+        }
         let scanner = settings.scanner
         let dataDir = settings.dataDir
         let outboxName = settings.outbox
-        let display = ProgressDisplay()
         let app: App
         do {
             app = try LocalApp.open(dataDir: dataDir, log: Logger(label: "couchlite", level: .warning))

@@ -71,7 +71,7 @@ extension ReceiveOptions {
         ) { $0.announce = !$1 },
         .toggle(
             "--json", environment: "COUCHLITE_RECEIVE_JSON",
-            help: "print one JSON line {url,user,expires,db,out} instead of the text and QR code"
+            help: "print one JSON line {url,user,expires,db,out,browser,code} instead of the text and QR code"
         ) { $0.json = $1 },
     ]
 
