@@ -36,17 +36,6 @@
 // The worker is given open descriptors, never paths (it has no file system: see Sources/CProcess/shim.h), so every
 // reader here reads the file through `fd`, by `pread` from an offset of its own.
 
-/// A stdio stream over `fd` from its start, for libjpeg and the header walks; its own descriptor, so `fclose`
-/// leaves `fd` open (the two share one offset, which nothing else here uses).
-static FILE *stream_at_start(int fd) {
-    if (lseek(fd, 0, SEEK_SET) != 0) return NULL;
-    int own = dup(fd);
-    if (own < 0) return NULL;
-    FILE *file = fdopen(own, "rb");
-    if (file == NULL) close(own);
-    return file;
-}
-
 static int64_t file_size(int fd) {
     struct stat st;
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : -1;
@@ -293,7 +282,7 @@ static int probe_jpeg_png(int fd, enum container c, media_info *info) {
     info->kind = 1;
     info->orientation = 1;
     snprintf(info->format, sizeof info->format, "%s", c == C_JPEG ? "jpeg" : "png");
-    FILE *file = stream_at_start(fd);
+    FILE *file = thumb_stream_at_start(fd);
     if (file == NULL) {
         set_error(info, "cannot read the file");
         return -1;

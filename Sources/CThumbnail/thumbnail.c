@@ -503,44 +503,40 @@ static int decode_png(FILE *file, int max_side, size_t memory_limit, uint64_t ma
 
 // MARK: - Entry point
 
-static int thumb_make_file(FILE *file, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
-                           unsigned char **out, size_t *out_len, thumb_info *info);
+static int thumb_make_file(FILE *file, const char *unreadable, int max_side, size_t memory_limit,
+                           uint64_t max_pixels, int quality, unsigned char **out, size_t *out_len, thumb_info *info);
 
 int thumb_make(const char *path, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
                unsigned char **out, size_t *out_len, thumb_info *info) {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) {
-        thumb_info scratch;
-        if (info == NULL) info = &scratch;
-        memset(info, 0, sizeof *info);
-        set_error(info, "cannot open file");
-        return -1;
-    }
-    return thumb_make_file(file, max_side, memory_limit, max_pixels, quality, out, out_len, info);
+    return thumb_make_file(fopen(path, "rb"), "cannot open file", max_side, memory_limit, max_pixels, quality, out,
+                           out_len, info);
+}
+
+FILE *thumb_stream_at_start(int fd) {
+    if (lseek(fd, 0, SEEK_SET) != 0) return NULL;
+    int own = dup(fd);
+    if (own < 0) return NULL;
+    FILE *file = fdopen(own, "rb");
+    if (file == NULL) close(own);
+    return file;
 }
 
 int thumb_make_fd(int fd, int max_side, size_t memory_limit, uint64_t max_pixels, int quality, unsigned char **out,
                   size_t *out_len, thumb_info *info) {
-    // A stream of its own over `fd` from its start: fclose leaves the caller's descriptor open.
-    int own = lseek(fd, 0, SEEK_SET) == 0 ? dup(fd) : -1;
-    FILE *file = own >= 0 ? fdopen(own, "rb") : NULL;
-    if (file == NULL) {
-        if (own >= 0) close(own);
-        thumb_info scratch;
-        if (info == NULL) info = &scratch;
-        memset(info, 0, sizeof *info);
-        set_error(info, "cannot read file");
-        return -1;
-    }
-    return thumb_make_file(file, max_side, memory_limit, max_pixels, quality, out, out_len, info);
+    return thumb_make_file(thumb_stream_at_start(fd), "cannot read file", max_side, memory_limit, max_pixels, quality,
+                           out, out_len, info);
 }
 
-/// Makes the thumbnail of what `file` holds, and closes it.
-static int thumb_make_file(FILE *file, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
-                           unsigned char **out, size_t *out_len, thumb_info *info) {
+/// Makes the thumbnail of what `file` holds, and closes it; a NULL `file` fails with `unreadable`.
+static int thumb_make_file(FILE *file, const char *unreadable, int max_side, size_t memory_limit,
+                           uint64_t max_pixels, int quality, unsigned char **out, size_t *out_len, thumb_info *info) {
     thumb_info scratch;
     if (info == NULL) info = &scratch;
     memset(info, 0, sizeof *info);
+    if (file == NULL) {
+        set_error(info, unreadable);
+        return -1;
+    }
     info->orientation = 1;
     if (max_side < 1) {
         fclose(file);

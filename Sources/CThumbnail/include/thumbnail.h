@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /// What `thumb_make` learnt about its input.
 typedef struct {
@@ -30,6 +31,10 @@ typedef struct {
 ///         `info->error` set (not an image we read, corrupt, too large). Never aborts the process.
 int thumb_make(const char *path, int max_side, size_t memory_limit, uint64_t max_pixels, int quality,
                unsigned char **out, size_t *out_len, thumb_info *info);
+
+/// A stdio stream of its own over `fd`, from its start (`fclose` leaves `fd` open; the two share one offset), or
+/// NULL with errno set.
+FILE *thumb_stream_at_start(int fd);
 
 /// `thumb_make` of the file open on `fd` (read from its start; left open): what the media worker, which has no
 /// file system, calls.
