@@ -23,7 +23,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 // SIGINT and SIGTERM go to one thread that waits for them, so they are blocked before any other thread starts
 // (StopSignals). A query-server worker is stopped by its server, never by a signal of its own.
-if !["query-server", "media-worker", "sandbox-probe"].contains(arguments.first) { StopSignals.start() }
+// Every command but the workers (which lock themselves in before their first request) is made impossible to
+// attach to for other processes of its user, its own workers first.
+if !["query-server", "media-worker", "sandbox-probe"].contains(arguments.first) {
+    StopSignals.start()
+    ProcessProtection.refuseAttaching()
+}
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
