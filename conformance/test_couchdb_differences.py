@@ -139,3 +139,66 @@ def test_several_ranges_with_one_backwards_are_416(couch, attachment):
     r = couch.get(attachment, headers={"Range": "bytes=0-9,30-20"})
     assert r.status_code == 416
     assert r.json()["error"] == "requested_range_not_satisfiable"
+
+
+@pytest.fixture
+def local_db(couch, db):
+    docs = [
+        {"_id": "_local/shard-sync-foo-bar", "_rev": "0-1", "seq": 1, "target_uuid": "4f3eb3181db904d62176fb81626f84d0"},
+        {"_id": "_local/purge-mrview-foo-bar", "_rev": "0-1", "purge_seq": 0, "type": "mrview"},
+        {"_id": "_local/1-foo-bar"},
+        {"_id": "_local/2-foo-bar", "v": 2},
+        {"_id": "_local/3-foo-bar"},
+        {"_id": "ordinary"},
+    ]
+    assert couch.post(f"/{db}/_bulk_docs", json={"docs": docs}).status_code == 201
+    return db
+
+
+def local_row(n):
+    return {"id": f"_local/{n}-foo-bar", "key": f"_local/{n}-foo-bar", "value": {"rev": "0-1"}}
+
+
+def test_local_docs_lists_the_local_documents_without_the_clusters_own(couch, local_db):
+    # As CouchDB's own chttpd_local_docs_tests: the purge and shard-sync checkpoints only with include_system.
+    r = couch.get(f"/{local_db}/_local_docs")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"total_rows": None, "offset": None, "rows": [local_row(1), local_row(2), local_row(3)]}
+    ids = [row["id"] for row in couch.get(f"/{local_db}/_local_docs?include_system=true").json()["rows"]]
+    assert ids == ["_local/1-foo-bar", "_local/2-foo-bar", "_local/3-foo-bar", "_local/purge-mrview-foo-bar",
+                   "_local/shard-sync-foo-bar"]
+
+
+def test_local_docs_takes_the_all_docs_parameters(couch, local_db):
+    r = couch.get(f"/{local_db}/_local_docs", params={"descending": "true", "limit": "2"}).json()
+    assert r["rows"] == [local_row(3), local_row(2)]
+    r = couch.get(f"/{local_db}/_local_docs", params={"startkey": '"_local/2"', "skip": "1"}).json()
+    assert r["rows"] == [local_row(3)]
+    r = couch.get(f"/{local_db}/_local_docs", params={"endkey": '"_local/2-foo-bar"', "inclusive_end": "false"}).json()
+    assert r["rows"] == [local_row(1)]
+    r = couch.get(f"/{local_db}/_local_docs", params={"key": '"_local/2-foo-bar"', "include_docs": "true"}).json()
+    assert r["rows"] == [{**local_row(2), "doc": {"_id": "_local/2-foo-bar", "_rev": "0-1", "v": 2}}]
+    r = couch.post(f"/{local_db}/_local_docs", json={"keys": ["_local/3-foo-bar", "_local/1-foo-bar"]})
+    assert r.status_code == 200, r.text
+    assert r.json()["rows"] == [local_row(3), local_row(1)]
+
+
+def test_post_to_a_local_document_is_415_as_for_any_document(couch, db):
+    r = couch.post(f"/{db}/_local/x", json={"a": 1})
+    assert r.status_code == 415, r.text
+    assert r.json() == {"error": "bad_content_type", "reason": "Content-Type must be multipart/form-data"}
+    assert couch.get(f"/{db}/_local/x").status_code == 404
+
+
+def test_open_revs_all_lists_the_leaves_by_revision_not_winner_first(couch, db):
+    hashes = {h: h * 32 for h in "0f5"}
+    docs = [
+        {"_id": "c", "_rev": f"1-{hashes['f']}", "v": "f"},
+        {"_id": "c", "_rev": f"1-{hashes['0']}", "v": "0"},
+        {"_id": "c", "_rev": f"2-{hashes['5']}", "v": "5", "_revisions": {"start": 2, "ids": [hashes["5"], hashes["f"]]}},
+    ]
+    r = couch.post(f"/{db}/_bulk_docs", json={"docs": docs, "new_edits": False})
+    assert r.status_code == 201, r.text
+    assert couch.get(f"/{db}/c").json()["_rev"] == f"2-{hashes['5']}"  # the winner
+    answer = couch.get(f"/{db}/c?open_revs=all").json()
+    assert [entry["ok"]["_rev"] for entry in answer] == [f"1-{hashes['0']}", f"2-{hashes['5']}"]

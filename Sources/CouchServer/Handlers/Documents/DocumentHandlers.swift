@@ -73,7 +73,10 @@ extension DocumentHandlers {
         var results: [(rev: RevID, revision: StoredRevision?)] = []
         if openRevs == "all" {
             guard info != nil else { throw CouchError.notFound("missing") }
-            for leaf in try database.leafRevisions(docID) { results.append((leaf.rev, leaf)) }
+            // In CouchDB's order (`fabric_doc_open_revs` sorts the leaves: generation, then hash), not winner first.
+            for leaf in try database.leafRevisions(docID).sorted(by: { $0.rev < $1.rev }) {
+                results.append((leaf.rev, leaf))
+            }
         } else {
             let requested: [RevID]
             do {
@@ -233,6 +236,14 @@ extension DocumentHandlers: RouteCollection {
             Route(read, "/{db}/_local/{local}", .member, drop: .checkpoint, getLocal),
             Route([.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document, putLocal),
             Route([.DELETE], "/{db}/_local/{local}", .member, deleteLocal),
+            // An HTML form's upload, as for any document (415 unless multipart/form-data); a `_local` one has no
+            // attachments to take.
+            Route([.POST], "/{db}/_local/{local}", .member) { c in
+                guard c.request.contentType == "multipart/form-data" else {
+                    throw CouchError.badContentType("Content-Type must be multipart/form-data")
+                }
+                try Self.refuseLocalAttachment()
+            },
             Route(HTTPMethod.allCases, "/{db}/_local/{local}/{path…}", .member) { _ in
                 try Self.refuseLocalAttachment()
             },
