@@ -136,8 +136,9 @@ extension ReplicatorDatabase {
         guard let app = box.app else { return }
         guard app.replications.add(job) else {
             if Self.isTransient(id) {
-                // A one-shot `_replicate` of the same id runs (a continuous id differs): this one goes.
-                docs.withLock { if $0[id]?.job === job { $0[id] = nil } }
+                // A `_replicate` of the same id runs outside the scheduler: this one goes.
+                let entry = docs.withLock { $0[id]?.job === job ? $0.removeValue(forKey: id) : nil }
+                entry?.waiter?.deliver(.failure(.cancelled))
                 return
             }
             let other = app.replications.job(id: job.replication.fullID)?.docID
