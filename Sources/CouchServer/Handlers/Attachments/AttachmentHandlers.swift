@@ -12,7 +12,6 @@ struct AttachmentHandlers: Sendable {
     /// `GET /db/doc/att` (with `Range`, and gzip-stored bytes sent as stored or decoded).
     func get(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
         guard let att = revision.attachments.first(where: { $0.name.utf8Equals(name) }) else {
@@ -108,7 +107,6 @@ extension AttachmentHandlers {
     /// `PUT /db/doc/att?rev=…`: the bytes are streamed to a blob, then the revision is written.
     func put(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         try DocumentWriter.validateAttachmentName(name)
         let base =
@@ -166,7 +164,6 @@ extension AttachmentHandlers {
     /// `DELETE /db/doc/att?rev=…`.
     func delete(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"")
         else {

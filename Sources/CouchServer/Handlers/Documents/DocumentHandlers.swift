@@ -18,7 +18,6 @@ extension DocumentHandlers {
     /// `GET /db/doc`: a revision (the winner, `?rev=`, `?open_revs=`), as JSON or `multipart/related`.
     func get(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         let query = request.query
         if let openRevs = query["open_revs"] {
@@ -126,7 +125,6 @@ extension DocumentHandlers {
     /// `PUT /db/doc`: a new revision, from JSON or `multipart/related` (its attachments streamed to blobs first).
     func put(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         let newEdits = request.query.newEdits
         let (input, followed) = try documents.readBody(request, database, docID: docID)
@@ -166,7 +164,6 @@ extension DocumentHandlers {
     /// `DELETE /db/doc?rev=…`.
     func delete(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         var base: RevID?
         if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
