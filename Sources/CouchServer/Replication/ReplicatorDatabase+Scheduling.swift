@@ -146,6 +146,11 @@ extension ReplicatorDatabase {
         }
         guard isCurrent(job, id: id, rev: rev), !isStopped else {
             app.replications.remove(job)
+            // A one-shot `_replicate` that will not run now (the server stops) is answered, not left waiting.
+            if Self.isTransient(id) {
+                let entry = docs.withLock { $0[id]?.job === job ? $0.removeValue(forKey: id) : nil }
+                entry?.waiter?.deliver(.failure(.cancelled))
+            }
             return
         }
         log.info(

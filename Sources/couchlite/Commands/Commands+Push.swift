@@ -95,15 +95,16 @@ extension Commands {
         }
         var positional = settings.folderAndURL
         let display = ProgressDisplay()
-        let tally = PushTally()
-        let running = RunningReplication()
-        stopPushOnInterrupt(tally, running, display)
         if let name = settings.to {
             switch findDrop(named: name, code: settings.code, display: display) {
             case .success(let url): positional.append(url)
             case .failure(let failure): return failure.status
             }
         }
+        // From here (not while it asks for a code), Ctrl-C stops the push and says what arrived.
+        let tally = PushTally()
+        let running = RunningReplication()
+        stopPushOnInterrupt(tally, running, display)
         let scanner = settings.scanner
         let dataDir = settings.dataDir
         let outboxName = settings.outbox
