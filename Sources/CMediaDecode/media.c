@@ -569,9 +569,9 @@ static AVFormatContext *video_open(video_file *video, int fd, const char *format
     AVCodecParameters *codec = stream->codecpar;
     info->kind = still ? 1 : 2;
     const char *name = format->iformat->name;
-    size_t named = strstr(name, "_pipe") ? (size_t)(strstr(name, "_pipe") - name) : strlen(name);  // "tiff_pipe"
-    snprintf(info->format, sizeof info->format, "%.*s", (int)named,
-             strstr(name, "matroska") || strstr(name, "webm") ? "webm" : strstr(name, "mov") ? "mp4" : name);
+    const char *shown = strstr(name, "matroska") || strstr(name, "webm") ? "webm" : strstr(name, "mov") ? "mp4" : name;
+    const char *pipe = strstr(shown, "_pipe");  // "tiff_pipe" is a "tiff"
+    snprintf(info->format, sizeof info->format, "%.*s", (int)(pipe ? (size_t)(pipe - shown) : strlen(shown)), shown);
     info->rotation = stream_rotation(stream);
     info->orientation = rotation_orientation(info->rotation);
     int swap = info->rotation == 90 || info->rotation == 270;
@@ -582,8 +582,12 @@ static AVFormatContext *video_open(video_file *video, int fd, const char *format
     else if (stream->duration > 0) info->duration = stream->duration * av_q2d(stream->time_base);
     uint64_t pixels = (uint64_t)(codec->width > 0 ? codec->width : 0) * (uint64_t)(codec->height > 0 ? codec->height : 0);
     if (pixels == 0 || pixels > max_pixels || (double)pixels * info->duration > limits->max_video_pixel_seconds) {
-        snprintf(info->error, sizeof info->error, "declared %d x %d for %.0f s is beyond the limit", codec->width,
-                 codec->height, info->duration);
+        if (still)
+            snprintf(info->error, sizeof info->error, "declared %d x %d is beyond the limit", codec->width,
+                     codec->height);
+        else
+            snprintf(info->error, sizeof info->error, "declared %d x %d for %.0f s is beyond the limit", codec->width,
+                     codec->height, info->duration);
         video_close(video);
         return NULL;
     }
