@@ -340,6 +340,31 @@ def test_add_a_user(server, tab):
     assert server.admin("GET", "/_users/org.couchdb.user:carol").json()["roles"] == ["readers"]
 
 
+def test_a_member_who_may_not_list_databases_opens_one_by_name(browser, server):
+    """alice is no server admin: `_all_dbs` is not hers to read, so the page says so and opens a database by name;
+    in `photos` (where she is a member) she sees the documents, and the admin-only pages answer with their error."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto(server.base + "/_utils/")
+        page.fill("#name", "alice")
+        page.fill("#password", "wonderland")
+        page.click("#signin button[type=submit]")
+        page.wait_for_selector("#open-db-name")
+        assert page.locator("#create-db").count() == 0
+        page.fill("#open-db-name", "photos")
+        page.press("#open-db-name", "Enter")
+        page.wait_for_selector("#docs")
+        page.goto(server.base + "/_utils/#/db/secret")
+        wait_text(page, "#page-error", "forbidden")
+        assert errors == []
+    finally:
+        context.close()
+
+
 PAGES = [
     ("databases", "#/", "#dbs"),
     ("documents", "#/db/console-db", "#docs"),
@@ -367,8 +392,17 @@ def test_every_page_fits_the_screen(browser, server, screenshots, width, height)
         for name, hash_, control in PAGES:
             page.goto(server.base + "/_utils/" + hash_)
             page.wait_for_selector(control)
-            if name == "document":
-                page.locator("#save-doc").scroll_into_view_if_needed()
+            if name == "mango":  # the page as it is used: results, their stats and the plan
+                page.click("#mango-explain-run")
+                page.wait_for_selector("#explain-index")
+                page.click("#mango-run")
+                page.wait_for_selector("#mango-docs")
+            elif name == "view":
+                page.click("#view-run")
+                page.wait_for_selector("#view-rows")
+            elif name == "server":
+                wait_until(lambda: (page.locator("#stats-chart polyline").get_attribute("points") or "").count(",")
+                           >= 2 if page.locator("#stats-chart polyline").count() else False, what="chart drawn")
             page.screenshot(path=os.path.join(screenshots, f"console-{name}-{width}x{height}.png"))
             overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, f"{name} at {width}x{height} overflows by {overflow}px"

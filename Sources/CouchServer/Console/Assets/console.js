@@ -892,7 +892,8 @@ async function serverPage() {
 
 function drawChart(chart, samples) {
   const max = Math.max(1, ...samples);
-  const points = samples.map((v, i) => (i * 600 / 59).toFixed(1) + ',' + (130 - v / max * 115).toFixed(1)).join(' ');
+  // The newest sample at the right edge, 60 samples across.
+  const points = samples.map((v, i) => (600 - (samples.length - 1 - i) * 600 / 59).toFixed(1) + ',' + (130 - v / max * 115).toFixed(1)).join(' ');
   chart.replaceChildren(svg('line', { x1: 0, y1: 130, x2: 600, y2: 130 }), svg('line', { x1: 0, y1: 15, x2: 600, y2: 15 }),
     svg('polyline', { points }));
   document.getElementById('stats-scale').textContent = 'Requests per second over the last two minutes (top line: ' + max.toFixed(1) + ')';
