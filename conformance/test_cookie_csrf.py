@@ -63,3 +63,16 @@ def test_cookie_write_from_the_servers_own_page_is_taken(couch, db):
 def test_basic_auth_write_is_not_subject_to_the_cookie_check(couch, db):
     r = couch.put(f"/{db}/basic", json={"a": 1}, headers={"Origin": "http://127.0.0.1:1"})
     assert r.status_code == 201
+
+
+def test_dns_rebound_page_cannot_write_with_the_cookie_csrf(couch):
+    """A page on evil.example whose name its owner re-points at this server: its Origin matches the Host it sends,
+    which is not enough (a name is this server's only when --allowed-hosts says so)."""
+    cookie = session_cookie(couch)
+    name = unique_db_name("csrf")
+    r = requests.put(couch.url("/" + name), timeout=10,
+                     headers={**cookie, "Host": "evil.example", "Origin": "http://evil.example"})
+    try:
+        assert r.status_code == (403 if is_couchlite(couch) else 201)
+    finally:
+        couch.delete("/" + name)
