@@ -91,6 +91,11 @@ let package = Package(
                 "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchStore", "CouchCrypto", "CMalloc", "CZlib",
                 "Replicator", "QueryServer",
             ],
+            // The database console under `/_utils` (Console/): its page, style and script, embedded in the binary.
+            resources: [
+                .embedInCode("Console/Assets/console.html"), .embedInCode("Console/Assets/console.css"),
+                .embedInCode("Console/Assets/console.js"),
+            ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
         // (the outbox) and the gallery (its routes, thumbnails and page, whose assets are files embedded in the binary).

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Lints the photo gallery's page and images (Sources/PhotoDrop/Gallery/Assets/) as what they are.
+"""Lints the pages couchlite serves from files in its binary, the photo gallery's page and images
+(Sources/PhotoDrop/Gallery/Assets/) and the database console's (Sources/CouchServer/Console/Assets/), as what
+they are.
 
 Every asset must be UTF-8 and end with a newline. Each HTML file must start with `<!doctype html>`
 and be well-formed: every element that is not void is closed explicitly, in order, no id is used
 twice, no attribute is given twice. Each SVG file must parse as XML with an <svg> root in the SVG
-namespace. The CSS must balance its braces (outside comments and strings). app.js is checked by
+namespace. The CSS must balance its braces (outside comments and strings). The scripts are checked by
 `node --check` in scripts/test.sh. Prints nothing and exits 0 when all pass; otherwise names each
 problem (file:line) on stderr and exits 1.
 """
@@ -14,7 +16,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "Sources/PhotoDrop/Gallery/Assets"
+ASSET_DIRS = [ROOT / "Sources/PhotoDrop/Gallery/Assets", ROOT / "Sources/CouchServer/Console/Assets"]
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -121,9 +123,12 @@ def check_css(path, text):
 
 
 def main():
-    paths = sorted(ASSETS.iterdir())
-    if not paths:
-        problem(ASSETS, 0, "no assets")
+    paths = []
+    for directory in ASSET_DIRS:
+        found = sorted(directory.iterdir())
+        if not found:
+            problem(directory, 0, "no assets")
+        paths += found
     for path in paths:
         try:
             text = path.read_bytes().decode("utf-8")

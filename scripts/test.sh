@@ -21,9 +21,11 @@ swift format lint --strict -r Sources Tests fuzz Package.swift
 step "no closure kept inside a lock (scripts/check-stored-closures.py: use Callbacks.CallbackSlot)"
 python3 scripts/check-stored-closures.py
 
-# The gallery's page, style, script and images are real files compiled into the binary: lint them as what they are.
-step "gallery assets (node --check app.js; HTML, SVG and CSS well-formed: scripts/check-gallery-assets.py)"
+# The gallery's and the console's pages, styles, scripts and images are real files compiled into the binary: lint
+# them as what they are.
+step "gallery and console assets (node --check; HTML, SVG and CSS well-formed: scripts/check-gallery-assets.py)"
 node --check Sources/PhotoDrop/Gallery/Assets/app.js
+node --check Sources/CouchServer/Console/Assets/console.js
 python3 scripts/check-gallery-assets.py
 
 # Part of the lint: the one debug build treats compiler warnings as errors, so a warning fails the
@@ -125,7 +127,7 @@ fi
 # their own couchlite, so they run only when testing couchlite.
 browser_rc=0
 if [ -n "$tmp_dir" ]; then
-  step "photo gallery in headless Chromium (conformance/browser)"
+  step "photo gallery and database console in headless Chromium (conformance/browser)"
   set +e
   COUCHLITE_BIN="$bin" python3 -m pytest conformance/browser -q -p no:cacheprovider -rfE
   browser_rc=$?

@@ -135,7 +135,7 @@ package final class App: Sendable {
             iterations: access.authenticator.iterations)
         let couchDB: [any RouteCollection] = [
             server, node, databases, documents, attachments, replication, replicationJobs, changes, allDocs,
-            LocalDocsHandlers(), designViews, designRender, mango, sessions, users,
+            LocalDocsHandlers(), designViews, designRender, mango, sessions, users, ConsoleHandlers(),
         ]
         let services = AppServices(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
@@ -226,6 +226,11 @@ package final class App: Sendable {
             reply.error(CouchError.methodNotAllowed(allowed), headers: headers)
         case .route(let route, let parameters):
             try authorizer.authorize(route.access, drop: route.drop, parameters, request.user)
+            // A session cookie is sent by the browser whichever page asks: its writes must come from this server's
+            // pages (the console's, the gallery's) or from an origin CORS lets in with credentials.
+            if request.user.handler == "cookie", route.access != .anyone, request.verb != .GET, request.verb != .HEAD {
+                try PageGuard.requireCookieWrite(request.head, servedBy: hosts, cors: access.cors)
+            }
             try limitBody(request, route, parameters)
             let charged = try chargeDrop(request, route)
             defer { if let charged { request.user.drop?.refund(charged - request.body.received) } }

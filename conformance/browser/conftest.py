@@ -1,9 +1,10 @@
-"""Browser tests of the photo gallery (/_photos/): a real headless Chromium (Debian's `chromium`)
-driven by Playwright, against a couchlite this conftest starts (COUCHLITE_BIN) on a free port.
+"""Browser tests of the photo gallery (/_photos/) and the database console (/_utils/): a real headless
+Chromium (Debian's `chromium`) driven by Playwright, against a couchlite this conftest starts (COUCHLITE_BIN)
+on a free port.
 
     COUCHLITE_BIN=$(swift build --show-bin-path)/couchlite python3 -m pytest conformance/browser -q
 
-GALLERY_SCREENSHOTS=DIR writes the grid and photo-view screenshots there (docs/screenshots in the
+GALLERY_SCREENSHOTS=DIR writes the gallery's and the console's screenshots there (docs/screenshots in the
 repository were made so); otherwise they go to a temporary directory.
 """
 import contextlib

@@ -46,7 +46,7 @@ import Testing
 
     /// Paths no row has: each resolves to `.unrouted`, whatever the method.
     static let unroutedPaths: [[String]] = [
-        ["_foo"], ["_foo", "bar"], ["_utils"], ["_config"], ["_stats"],
+        ["_foo"], ["_foo", "bar"], ["_config"], ["_stats"],
         ["_cluster_setup"], ["_reshard"], ["_uuids", "x"], ["_all_dbs", "x"], ["_session", "x"],
         ["_scheduler"], ["_scheduler", "x"], ["_replicate", "x"],
         ["db", "_purged_infos"], ["db", "_shards", "a", "b"], ["db", "_sync_shards", "x"],
