@@ -43,6 +43,9 @@ let package = Package(
         // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage
         // or of queries.
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
+        // BLIP 3, the message protocol Couchbase Lite 3 replicates over (inside WebSocket binary messages): frames,
+        // properties, the per-direction CRC and deflate stream, flow control by ACKs. Pure: no sockets, no HTTP.
+        .target(name: "Blip", dependencies: ["CZlib"], swiftSettings: swiftSettings),
         // The query language over JSON: Mango selectors (matching, normalization, `$regex` over PCRE2, Erlang-style
         // error text), CouchDB's view collation and the built-in reducers (`_sum`, `_count`, `_stats`,
         // `_approx_count_distinct`). Pure: no storage, no HTTP.
@@ -121,6 +124,7 @@ let package = Package(
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
+        .testTarget(name: "BlipTests", dependencies: ["Blip", "CZlib"], swiftSettings: swiftSettings),
         .testTarget(name: "CouchQueryTests", dependencies: ["CouchQuery", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
