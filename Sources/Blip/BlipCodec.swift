@@ -97,9 +97,13 @@ final class BlipInflater {
     }
 
     /// Inflates one frame's compressed payload (CRC removed), appending to `output`.
-    /// - Parameter limit: Most bytes this frame may add to `output`.
-    /// - Throws: `.corrupt` for data that does not inflate, `.tooBig` past `limit`.
-    func inflate(_ payload: ArraySlice<UInt8>, into output: inout [UInt8], limit: Int) throws(BlipError) {
+    /// - Parameters:
+    ///   - limit: Most bytes this frame may add to `output`.
+    ///   - tooBig: The error for output past `limit` (which limit it is).
+    /// - Throws: `.corrupt` for data that does not inflate, `tooBig` past `limit`.
+    func inflate(
+        _ payload: ArraySlice<UInt8>, into output: inout [UInt8], limit: Int, tooBig: BlipError
+    ) throws(BlipError) {
         guard ready, !ended else { throw .corrupt("The compressed stream cannot continue.") }
         var input = Array(payload)
         input += [0, 0, 0xFF, 0xFF]
@@ -119,7 +123,7 @@ final class BlipInflater {
                 let step = scratch.count - Int(stream.pointee.avail_out)
                 produced += step
                 if produced > limit {
-                    failure = .tooBig("A compressed frame inflates past the message limit.")
+                    failure = tooBig
                     break
                 }
                 output += scratch[0..<step]

@@ -280,14 +280,17 @@ public final class BlipConnection {
         let content = payload.dropLast(4)
         let trailer = payload.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let before = message.data.count
-        let room = max(
-            0, min(limits.maxIncomingMessageBytes - before, limits.maxPartialIncomingBytes - partialBytes))
+        let messageRoom = limits.maxIncomingMessageBytes - before
+        let partialRoom = limits.maxPartialIncomingBytes - partialBytes
+        let room = max(0, min(messageRoom, partialRoom))
+        let tooBig =
+            messageRoom <= partialRoom
+            ? BlipError.tooBig("A message longer than \(limits.maxIncomingMessageBytes) bytes.")
+            : BlipError.tooBig("Partly received messages over \(limits.maxPartialIncomingBytes) bytes.")
         if flags.has(BlipFlags.compressed) {
-            try inflater().inflate(content, into: &message.data, limit: room)
+            try inflater().inflate(content, into: &message.data, limit: room, tooBig: tooBig)
         } else {
-            guard content.count <= room else {
-                throw .tooBig("A message longer than \(limits.maxIncomingMessageBytes) bytes.")
-            }
+            guard content.count <= room else { throw tooBig }
             message.data += content
         }
         inChecksum.add(message.data[before...])

@@ -291,7 +291,7 @@ import Testing
         var frame: [UInt8] = [0x01, 0x08] + bomb
         frame += [0, 0, 0, 0]
         let before = residentBytes()
-        #expect(throws: BlipError.tooBig("A compressed frame inflates past the message limit.")) {
+        #expect(throws: BlipError.tooBig("A message longer than 1048576 bytes.")) {
             try BlipConnection(limits: limits).receive(frame)
         }
         #expect(residentBytes() - before < 64 * 1024 * 1024)
@@ -328,6 +328,22 @@ import Testing
         seed = BlipConnectionTests.crc(data, seed: seed)
         #expect(throws: BlipError.tooBig("A message longer than 10000 bytes.")) {
             try connection.receive(BlipConnectionTests.frame(number: 1, flags: 0x00, data: [1], seed: seed))
+        }
+    }
+
+    @Test func halfSentMessagesTogetherCannotPassThePartialLimit() throws {
+        // Each message alone is within its limit; together the unfinished ones are not.
+        let connection = BlipConnection(
+            limits: BlipLimits(maxIncomingMessageBytes: 10_000, maxPartialIncomingBytes: 20_000))
+        var seed: UInt32 = 0
+        let data: [UInt8] = [0x00] + [UInt8](repeating: 1, count: 8_999)
+        for number in 1...2 {
+            _ = try connection.receive(
+                BlipConnectionTests.frame(number: UInt64(number), flags: 0x40, data: data, seed: seed))
+            seed = BlipConnectionTests.crc(data, seed: seed)
+        }
+        #expect(throws: BlipError.tooBig("Partly received messages over 20000 bytes.")) {
+            try connection.receive(BlipConnectionTests.frame(number: 3, flags: 0x40, data: data, seed: seed))
         }
     }
 
