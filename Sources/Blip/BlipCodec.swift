@@ -29,6 +29,8 @@ final class BlipDeflater {
     // zlib keeps a pointer back to the z_stream, so it must not move: it lives on the heap.
     private let stream: UnsafeMutablePointer<z_stream>
     private let ready: Bool
+    /// The output step, kept: a fresh zero-filled buffer per frame was an allocation and a memset per frame.
+    private var scratch = [UInt8](repeating: 0, count: 16 * 1024 + 64)
 
     init() {
         stream = .allocate(capacity: 1)
@@ -48,7 +50,6 @@ final class BlipDeflater {
     /// Compresses `input` and sync-flushes, appending the output without its `00 00 FF FF` tail.
     func compress(_ input: ArraySlice<UInt8>, into output: inout [UInt8]) throws(BlipError) {
         guard ready else { throw .corrupt("zlib could not start a deflate stream.") }
-        var scratch = [UInt8](repeating: 0, count: 16 * 1024 + 64)
         let start = output.count
         var code = Z_OK
         input.withUnsafeBytes { raw in
@@ -83,6 +84,8 @@ final class BlipInflater {
     private var ended = false
     /// Output per `inflate` call, in bytes (64 KiB).
     static let stepBytes = 64 * 1024
+    /// The output step, allocated at the first compressed frame and kept.
+    private var scratch: [UInt8] = []
 
     init() {
         stream = .allocate(capacity: 1)
@@ -107,7 +110,7 @@ final class BlipInflater {
         guard ready, !ended else { throw .corrupt("The compressed stream cannot continue.") }
         var input = Array(payload)
         input += [0, 0, 0xFF, 0xFF]
-        var scratch = [UInt8](repeating: 0, count: Self.stepBytes)
+        if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: Self.stepBytes) }
         var produced = 0
         var code = Z_OK
         var failure: BlipError?

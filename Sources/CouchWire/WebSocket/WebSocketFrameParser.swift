@@ -168,22 +168,34 @@ public struct WebSocketFrameParser: Sendable {
 
     /// Unmasks payload bytes into the message or control buffer.
     private mutating func appendPayload(_ bytes: UnsafeRawBufferPointer) {
-        let start = opcode.isControl ? control.count : message.count
-        if opcode.isControl { control.append(contentsOf: bytes) } else { message.append(contentsOf: bytes) }
-        guard let mask else {
-            payloadOffset &+= bytes.count
-            return
-        }
-        let key = [mask.0, mask.1, mask.2, mask.3]
-        let offset = payloadOffset
-        if opcode.isControl {
-            for i in 0..<bytes.count { control[start + i] ^= key[(offset + i) & 3] }
-        } else {
-            message.withUnsafeMutableBufferPointer { buffer in
-                for i in 0..<bytes.count { buffer[start + i] ^= key[(offset + i) & 3] }
+        let isControl = opcode.isControl
+        let start = isControl ? control.count : message.count
+        if isControl { control.append(contentsOf: bytes) } else { message.append(contentsOf: bytes) }
+        defer { payloadOffset &+= bytes.count }
+        guard let mask else { return }
+        // The key rotated to where this piece starts in the payload, as one word: XOR 4 bytes at a time.
+        let shift = (payloadOffset & 3) * 8
+        let word = UInt32(mask.0) | UInt32(mask.1) << 8 | UInt32(mask.2) << 16 | UInt32(mask.3) << 24
+        let key = shift == 0 ? word : (word >> UInt32(shift)) | (word << UInt32(32 - shift))
+        let unmask = { (buffer: inout UnsafeMutableBufferPointer<UInt8>) in
+            guard let base = buffer.baseAddress else { return }
+            let raw = UnsafeMutableRawPointer(base + start)
+            var i = 0
+            while i + 4 <= bytes.count {
+                let value = raw.loadUnaligned(fromByteOffset: i, as: UInt32.self)
+                raw.storeBytes(of: value ^ key.littleEndianWord, toByteOffset: i, as: UInt32.self)
+                i += 4
+            }
+            while i < bytes.count {
+                base[start + i] ^= UInt8(truncatingIfNeeded: key >> UInt32((i & 3) * 8))
+                i += 1
             }
         }
-        payloadOffset &+= bytes.count
+        if isControl {
+            control.withUnsafeMutableBufferPointer(unmask)
+        } else {
+            message.withUnsafeMutableBufferPointer(unmask)
+        }
     }
 
     /// A frame's payload is complete: a control event, a finished message, or nothing (more fragments follow).
@@ -218,4 +230,9 @@ public struct WebSocketFrameParser: Sendable {
         guard invalid == nil else { throw .invalidUTF8 }
         return .close(code: code, reason: String(decoding: reason, as: UTF8.self))
     }
+}
+
+extension UInt32 {
+    /// The key word as it lies in memory: byte 0 of the key first.
+    fileprivate var littleEndianWord: UInt32 { UInt32(littleEndian: self) }
 }
