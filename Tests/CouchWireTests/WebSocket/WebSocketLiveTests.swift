@@ -35,9 +35,10 @@ import Testing
     }
 
     static func withEchoServer(
-        limits: WebSocketLimits = WebSocketLimits(), _ body: (Int) throws -> Void
+        limits: WebSocketLimits = WebSocketLimits(), tls: TLSContext? = nil, _ body: (Int) throws -> Void
     ) throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.tls = tls
         configuration.idleTimeout = .seconds(5)
         configuration.headerTimeout = .seconds(5)
         let server = HTTPServer(configuration: configuration, handler: echoHandler(limits: limits))
@@ -159,6 +160,35 @@ import Testing
             response = try client.readResponse()
             #expect(response.status == 400)
             #expect(response.bodyText.contains("\"error\":\"bad_request\""))
+        }
+    }
+
+    @Test func theUpgradeWorksOnATLSPortToo() throws {
+        let key = try TLSPrivateKey.generateP256()
+        let certificate = try TLSCertificate.selfSigned(
+            key: key, commonName: "couchlite test", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1"],
+            validityDays: 1)
+        try Self.withEchoServer(tls: try TLSContext.server(certificate: certificate, key: key)) { port in
+            let client = try RawHTTPClient(port: port)
+            let flags = fcntl(client.descriptor, F_GETFL, 0)
+            _ = fcntl(client.descriptor, F_SETFL, flags | O_NONBLOCK)
+            let stream = try TLSStream.client(
+                context: try TLSContext.client(trust: .pinned(certificate.fingerprint)), descriptor: client.descriptor,
+                host: "127.0.0.1")
+            try stream.handshake(timeout: .seconds(5))
+            try stream.send(Array(Self.upgrade.utf8) + clientFrame(0x2, [7, 7, 7]), timeout: .seconds(5))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let expected: [UInt8] = [0x82, 0x03, 7, 7, 7]
+            while !(received.count >= expected.count && received.suffix(expected.count).elementsEqual(expected)) {
+                let count = try buffer.withUnsafeMutableBytes { try stream.receive(into: $0, timeout: .seconds(5)) }
+                guard count > 0 else { break }
+                received += buffer[0..<count]
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"))
+            #expect(text.contains("Sec-WebSocket-Accept: BDQST+wiMNbIeQKNNSjAs0XuuLY=\r\n"))
+            #expect(received.suffix(expected.count).elementsEqual(expected))
         }
     }
 }
