@@ -90,7 +90,7 @@ let package = Package(
             name: "CouchServer",
             dependencies: [
                 "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchStore", "CouchCrypto", "CMalloc", "CZlib",
-                "Replicator", "QueryServer",
+                "Replicator", "QueryServer", "Blip",
             ],
             swiftSettings: swiftSettings),
         // The photo product over the CouchDB API: `receive` (drop credentials, QR code, the folder exporter), `push`
@@ -151,7 +151,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",
-            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib"],
+            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib", "Blip"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],

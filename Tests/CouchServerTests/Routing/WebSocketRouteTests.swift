@@ -1,3 +1,4 @@
+import Blip
 import CouchWire
 import Foundation
 import Testing
@@ -28,7 +29,28 @@ import Testing
                     return .webSocket(handshake) { channel in
                         while case .message(let message) = channel.receive() { try? channel.send(message) }
                     }
-                }
+                },
+                // BLIP over the WebSocket: every request is answered with its profile and body.
+                Route([.GET], "/{db}/_test_blip", .member) { context in
+                    let handshake: WebSocketHandshake
+                    do throws(WebSocketHandshake.Failure) {
+                        handshake = try WebSocketHandshake(
+                            request: context.request.head, supportedProtocols: ["BLIP_3+CBMobile_3"])
+                    } catch {
+                        return .webSocketRefusal(error)
+                    }
+                    return .webSocket(handshake) { channel in
+                        let blip = BlipWebSocket(channel: channel)
+                        blip.run { message in
+                            guard message.type == .request, !message.isNoReply else { return }
+                            try? blip.connection.respond(
+                                to: message.number,
+                                with: .response(
+                                    properties: ["echo": message.profile ?? ""], body: message.body,
+                                    compressed: message.isCompressed))
+                        }
+                    }
+                },
             ]
         }
     }
@@ -112,6 +134,69 @@ import Testing
     }
 }
 
+extension WebSocketRouteTests {
+    /// A client frame, masked with a fixed key.
+    static func masked(_ opcode: UInt8, _ payload: [UInt8]) -> [UInt8] {
+        let key: [UInt8] = [0x11, 0x22, 0x33, 0x44]
+        var out: [UInt8] = [0x80 | opcode]
+        if payload.count < 126 {
+            out.append(0x80 | UInt8(payload.count))
+        } else {
+            out += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        }
+        return out + key + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+    }
+
+    @Test func blipRequestsAsLiteCoreFramesThemAreAnsweredOverTheWebSocket() throws {
+        let client = try WireClient(port: port)
+        try client.send(Array(upgrade("/db/_test_blip").utf8))
+        #expect(try client.readHead().hasPrefix("HTTP/1.1 101 "))
+        // Our client connection frames getCheckpoint and a compressed proposeChanges as LiteCore 3.2 does
+        // (BlipLiteCoreFramesTests checks those bytes against the recording).
+        let blip = BlipConnection()
+        try blip.send(.request(profile: "getCheckpoint", properties: ["client": "cp-xbgfHZG8FUj5bb4j5q0k4zVt+pc="]))
+        let body = Array(#"[["doc1","1-285e1d4b9d4e1f7660e46157c1a96a42300729b3","",106]]"#.utf8)
+        try blip.send(.request(profile: "proposeChanges", body: body, urgent: true, compressed: true))
+        while let frame = try blip.nextFrame() { try client.send(Self.masked(0x2, frame)) }
+        var replies: [BlipMessage] = []
+        while replies.count < 2 {
+            let (opcode, payload) = try client.readFrame()
+            #expect(opcode == 0x2)
+            if let reply = try blip.receive(payload) { replies.append(reply) }
+        }
+        #expect(replies.map(\.number).sorted() == [1, 2])
+        let byNumber = Dictionary(uniqueKeysWithValues: replies.map { ($0.number, $0) })
+        #expect(byNumber[1]?.properties["echo"] == "getCheckpoint")
+        #expect(byNumber[2]?.properties["echo"] == "proposeChanges")
+        #expect(byNumber[2]?.body == body && byNumber[2]?.isCompressed == true)
+        // The reply to an urgent request is urgent.
+        #expect(byNumber[2]?.isUrgent == true)
+    }
+
+    @Test func aTextMessageClosesABlipConnectionWith1003() throws {
+        let client = try WireClient(port: port)
+        try client.send(Array(upgrade("/db/_test_blip").utf8))
+        #expect(try client.readHead().hasPrefix("HTTP/1.1 101 "))
+        try client.send(Self.masked(0x1, Array("hello".utf8)))
+        let (opcode, payload) = try client.readFrame()
+        #expect(opcode == 0x8 && Array(payload.prefix(2)) == [0x03, 0xEB])
+    }
+
+    @Test func aBadChecksumClosesABlipConnectionWith1002() throws {
+        let client = try WireClient(port: port)
+        try client.send(Array(upgrade("/db/_test_blip").utf8))
+        #expect(try client.readHead().hasPrefix("HTTP/1.1 101 "))
+        let blip = BlipConnection()
+        try blip.send(.request(profile: "getCheckpoint"))
+        var frame = try #require(try blip.nextFrame())
+        frame[frame.count - 1] ^= 0xFF
+        try client.send(Self.masked(0x2, frame))
+        let (opcode, payload) = try client.readFrame()
+        #expect(opcode == 0x8 && Array(payload.prefix(2)) == [0x03, 0xEA])
+        #expect(String(decoding: payload.dropFirst(2), as: UTF8.self) == "BLIP frame checksum mismatch.")
+    }
+}
+
 /// A blocking TCP client that speaks raw bytes, independent of the server code.
 final class WireClient {
     let descriptor: Int32
@@ -158,6 +243,18 @@ final class WireClient {
             }
             try fill()
         }
+    }
+
+    /// One WebSocket frame from the server (unmasked): its opcode and payload.
+    func readFrame() throws -> (opcode: UInt8, payload: [UInt8]) {
+        let head = try read(2)
+        var length = Int(head[1] & 0x7F)
+        if length == 126 {
+            length = try read(2).reduce(0) { $0 << 8 | Int($1) }
+        } else if length == 127 {
+            length = try read(8).reduce(0) { $0 << 8 | Int($1) }
+        }
+        return (head[0] & 0x0F, try read(length))
     }
 
     func read(_ count: Int) throws -> [UInt8] {
