@@ -213,6 +213,9 @@ public final class BlipConnection {
     }
 
     private func receiveChecked(_ frame: ArraySlice<UInt8>) throws(BlipError) -> BlipMessage? {
+        guard frame.count <= limits.maxIncomingFrameBytes else {
+            throw .tooBig("A BLIP frame longer than \(limits.maxIncomingFrameBytes) bytes.")
+        }
         guard case .value(let number, let numberLength) = BlipVarint.read(frame) else {
             throw .protocolViolation("Bad BLIP frame header.")
         }

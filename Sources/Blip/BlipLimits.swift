@@ -7,6 +7,9 @@ public struct BlipLimits: Sendable, Equatable {
     public var maxPartialIncomingMessages: Int
     /// Most bytes held by all partly received messages together, in bytes (64 MiB). More → close 1009.
     public var maxPartialIncomingBytes: Int
+    /// Largest frame received, in bytes (1 MiB, the WebSocket layer's message limit; LiteCore sends ≤ 16 KiB).
+    /// Larger → close 1009.
+    public var maxIncomingFrameBytes: Int
     /// Most bytes of outgoing messages queued and not yet sent, in bytes (16 MiB): `send` and `respond` refuse more
     /// (`BlipError.outboxFull`), so a peer that stops reading or acknowledging holds at most this much.
     public var maxOutboxBytes: Int
@@ -29,8 +32,10 @@ public struct BlipLimits: Sendable, Equatable {
 
     public init(
         maxIncomingMessageBytes: Int = 32 * 1024 * 1024, maxPartialIncomingMessages: Int = 64,
-        maxPartialIncomingBytes: Int = 64 * 1024 * 1024, maxOutboxBytes: Int = 16 * 1024 * 1024
+        maxPartialIncomingBytes: Int = 64 * 1024 * 1024, maxIncomingFrameBytes: Int = 1024 * 1024,
+        maxOutboxBytes: Int = 16 * 1024 * 1024
     ) {
+        self.maxIncomingFrameBytes = maxIncomingFrameBytes
         self.maxIncomingMessageBytes = maxIncomingMessageBytes
         self.maxPartialIncomingMessages = maxPartialIncomingMessages
         self.maxPartialIncomingBytes = maxPartialIncomingBytes

@@ -331,6 +331,17 @@ import Testing
         }
     }
 
+    @Test func oversizedFrameIsRefusedBeforeItIsRead() throws {
+        let connection = BlipConnection(limits: BlipLimits(maxIncomingFrameBytes: 1000))
+        let data: [UInt8] = [0x00] + [UInt8](repeating: 1, count: 995)
+        #expect(throws: BlipError.tooBig("A BLIP frame longer than 1000 bytes.")) {
+            try connection.receive(BlipConnectionTests.frame(number: 1, flags: 0x00, data: data))
+        }
+        let fits = BlipConnection(limits: BlipLimits(maxIncomingFrameBytes: 1000))
+        #expect(
+            try fits.receive(BlipConnectionTests.frame(number: 1, flags: 0x00, data: Array(data.prefix(994)))) != nil)
+    }
+
     @Test func halfSentMessagesTogetherCannotPassThePartialLimit() throws {
         // Each message alone is within its limit; together the unfinished ones are not.
         let connection = BlipConnection(
