@@ -291,7 +291,9 @@ public final class BlipConnection {
             ? BlipError.tooBig("A message longer than \(limits.maxIncomingMessageBytes) bytes.")
             : BlipError.tooBig("Partly received messages over \(limits.maxPartialIncomingBytes) bytes.")
         if flags.has(BlipFlags.compressed) {
-            try inflater().inflate(content, into: &message.data, limit: room, tooBig: tooBig)
+            // A compressed frame with no data (only its checksum) has nothing to inflate: feeding the inflater
+            // the restored `00 00 FF FF` alone would start a stored block it cannot finish.
+            if !content.isEmpty { try inflater().inflate(content, into: &message.data, limit: room, tooBig: tooBig) }
         } else {
             guard content.count <= room else { throw tooBig }
             message.data += content

@@ -297,6 +297,21 @@ import Testing
         #expect(residentBytes() - before < 64 * 1024 * 1024)
     }
 
+    @Test func aCompressedFrameWithNoDataIsEmptyNotCorrupt() throws {
+        // A first frame with the properties length, then an empty compressed frame, then the rest compressed.
+        let sender = BlipConnection()
+        try sender.send(.request(profile: "rev", body: [UInt8](repeating: 0x61, count: 100), compressed: true))
+        let whole = try #require(try sender.nextFrame())
+        let receiver = BlipConnection()
+        let seed = BlipConnectionTests.crc([])
+        let empty: [UInt8] = [
+            0x01, 0x48, UInt8(seed >> 24), UInt8((seed >> 16) & 0xFF), UInt8((seed >> 8) & 0xFF), UInt8(seed & 0xFF),
+        ]
+        #expect(try receiver.receive(empty) == nil)
+        let message = try #require(try receiver.receive(whole))
+        #expect(message.profile == "rev" && message.body.count == 100)
+    }
+
     @Test func garbageInACompressedFrameIsRefused() throws {
         let frame: [UInt8] = [0x01, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]
         #expect(throws: BlipError.self) { try BlipConnection().receive(frame) }
