@@ -12,14 +12,20 @@ public struct WebSocketLimits: Sendable, Equatable {
     public var pongTimeout: Duration
     /// How long the peer has to answer our CLOSE before the TCP connection is closed anyway (5 s, LiteCore's own).
     public var closeTimeout: Duration
+    /// How long a frame (or a fragmented message) may take from its first byte to its last (60 s by default), so a
+    /// peer that trickles a byte now and then, which keeps the silence timer from firing, cannot hold the connection
+    /// with a frame that never ends. Longer → close 1008. LiteCore's frames are ≤ 16 KiB and sent at once.
+    public var frameTimeout: Duration
 
     /// The control frames' payload limit fixed by RFC 6455 §5.5, in bytes.
     public static let maxControlPayloadBytes = 125
 
     public init(
         maxFrameBytes: Int = 1024 * 1024, maxMessageBytes: Int = 1024 * 1024, pingInterval: Duration = .seconds(60),
-        pongTimeout: Duration = .seconds(20), closeTimeout: Duration = .seconds(5)
+        pongTimeout: Duration = .seconds(20), closeTimeout: Duration = .seconds(5),
+        frameTimeout: Duration = .seconds(60)
     ) {
+        self.frameTimeout = frameTimeout
         self.maxFrameBytes = maxFrameBytes
         self.maxMessageBytes = maxMessageBytes
         self.pingInterval = pingInterval

@@ -5,7 +5,8 @@
 /// made-up clock and no socket.
 ///
 /// Timers: after `pingInterval` without a byte from the peer it sends a PING; if `pongTimeout` then passes without a
-/// byte it closes (1001); after sending a CLOSE it waits `closeTimeout` for the peer's before dropping the link.
+/// byte it closes (1001); a frame or fragmented message unfinished `frameTimeout` after its first byte closes (1008);
+/// after sending a CLOSE it waits `closeTimeout` for the peer's before dropping the link.
 public struct WebSocketSession: Sendable {
     /// What the owner must do, in order.
     public enum Action: Sendable, Equatable {
@@ -29,6 +30,8 @@ public struct WebSocketSession: Sendable {
     private var parser: WebSocketFrameParser
     private var lastReceived: UInt64
     private var pingSentAt: UInt64?
+    /// When the frame or message now partly received began arriving (nil: none is).
+    private var partialSince: UInt64?
 
     /// - Parameters:
     ///   - limits: Sizes and timeouts.
@@ -59,10 +62,25 @@ public struct WebSocketSession: Sendable {
             } catch {
                 return actions + fail(error.closeCode, reason: error.reason)
             }
-            guard case .event(let event, let consumed) = step else { return actions }
+            guard case .event(let event, let consumed) = step else {
+                notePartial(now: now)
+                return actions
+            }
+            // An event ends the frame (and any message) it completes; what follows starts afresh.
+            partialSince = nil
             rest = UnsafeRawBufferPointer(rebasing: rest[consumed...])
             actions += handle(event)
             if case .closed = state { return actions }
+        }
+    }
+
+    /// Starts the frame timer when bytes of an unfinished frame or message are held, and stops it when none are.
+    /// (A fragment completed without an event leaves the message partial, so its timer runs on.)
+    private mutating func notePartial(now: UInt64) {
+        if parser.hasPartialFrame {
+            if partialSince == nil { partialSince = now }
+        } else {
+            partialSince = nil
         }
     }
 
@@ -131,11 +149,10 @@ public struct WebSocketSession: Sendable {
         case .closed: nil
         case .closing(_, let since): since &+ limits.closeTimeout.clampedNanoseconds
         case .open:
-            if let pingSentAt {
-                pingSentAt &+ limits.pongTimeout.clampedNanoseconds
-            } else {
-                lastReceived &+ limits.pingInterval.clampedNanoseconds
-            }
+            min(
+                pingSentAt.map { $0 &+ limits.pongTimeout.clampedNanoseconds }
+                    ?? lastReceived &+ limits.pingInterval.clampedNanoseconds,
+                partialSince.map { $0 &+ limits.frameTimeout.clampedNanoseconds } ?? UInt64.max)
         }
     }
 
@@ -148,6 +165,9 @@ public struct WebSocketSession: Sendable {
             state = .closed(ours)
             return [.closeConnection(ours)]
         case .open:
+            if let partialSince, now >= partialSince &+ limits.frameTimeout.clampedNanoseconds {
+                return fail(.policyViolation, reason: "A frame took too long to arrive.")
+            }
             if pingSentAt == nil {
                 pingSentAt = now
                 return [.send(WebSocketFrameWriter.frame(.ping, payload: [UInt8]()))]

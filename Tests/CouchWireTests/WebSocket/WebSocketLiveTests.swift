@@ -146,6 +146,22 @@ import Testing
         }
     }
 
+    @Test func aFrameTrickledByteByByteIsClosedWith1008() throws {
+        let limits = WebSocketLimits(pingInterval: .seconds(30), frameTimeout: .milliseconds(400))
+        try Self.withEchoServer(limits: limits) { port in
+            let client = try RawHTTPClient(port: port)
+            try client.send(Self.upgrade)
+            #expect(try client.readHead().status == 101)
+            let frame = clientFrame(0x2, [UInt8](repeating: 1, count: 100))
+            try client.send(Array(frame.prefix(1)))
+            usleep(250_000)
+            try client.send(Array(frame[1..<2]))
+            let close = try Self.readFrame(client)
+            #expect(close.opcode == 0x8 && Array(close.payload.prefix(2)) == [0x03, 0xF0])
+            #expect(client.serverClosed())
+        }
+    }
+
     @Test func refusedUpgradesGetAnHTTPAnswerNot101() throws {
         try Self.withEchoServer { port in
             let wrongVersion = Self.upgrade.replacingOccurrences(of: "Version: 13", with: "Version: 8")

@@ -106,4 +106,32 @@ import Testing
         #expect(session.streamEnded() == [.closeConnection(.abnormal)])
         #expect(session.streamEnded().isEmpty)
     }
+
+    @Test func aTrickledFrameIsClosedWith1008AtTheFrameTimeout() {
+        let limits = WebSocketLimits(pingInterval: .seconds(60), frameTimeout: .seconds(30))
+        var session = WebSocketSession(limits: limits, now: 0)
+        // A byte every 20 s keeps the silence timer from firing, but the frame never ends.
+        let frame = clientFrame(0x2, [1, 2, 3, 4, 5])
+        _ = feed(&session, [frame[0]], at: 0)
+        #expect(session.nextDeadline == 30 * Self.second)
+        _ = feed(&session, [frame[1]], at: 20 * Self.second)
+        #expect(session.timeout(now: 29 * Self.second).isEmpty)
+        #expect(
+            session.timeout(now: 30 * Self.second) == [
+                .send(WebSocketFrameWriter.close(code: .policyViolation, reason: "A frame took too long to arrive.")),
+                .closeConnection(.policyViolation),
+            ])
+    }
+
+    @Test func theFrameTimerRunsAcrossFragmentsAndStopsWithTheMessage() {
+        let limits = WebSocketLimits(pingInterval: .seconds(60), frameTimeout: .seconds(30))
+        var session = WebSocketSession(limits: limits, now: 0)
+        _ = feed(&session, clientFrame(0x2, [1], fin: false), at: 0)
+        #expect(session.nextDeadline == 30 * Self.second)
+        _ = feed(&session, clientFrame(0x0, [2], fin: false), at: 10 * Self.second)
+        #expect(session.nextDeadline == 30 * Self.second)
+        #expect(feed(&session, clientFrame(0x0, [3]), at: 20 * Self.second) == [.deliver(.binary([1, 2, 3]))])
+        // Complete: only the silence timer is left.
+        #expect(session.nextDeadline == 80 * Self.second)
+    }
 }
