@@ -19,6 +19,7 @@ extension HTTPResponseWriter {
         let head = handshake.responseHead(serverHeader: connection.configuration.serverHeader)
         markUpgraded()
         try connection.transport.send(head, stall: connection.configuration.sendStallTimeout)
+        connection.registry.markUpgraded(connection.id)
         return WebSocketChannel(connection: connection, selectedProtocol: handshake.selectedProtocol, limits: limits)
     }
 }

@@ -60,6 +60,10 @@ public final class WebSocketChannel {
                     return .timedOut
                 }
             case .endOfStream, .failed:
+                // At a server shutdown only our reading was ended: say goodbye (1001) before the connection goes.
+                if session.isOpen && connection.registry.isShuttingDown {
+                    perform(session.close(.goingAway, reason: "The server is shutting down.", now: now()))
+                }
                 perform(session.streamEnded())
             }
         }

@@ -162,6 +162,24 @@ import Testing
         }
     }
 
+    @Test func aServerShutdownSaysGoingAwayAndCutsNoRequest() throws {
+        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.headerTimeout = .seconds(5)
+        let server = HTTPServer(configuration: configuration, handler: Self.echoHandler(limits: WebSocketLimits()))
+        let port = try server.start()
+        let client = try RawHTTPClient(port: port)
+        try client.send(Self.upgrade)
+        #expect(try client.readHead().status == 101)
+        try client.send(clientFrame(0x2, [5]))
+        #expect(try Self.readFrame(client) == (0x2, [5]))
+        // The open WebSocket ends with CLOSE 1001 at once, instead of being cut when the grace period is over.
+        let cut = server.shutdown(timeout: .seconds(10))
+        #expect(cut.isEmpty)
+        let close = try Self.readFrame(client)
+        #expect(close.opcode == 0x8 && Array(close.payload.prefix(2)) == [0x03, 0xE9])
+        #expect(server.remainingConnections == 0)
+    }
+
     @Test func refusedUpgradesGetAnHTTPAnswerNot101() throws {
         try Self.withEchoServer { port in
             let wrongVersion = Self.upgrade.replacingOccurrences(of: "Version: 13", with: "Version: 8")
