@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
-        .testTarget(name: "BlipTests", dependencies: ["Blip", "CZlib"], swiftSettings: swiftSettings),
+        .testTarget(name: "BlipTests", dependencies: ["Blip", "CZlib", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(name: "CouchQueryTests", dependencies: ["CouchQuery", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
