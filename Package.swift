@@ -45,6 +45,9 @@ let package = Package(
         // HTTP/1.1 (plain or over TLS with libssl), JSON, multipart and CouchDB wire formats. Knows nothing of storage
         // or of queries.
         .target(name: "CouchWire", dependencies: ["CouchCrypto", "COpenSSL", "CZlib"], swiftSettings: swiftSettings),
+        // BLIP 3, the message protocol Couchbase Lite 3 replicates over (inside WebSocket binary messages): frames,
+        // properties, the per-direction CRC and deflate stream, flow control by ACKs. Pure: no sockets, no HTTP.
+        .target(name: "Blip", dependencies: ["CZlib"], swiftSettings: swiftSettings),
         // The query language over JSON: Mango selectors (matching, normalization, `$regex` over PCRE2, Erlang-style
         // error text), CouchDB's view collation and the built-in reducers (`_sum`, `_count`, `_stats`,
         // `_approx_count_distinct`). Pure: no storage, no HTTP.
@@ -89,7 +92,7 @@ let package = Package(
             name: "CouchServer",
             dependencies: [
                 "Callbacks", "CouchWire", "CouchQuery", "RevTree", "CouchStore", "CouchCrypto", "CMalloc", "CZlib",
-                "Replicator", "QueryServer",
+                "Replicator", "QueryServer", "Blip",
             ],
             // The database console under `/_utils` (Console/): its page, style and script, embedded in the binary.
             resources: [
@@ -121,13 +124,14 @@ let package = Package(
             swiftSettings: swiftSettings),
         // In-process micro-benchmarks (JSON, store); see BENCHMARKS.md.
         .executableTarget(
-            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchStore", "CouchCrypto"],
+            name: "couchlite-microbench", dependencies: ["CouchWire", "RevTree", "CouchStore", "CouchCrypto", "Blip"],
             swiftSettings: swiftSettings),
 
         .testTarget(name: "DiscoveryTests", dependencies: ["Discovery"], swiftSettings: swiftSettings),
         .testTarget(name: "CallbacksTests", dependencies: ["Callbacks"], swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchWireTests", dependencies: ["CouchWire", "CouchCrypto", "CMalloc"], swiftSettings: swiftSettings),
+        .testTarget(name: "BlipTests", dependencies: ["Blip", "CZlib", "CMalloc"], swiftSettings: swiftSettings),
         .testTarget(name: "CouchQueryTests", dependencies: ["CouchQuery", "CouchWire"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ReplicatorTests", dependencies: ["Replicator", "CouchWire"], swiftSettings: swiftSettings),
@@ -154,7 +158,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CouchServerTests",
-            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib"],
+            dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib", "Blip"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],

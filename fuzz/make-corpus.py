@@ -93,6 +93,8 @@ def add_limited(kind, target, data):
 
 
 def body_bytes(body):
+    if not body:
+        return b""
     if "base64" in body:
         return base64.b64decode(body["base64"])
     return body.get("text", "").encode("utf-8", "surrogatepass")
@@ -213,6 +215,51 @@ add("dns", dns_packet(0, [b"\xc0\x0c" + struct.pack(">HH", 12, 1)]))
 add("dns", dns_packet(0, [b"\xc0\x20" + struct.pack(">HH", 12, 1)]))
 add("dns", dns_packet(0, [b"\x40" + b"a" * 64 + b"\0" + struct.pack(">HH", 12, 1)]))
 add("dns", struct.pack(">HHHHHH", 0, 0x8400, 0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF) + ptr_query)
+
+
+
+# WebSocket and BLIP: the frames LiteCore 3.2 sent (conformance/transcripts/cbl3-3.2-first-frames.txt; a long frame's
+# hex is cut off by the recorder), each as a masked WebSocket binary frame (websocket) and as the blip target's
+# input (frames prefixed by a 2-byte big-endian length), plus RFC 6455's examples and hostile frame shapes.
+def ws_frame(opcode, payload, fin=True, mask=b"\x37\xfa\x21\x3d"):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    bit = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([bit | n])
+    elif n < 65536:
+        head += bytes([bit | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([bit | 127]) + struct.pack(">Q", n)
+    if not mask:
+        return head + payload
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def blip_input(frames):
+    return b"".join(struct.pack(">H", len(f)) + f for f in frames)
+
+
+blip_connections = []
+with open(os.path.join(ROOT, "conformance", "transcripts", "cbl3-3.2-first-frames.txt")) as f:
+    for line in f:
+        if line.startswith("=== connection "):
+            blip_connections.append([])
+        if line.startswith("  hex: "):
+            blip_connections[-1].append(bytes(int(x, 16) for x in line[7:].split() if x != "..."))
+for frames in blip_connections:
+    add("blip", blip_input(frames))
+    add("websocket", b"".join(ws_frame(2, f) for f in frames))
+    for frame in frames:
+        add("blip", blip_input([frame]))
+        add("websocket", ws_frame(2, frame[:10], fin=False) + ws_frame(9, b"hi") + ws_frame(0, frame[10:]))
+add("blip", blip_input([bytes([1, 0x34, 0x80, 0x87, 0x03]), bytes([1, 0x03, 1, 2, 3])]))
+add("websocket", bytes([0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]))
+add("websocket", ws_frame(2, bytes(300)) + ws_frame(8, b"\x03\xe8bye"))
+add("websocket", ws_frame(1, "caf\u00e9 \u20ac".encode(), fin=False) + ws_frame(0, b"!") + ws_frame(8, b""))
+add("websocket", ws_frame(2, b"unmasked", mask=None))
+add("websocket", bytes([0x82, 0xFF, 0x40, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4]))
+add("websocket", ws_frame(1, b"\xff\xfe") + ws_frame(8, b"\x03"))
 
 if os.path.isdir(CORPUS):
     shutil.rmtree(CORPUS)

@@ -31,7 +31,8 @@ readonly OUT=.build/fuzz
 # 4 KiB chunk-extension limit; multipart: the 16 KiB preamble and part-header limits; json: JSON's only limit is
 # 512 levels of nesting (513 bytes), so 1 KiB; selector: the same plus documents to match; gzip: a bomb reaches
 # the 256 KiB output limit from a few hundred bytes; base64 has no length limit; revtree reads at most 226 bytes
-# (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last; dns: past the 9,000-byte packet limit.
+# (48 revisions of 3 bytes, a limit, 40 paths of 2) and the last; dns: past the 9,000-byte packet limit;
+# websocket: past its harness's 8 KiB message limit; blip: several frames of a message past the 16 KiB frame size.
 max_len_of() {
   case "$1" in
     http_request | multipart) echo 16384 ;;
@@ -40,6 +41,7 @@ max_len_of() {
     json) echo 1024 ;;
     revtree) echo 256 ;;
     dns) echo 9216 ;;
+    websocket | blip) echo 16384 ;;
     *) echo 16384 ;;
   esac
 }
@@ -83,6 +85,8 @@ build_modules() {
   build_module RevTree Sources/COpenSSL -- Sources/RevTree/Tree/*.swift
   # The DNS codec and the responder's and browser's decisions, without the sockets.
   build_module Discovery -- Sources/Discovery/DNS/*.swift Sources/Discovery/Logic/*.swift
+  # BLIP 3 framing (Couchbase Lite 3's sync transport), pure.
+  build_module Blip Sources/CZlib -- Sources/Blip/*.swift
 }
 
 build_target() {
@@ -98,7 +102,7 @@ build_target() {
   swiftc "${HARNESS_FLAGS[@]}" -wmo -module-name "fuzz_$name" -I "$OUT" -I Sources/COpenSSL -I Sources/CZlib \
     -I Sources/CPCRE2 -c "$src" "${support[@]}" -o "$OUT/bin/$name.o"
   swiftc "${SWIFT_FLAGS[@]}" "$OUT/bin/$name.o" "$OUT/CouchCrypto.o" "$OUT/CouchWire.o" "$OUT/CouchQuery.o" \
-    "$OUT/RevTree.o" "$OUT/Discovery.o" -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
+    "$OUT/RevTree.o" "$OUT/Discovery.o" "$OUT/Blip.o" -lz -lcrypto -lpcre2-8 -o "$OUT/bin/$name"
   rm -f "$OUT/bin/$name.o"
   echo "$stamp" >"$OUT/bin/$name.stamp"
 }

@@ -1,4 +1,4 @@
-// In-process micro-benchmarks. Usage: couchlite-microbench json|store|revhash|all, or crash-child DIR (crash test).
+// In-process micro-benchmarks. Usage: couchlite-microbench json|store|revhash|blip|all, or crash-child DIR (crash test).
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -14,3 +14,4 @@ if which == "crash-child" {
 if which == "json" || which == "all" { JSONBenchmark.run() }
 if which == "store" || which == "all" { StoreBenchmark.run() }
 if which == "revhash" || which == "all" { RevHashBenchmark.run() }
+if which == "blip" || which == "all" { BlipBenchmark.run() }

@@ -89,6 +89,10 @@ extension Reply {
             try write(stream)
             try stream.begin()
             try finish()
+        case .webSocket(let handshake, let limits, let session):
+            let channel = try sink.upgradeToWebSocket(handshake, limits: limits)
+            status = 101
+            session(channel)
         }
     }
 }

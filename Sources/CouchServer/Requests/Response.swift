@@ -18,6 +18,10 @@ package struct Response {
         /// the first bytes (or at the end), so a stream that fails before writing anything is answered as the error
         /// it threw.
         case stream(contentLength: Int?, write: (ResponseStream) throws -> Void)
+        /// The connection becomes a WebSocket: `101 Switching Protocols`, then `session` runs on the channel until
+        /// it returns, and the connection closes. The route's row authorized the request like any other, and the
+        /// handshake's own refusals were answered as HTTP before this value was made (`webSocketRefusal`).
+        case webSocket(WebSocketHandshake, limits: WebSocketLimits, session: (WebSocketChannel) -> Void)
     }
 
     package init(_ status: Status, headers: HTTPHeaders = HTTPHeaders(), body: Body) {
@@ -44,6 +48,23 @@ package struct Response {
         _ write: @escaping (ResponseStream) throws -> Void
     ) -> Response {
         Response(status, headers: headers, body: .stream(contentLength: contentLength, write: write))
+    }
+
+    /// An upgrade to a WebSocket (see `Body.webSocket`); the status is 101.
+    package static func webSocket(
+        _ handshake: WebSocketHandshake, limits: WebSocketLimits = WebSocketLimits(),
+        _ session: @escaping (WebSocketChannel) -> Void
+    ) -> Response {
+        Response(Status(101), body: .webSocket(handshake, limits: limits, session: session))
+    }
+
+    /// The HTTP answer to a request that is not an acceptable upgrade: 400 `bad_request`, or 426 with
+    /// `Sec-WebSocket-Version: 13`, each with its reason.
+    package static func webSocketRefusal(_ failure: WebSocketHandshake.Failure) -> Response {
+        let name = failure.status == 426 ? "upgrade_required" : "bad_request"
+        return json(
+            Status(failure.status), ["error": .string(name), "reason": .string(failure.reason)],
+            headers: failure.headers)
     }
 
     /// A CouchDB error body, `{"error","reason"}` with the error's status.

@@ -17,6 +17,9 @@ package protocol ResponseSink: AnyObject {
     /// Cuts the connection off (a response that failed after bytes were out).
     func abort()
     func closeAfterResponse()
+    /// Answers `101 Switching Protocols` and hands the connection over as a WebSocket.
+    func upgradeToWebSocket(_ handshake: WebSocketHandshake, limits: WebSocketLimits) throws(HTTPError)
+        -> WebSocketChannel
 }
 
 extension HTTPResponseWriter: ResponseSink {}
@@ -80,4 +83,11 @@ package final class MemoryResponseSink: ResponseSink {
     package func abort() { aborted = true }
 
     package func closeAfterResponse() {}
+
+    /// Refuses: a response in memory has no connection to hand over (the app answers the misuse as an error).
+    package func upgradeToWebSocket(_ handshake: WebSocketHandshake, limits: WebSocketLimits) throws(HTTPError)
+        -> WebSocketChannel
+    {
+        throw .responseMisuse("A response in memory cannot become a WebSocket.")
+    }
 }

@@ -209,6 +209,21 @@ final class HTTPConnection {
         return 0
     }
 
+    /// After a protocol upgrade: the bytes already buffered (sent right after the request head) first, then the
+    /// transport's, waiting until `deadline`.
+    func receiveUpgraded(into buffer: UnsafeMutableRawBufferPointer, deadline: HTTPDeadline)
+        -> HTTPSocket.ReceiveOutcome
+    {
+        guard buffer.count > 0 else { return .received(0) }
+        if bufferedByteCount > 0 {
+            let count = min(buffer.count, bufferedByteCount)
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: readBuffer[bufferStart..<(bufferStart + count)]))
+            bufferStart += count
+            return .received(count)
+        }
+        return transport.receive(into: buffer, deadline: deadline)
+    }
+
     /// Refills the (empty) read buffer from the socket.
     func refillBuffer() throws(HTTPError) {
         bufferStart = 0

@@ -16,6 +16,9 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
         var idleSince: HTTPDeadline
         /// The request being served and since when, while busy: what a shutdown says it cut.
         var request: HTTPCutRequest?
+        /// Upgraded to a WebSocket: at shutdown its reading is ended (not the whole socket), so the channel wakes and
+        /// says CLOSE 1001 before the connection goes.
+        var upgraded = false
     }
 
     private let condition = NSCondition()
@@ -123,6 +126,15 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
         }
     }
 
+    /// Marks a busy connection as upgraded to a WebSocket; when the server is already shutting down its reading
+    /// ends at once.
+    func markUpgraded(_ id: Int) {
+        locked {
+            entries[id]?.upgraded = true
+            if lifecycle != .running { entries[id]?.socket.shutdownRead() }
+        }
+    }
+
     /// Marks a connection as idle between requests. Returns false when shutting down: the caller must close.
     func markIdle(_ id: Int) -> Bool {
         locked {
@@ -169,6 +181,7 @@ final class HTTPConnectionRegistry: @unchecked Sendable {
             case .running:
                 lifecycle = .shuttingDown
                 for entry in entries.values where !entry.busy { entry.socket.shutdown() }
+                for entry in entries.values where entry.upgraded { entry.socket.shutdownRead() }
                 return true
             case .shuttingDown, .stopped:
                 return false

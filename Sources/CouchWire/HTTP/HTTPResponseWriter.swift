@@ -211,6 +211,19 @@ public final class HTTPResponseWriter {
         willClose = true
     }
 
+    /// After a `101 Switching Protocols` head went out by other means (a WebSocket upgrade): the HTTP exchange is
+    /// over, nothing more may be written through this writer, and the connection closes when the handler returns.
+    /// The connection, for the upgrade in `HTTPResponseWriter+WebSocket.swift`.
+    var upgradeConnection: HTTPConnection { connection }
+
+    func markUpgraded() {
+        headSent = true
+        isFinished = true
+        willClose = true
+        sentAny = true
+        connection.responseStarted = true
+    }
+
     /// Asks the engine to close the connection after this response (announced if the head is not sent yet).
     public func closeAfterResponse() {
         closeRequested = true

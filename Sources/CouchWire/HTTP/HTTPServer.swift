@@ -37,6 +37,11 @@ public typealias HTTPHandler = @Sendable (HTTPRequestHead, HTTPRequestBody, HTTP
 ///   `TLSStream`) within the first request's `headerTimeout`, then speaks through `HTTPTLSTransport`; parsing,
 ///   limits and timeouts are the same `HTTPTransport` code paths as for plain TCP. Over the cap, a TLS
 ///   connection is closed without a 503 (it could not be read mid-handshake).
+/// - **WebSocket** (RFC 6455): a handler may answer `101 Switching Protocols` with
+///   `HTTPResponseWriter.upgradeToWebSocket`; the connection's thread then serves the `WebSocketChannel` until the
+///   handler returns, with the channel's own timers (a PING after `pingInterval` of silence, a close when it goes
+///   unanswered) instead of the HTTP timeouts. A shutdown ends only its reading, so the channel wakes, says
+///   CLOSE 1001 and ends at once instead of being cut at the shutdown's deadline.
 /// - **Shutdown** stops accepting, wakes idle connections so they close, lets busy ones finish their current
 ///   request (up to a timeout), then shuts the remaining sockets down so blocked reads and writes fail.
 ///   Shared state lives in one lock-protected registry.

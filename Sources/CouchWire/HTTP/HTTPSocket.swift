@@ -174,6 +174,10 @@ package final class HTTPSocket {
     /// Sends FIN but keeps reading, so a response is not destroyed by a reset caused by unread request bytes.
     func shutdownWrite() { _ = Glibc.shutdown(descriptor, Int32(SHUT_WR)) }
 
+    /// Ends our reading only: a thread waiting to read wakes at end of stream, and can still write (a WebSocket's
+    /// CLOSE 1001 when the server shuts down).
+    func shutdownRead() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RD)) }
+
     private func sendFlags(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
         #if canImport(Glibc)
             return Glibc.send(descriptor, pointer, count, Int32(MSG_NOSIGNAL))

@@ -88,7 +88,7 @@ final class RawHTTPClient {
         }
     }
 
-    private func readExactly(_ count: Int) throws -> [UInt8] {
+    func readExactly(_ count: Int) throws -> [UInt8] {
         while buffer.count < count {
             guard try fill() else { throw HTTPTestFailure("connection closed mid-body") }
         }
