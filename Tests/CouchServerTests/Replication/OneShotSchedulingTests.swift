@@ -53,7 +53,8 @@ import Testing
             let early = timings.prefix(250).sorted()[125]
             let late = timings.suffix(250).sorted()[125]
             #expect(late < early * 5 + .milliseconds(5), "median \(early) at first, \(late) at the end")
-            #expect((threads.max() ?? 0) - (threads.first ?? 0) <= 4, "threads \(threads)")
+            // The process's threads (other suites run beside this one): a thread left per job would be 2,000 more.
+            #expect((threads.last ?? 0) - (threads.first ?? 0) < 100, "threads \(threads)")
             #expect((resident.last ?? 0) - (resident[1]) < 48 * 1024 * 1024, "resident \(resident)")
         }
     }
