@@ -97,6 +97,17 @@ def test_scanned_qr_code_signs_a_phone_in_and_three_photos_go_with_no_typing(dro
         for sent in photos:
             with open(sent, "rb") as a, open(os.path.join(receiver.out, os.path.basename(sent)), "rb") as b:
                 assert a.read() == b.read()
+        # A text file renamed .jpg is not a photo: listed as not sent, and never reaches the folder.
+        notes = tmp_path / "notes.jpg"
+        notes.write_text("shopping list: milk, eggs\n")
+        page.set_input_files("#files", [str(notes)])
+        wait_js(page, "() => document.querySelectorAll('#uploads li.failed').length === 1", timeout=60,
+                what="the text file refused")
+        refused = page.locator("#uploads li.failed")
+        assert refused.get_attribute("data-name") == "notes.jpg"
+        assert refused.locator(".state").text_content() == "not sent: not a photo or video"
+        assert "notes.jpg is not a photo or video" in refused.locator(".state").get_attribute("title")
+        assert sorted(os.listdir(receiver.out)) == names
         # Whole names: the long one keeps its start and its end (with the extension), its middle gives way.
         row = page.locator("#uploads li", has=page.locator(".name", has_text="jetty.jpg"))
         assert row.locator(".name").get_attribute("title") == LONG_NAME

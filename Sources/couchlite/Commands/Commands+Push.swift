@@ -119,11 +119,14 @@ extension Commands {
             let target = try settings.tls.endpoint(positional[1], warn: { display.message("couchlite push: \($0)") })
             let outbox = Outbox(endpoint: app.localEndpoint(outboxName))
             try outbox.create()
-            let photos = try scanner.scan(positional[0])
+            let scan = try scanner.scanAll(positional[0])
+            let photos = scan.photos
             var added = 0
             for photo in photos where try outbox.add(photo) { added += 1 }
-            display.message("push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox")
-            return try send(outbox, photos, to: target, app: app, display: display)
+            display.message(
+                "push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox"
+                    + skipped(scan.notMedia))
+            return try send(outbox, photos, to: target, app: app, display: display, notMedia: scan.notMedia)
         } catch let error as PushError {
             display.message("couchlite push: \(error.description)")
             if case .usage = error { return 64 }
@@ -139,8 +142,17 @@ extension Commands {
     }
 
     /// Replicates the outbox to the peer with a progress display; counts only what the peer lacks.
+    /// `; 2 skipped: not media (notes.jpg, old/readme.jpg)`: the files named like photos that are not, at most five
+    /// by name; nothing when there are none.
+    static func skipped(_ notMedia: [String]) -> String {
+        guard !notMedia.isEmpty else { return "" }
+        let shown = notMedia.prefix(5).joined(separator: ", ") + (notMedia.count > 5 ? ", …" : "")
+        return "; \(notMedia.count) skipped: not media (\(shown))"
+    }
+
     private static func send(
-        _ outbox: Outbox, _ photos: [PhotoScanner.Photo], to target: Endpoint, app: App, display: ProgressDisplay
+        _ outbox: Outbox, _ photos: [PhotoScanner.Photo], to target: Endpoint, app: App, display: ProgressDisplay,
+        notMedia: [String]
     ) throws -> Int32 {
         let contents = try outbox.contents()
         let missing = try missingOnPeer(contents, target)
@@ -191,7 +203,7 @@ extension Commands {
                         + "\(contents.count) photos; run the same command again to send them")
                 return 1
             }
-            display.message("push: all \(contents.count) photos are on \(target.display)")
+            display.message("push: all \(contents.count) photos are on \(target.display)" + skipped(notMedia))
             return 0
         case .failure(.cancelled)?:
             display.message(

@@ -531,9 +531,11 @@ async function uploadOne(db, job) {
       // A refusal is final (a wrong digest, no room, not allowed); a lost connection or a busy server is not.
       const final = e.status && e.status !== 404 && e.status !== 409 && e.status !== 429 && e.status < 500;
       if (final || attempt + 1 >= MAX_ATTEMPTS) {
-        if (e.status === 400) localStorage.removeItem(key);
-        status.textContent = 'failed: ' + e.message;
-        row.className = 'failed';
+        if (e.status === 400 || e.status === 415) localStorage.removeItem(key);
+        // 415: its bytes are no photo or video (a text file renamed .jpg): listed as not sent, and why.
+        status.textContent = e.status === 415 ? 'not sent: not a photo or video' : 'failed: ' + e.message;
+        if (e.status === 415) status.title = e.message;
+        row.className = e.status === 415 ? 'failed not-media' : 'failed';
         return;
       }
       if (e.status === 404) saved = { sha256 };
