@@ -23,6 +23,8 @@ let package = Package(
         // HEIF/AVIF (libheif and its libde265/dav1d/aom plugins), video (FFmpeg) and EXIF (libexif): linked only
         // through MediaDecoding, which only the sandboxed media worker runs on a file.
         .systemLibrary(name: "CHeif", path: "Sources/CHeif", providers: [.apt(["libheif-dev"])]),
+        // WebP, still and animated (libwebp's decoder and demuxer): its reference library.
+        .systemLibrary(name: "CWebP", path: "Sources/CWebP", providers: [.apt(["libwebp-dev"])]),
         .systemLibrary(
             name: "CFFmpeg", path: "Sources/CFFmpeg",
             providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
@@ -70,10 +72,10 @@ let package = Package(
         .target(name: "Thumbnails", dependencies: ["CThumbnail", "CJPEG", "CPNG"], swiftSettings: swiftSettings),
         // Probing (dates, camera, size, duration) and rendering (HEIF/AVIF images, video posters) in C over
         // libheif, FFmpeg and libexif; JPEG encoding and box downscaling are CThumbnail's.
-        .target(name: "CMediaDecode", dependencies: ["CThumbnail", "CHeif", "CFFmpeg", "CExif"]),
+        .target(name: "CMediaDecode", dependencies: ["CThumbnail", "CHeif", "CFFmpeg", "CExif", "CWebP"]),
         // Every decoder behind one Swift API (MediaDecoder, MediaInfo): runs in the media worker process only.
         .target(
-            name: "MediaDecoding", dependencies: ["CMediaDecode", "CHeif", "CFFmpeg", "CExif", "Thumbnails"],
+            name: "MediaDecoding", dependencies: ["CMediaDecode", "CHeif", "CFFmpeg", "CExif", "CWebP", "Thumbnails"],
             swiftSettings: swiftSettings),
         // The sandbox around MediaDecoding: the worker's request loop (`couchlite media-worker`) and the server's
         // pool of such workers (posix_spawn with no inherited descriptors, memory and CPU rlimits, a deadline that

@@ -285,3 +285,59 @@ def make_grid_heic(path, exif_from=None, mirror=False):
     with open(path, "wb") as f:
         f.write(grid_heic(tiles, 2, rows, 64, 1, exif_item(exif_from) if exif_from else None, mirror))
     return path
+
+
+def make_two_frame_animation(path, encoder_args, size="64x48"):
+    """Two frames, red then green, each half a second: an animated GIF or WebP (`encoder_args` picks which)."""
+    run("ffmpeg", "-y", "-f", "lavfi", "-i", f"color=c=red:s={size}:d=0.5:r=2", "-f", "lavfi", "-i",
+        f"color=c=lime:s={size}:d=0.5:r=2", "-filter_complex", "[0][1]concat=n=2:v=1", *encoder_args, path)
+    return path
+
+
+def make_half_transparent_webp(path, size="64x48"):
+    """A still, lossless WebP: the left half opaque red, the right half fully transparent."""
+    width = int(size.split("x")[0])
+    run("ffmpeg", "-y", "-f", "lavfi", "-i", f"color=c=red:s={size},format=rgba",
+        "-vf", f"geq=r='255':g='0':b='0':a='if(lt(X,{width // 2}),255,0)'", "-frames:v", "1",
+        "-c:v", "libwebp", "-lossless", "1", path)
+    return path
+
+
+def _riff_chunk(kind, payload):
+    return kind + struct.pack("<I", len(payload)) + payload + (b"\0" if len(payload) % 2 else b"")
+
+
+def webp_with_exif(webp, width, height, **exif):
+    """A simple (VP8/VP8L) WebP made extended (VP8X) with an EXIF chunk of `exif` fields after its image."""
+    assert webp[:4] == b"RIFF" and webp[8:12] == b"WEBP" and webp[12:16] in (b"VP8 ", b"VP8L"), webp[:16]
+    image = webp[12:]
+    flags = 0x08  # EXIF
+    vp8x = struct.pack("<B3x", flags) + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    body = b"WEBP" + _riff_chunk(b"VP8X", vp8x) + image + _riff_chunk(b"EXIF", exif_tiff(**exif))
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def make_still_images(directory):
+    """The GIF, WebP, TIFF and BMP samples (Samples/README.md)."""
+    out = lambda name: os.path.join(directory, name)  # noqa: E731
+    make_two_frame_animation(out("animated.gif"), ["-f", "gif"])
+    make_two_frame_animation(out("animated.webp"), ["-c:v", "libwebp_anim", "-loop", "0", "-lossless", "1"])
+    make_half_transparent_webp(out("half-transparent.webp"))
+    run("ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc=size=80x60", "-frames:v", "1", "-c:v", "libwebp",
+        out("plain.webp"))
+    with open(out("plain.webp"), "rb") as f:
+        plain = f.read()
+    os.unlink(out("plain.webp"))
+    with open(out("exif.webp"), "wb") as f:
+        f.write(webp_with_exif(plain, 80, 60, date="2026:04:03 10:20:30", offset="+01:00", make="Google",
+                               model="Pixel 8"))
+    run("ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc=size=96x64", "-frames:v", "1", "-c:v", "tiff",
+        out("photo.tiff"))
+    run("ffmpeg", "-y", "-f", "lavfi", "-i", "testsrc=size=96x64", "-frames:v", "1", "-c:v", "bmp",
+        out("photo.bmp"))
+
+
+if __name__ == "__main__":
+    import sys
+
+    make_still_images(sys.argv[1] if len(sys.argv) > 1 else SAMPLES)

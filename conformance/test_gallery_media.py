@@ -1,5 +1,6 @@
 """The gallery's media: the listing's `taken` (the camera's date, with its offset), order by it, kind, size,
-duration, camera, GPS for database admins only; thumbnails and viewer previews of HEIC, AVIF and video posters.
+duration, camera, GPS for database admins only; thumbnails and viewer previews of HEIC, AVIF, GIF, WebP, TIFF, BMP
+and video posters.
 couchlite-only, skipped against CouchDB. Samples: Tests/MediaTests/Samples (see its README)."""
 import uuid
 
@@ -91,8 +92,11 @@ def test_a_cursor_that_is_not_a_page_boundary_is_refused(couch, db):
     ("exif-photo.heic", "image/heic", "photo"), ("photo.avif", "image/avif", "photo"),
     ("rotated.mp4", "video/mp4", "video"), ("rotated-hevc.mov", "video/quicktime", "video"),
     ("clip.webm", "video/webm", "video"), ("clip.3gp", "video/3gpp", "video"),
+    ("animated.gif", "image/gif", "photo"), ("animated.webp", "image/webp", "photo"),
+    ("exif.webp", "image/webp", "photo"), ("photo.tiff", "image/tiff", "photo"), ("photo.bmp", "image/bmp", "photo"),
 ])
-def test_heic_avif_and_video_get_a_jpeg_thumbnail_and_preview(couch, db, name, content_type, kind):
+def test_every_accepted_format_gets_a_jpeg_thumbnail_and_preview(couch, db, name, content_type, kind):
+    # GIF and animated WebP included (issue 37): the first frame, not the placeholder.
     body = sample(name)
     doc_id = upload(couch, db, name, body, content_type=content_type).json()["id"]
     row = listing(couch, db)["rows"][0]

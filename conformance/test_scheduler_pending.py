@@ -16,6 +16,7 @@ against is shared).
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.parse
 import uuid
@@ -202,3 +203,39 @@ def test_between_passes_only_the_running_job_is_a_task(jobs):
         assert gone.status_code == 404, gone.text
     finally:
         set_config(jobs.couch, "interval", old)
+
+
+def test_a_one_shot_replicate_waits_pending_for_a_free_slot(jobs):
+    # CouchDB's `_replicate` without `continuous` is a transient job of the same scheduler (do_replication_loop):
+    # with max_jobs taken it waits, pending, and its request with it, until a pass gives it a slot.
+    old_interval = set_config(jobs.couch, "interval", "60000")
+    target = jobs.src.replace("-src", "-oneshot")
+    answer = {}
+    try:
+        time.sleep(3.5)  # the pass already due at the old interval
+        wait_for(jobs.one_running, "one running job", timeout_s=30)
+        body = {"source": jobs.url(jobs.src), "target": jobs.url(target), "create_target": True}
+        thread = threading.Thread(
+            target=lambda: answer.update(r=jobs.couch.post("/_replicate", json=body, timeout=FIRST_PASS_S + 60)))
+        thread.start()
+
+        def waiting():
+            listed = jobs.couch.get("/_scheduler/jobs").json()["jobs"]
+            return next((j for j in listed if j["doc_id"] is None and target in j["target"]), None)
+
+        job = wait_for(waiting, "the one-shot job listed", timeout_s=30)
+        assert job["pid"] is None and job["database"] is None, job
+        assert [h["type"] for h in job["history"]] == ["added"] and job["info"] is None, job
+        time.sleep(1)
+        assert thread.is_alive() and "r" not in answer  # the request waits with its job
+        set_config(jobs.couch, "max_jobs", "2")
+        set_config(jobs.couch, "interval", "1000")
+        thread.join(FIRST_PASS_S + 60)
+        r = answer["r"]
+        assert r.status_code == 200 and r.json()["ok"] is True, r.text
+        assert r.json()["history"][0]["docs_written"] == 3, r.json()
+        assert jobs.couch.get(f"/{target}").json()["doc_count"] == 3
+    finally:
+        set_config(jobs.couch, "max_jobs", "1")
+        set_config(jobs.couch, "interval", old_interval)
+        jobs.couch.delete(f"/{target}")

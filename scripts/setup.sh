@@ -21,7 +21,7 @@ as_root() {
 # --- Debian packages -------------------------------------------------------------------
 missing=()
 for pkg in libsqlite3-dev libssl-dev openssl zlib1g-dev duktape-dev libqrencode-dev zbar-tools libjpeg62-turbo-dev libpng-dev \
-  libpcre2-dev libheif-dev libheif-examples libexif-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
+  libpcre2-dev libheif-dev libheif-examples libexif-dev libwebp-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev \
   wrk chromium ffmpeg iproute2; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done

@@ -1,4 +1,5 @@
-// Photos and videos beyond JPEG and PNG: HEIF/AVIF with libheif, video with FFmpeg's libraries, EXIF with libexif.
+// Photos and videos beyond JPEG and PNG: HEIF/AVIF with libheif, video, GIF, TIFF and BMP with FFmpeg's libraries,
+// WebP (still and animated) with libwebp, EXIF with libexif.
 // In C because FFmpeg's API is macros and struct fields Swift reads poorly, and so the whole parser surface sits
 // in one place that only the sandboxed media worker (Sources/MediaSandbox) links into a running process.
 // Every entry point returns an error code; nothing here aborts the process on bad input.
@@ -19,6 +20,8 @@
 #include <libexif/exif-data.h>
 #include <libexif/exif-loader.h>
 #include <libheif/heif.h>
+#include <webp/decode.h>
+#include <webp/demux.h>
 
 #include "thumbnail.h"
 
@@ -30,6 +33,8 @@
 /// and the sniffer below sends to FFmpeg. Nothing else of FFmpeg's hundred demuxers (HLS, concat, image sequences,
 /// and every format that opens another input) parses a sender's bytes.
 #define VIDEO_FORMATS "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
+/// The largest WebP file decoded (libwebp reads from memory; a real photo is a few MiB).
+#define MAX_WEBP_BYTES (64 << 20)
 
 // MARK: - Reading from a descriptor
 
@@ -76,7 +81,7 @@ static void copy_text(char *to, size_t size, const char *from) {
 
 // MARK: - Sniffing
 
-enum container { C_UNKNOWN, C_JPEG, C_PNG, C_HEIF, C_AVIF, C_VIDEO };
+enum container { C_UNKNOWN, C_JPEG, C_PNG, C_HEIF, C_AVIF, C_VIDEO, C_GIF, C_TIFF, C_BMP, C_WEBP };
 
 static int is_brand(const unsigned char *p, const char *brand) { return memcmp(p, brand, 4) == 0; }
 
@@ -85,7 +90,12 @@ static enum container sniff(const unsigned char *head, size_t n) {
     if (n >= 3 && head[0] == 0xFF && head[1] == 0xD8 && head[2] == 0xFF) return C_JPEG;
     if (n >= 8 && memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0) return C_PNG;
     if (n >= 4 && memcmp(head, "\x1a\x45\xdf\xa3", 4) == 0) return C_VIDEO;
+    if (n >= 6 && (memcmp(head, "GIF87a", 6) == 0 || memcmp(head, "GIF89a", 6) == 0)) return C_GIF;
+    if (n >= 4 && (memcmp(head, "II*\0", 4) == 0 || memcmp(head, "MM\0*", 4) == 0)) return C_TIFF;
+    // "BM" alone is too weak: the four reserved bytes of its header are zero.
+    if (n >= 14 && head[0] == 'B' && head[1] == 'M' && memcmp(head + 6, "\0\0\0\0", 4) == 0) return C_BMP;
     if (n < 12) return C_UNKNOWN;
+    if (memcmp(head, "RIFF", 4) == 0 && memcmp(head + 8, "WEBP", 4) == 0) return C_WEBP;
     if (is_brand(head + 4, "ftyp")) {
         uint32_t box = (uint32_t)head[0] << 24 | (uint32_t)head[1] << 16 | (uint32_t)head[2] << 8 | head[3];
         size_t end = box < n ? box : n;
@@ -509,9 +519,12 @@ static void video_close(video_file *video) {
     avio_context_free(&video->io);
 }
 
-/// Opens a video and its best video stream, refusing declared sizes beyond the limits before any frame is decoded.
-static AVFormatContext *video_open(video_file *video, int fd, const media_limits *limits, int *stream_index,
-                                   media_info *info) {
+/// Opens a video (or, `still`, a GIF, TIFF or BMP image, read as FFmpeg reads a one-frame video) through the demuxers
+/// `formats` names, and its best video stream, refusing declared sizes beyond the limits before any frame is
+/// decoded.
+static AVFormatContext *video_open(video_file *video, int fd, const char *formats, int still,
+                                   const media_limits *limits, int *stream_index, media_info *info) {
+    uint64_t max_pixels = still ? limits->max_pixels : limits->max_video_pixels;
     video->reader = (fd_reader){.fd = fd, .position = 0, .size = file_size(fd)};
     unsigned char *buffer = av_malloc(64 * 1024);
     video->io = buffer ? avio_alloc_context(buffer, 64 * 1024, 0, &video->reader, fd_avio_read, NULL, fd_avio_seek) : NULL;
@@ -525,20 +538,28 @@ static AVFormatContext *video_open(video_file *video, int fd, const media_limits
     video->format->pb = video->io;
     video->format->flags |= AVFMT_FLAG_CUSTOM_IO;
     AVDictionary *options = NULL;
-    av_dict_set(&options, "format_whitelist", VIDEO_FORMATS, 0);
+    av_dict_set(&options, "format_whitelist", formats, 0);
     av_dict_set(&options, "protocol_whitelist", "file,pipe", 0);
     int opened = avformat_open_input(&video->format, NULL, NULL, &options);
     av_dict_free(&options);
     if (opened != 0) {  // avformat_open_input freed the context on failure
         video_close(video);
-        set_error(info, "not a video FFmpeg reads");
+        set_error(info, still ? "not an image FFmpeg reads" : "not a video FFmpeg reads");
         return NULL;
     }
     AVFormatContext *format = video->format;
     int index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
-    if (index >= 0 && format->streams[index]->codecpar->width <= 0 &&
-        avformat_find_stream_info(format, NULL) >= 0)
-        index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (index >= 0 && format->streams[index]->codecpar->width <= 0) {
+        // Some containers (an image pipe) tell the size only once a frame's header is decoded: the decoders doing it
+        // refuse more than the limit's pixels before they allocate a frame.
+        AVDictionary **decoding = calloc(format->nb_streams, sizeof *decoding);
+        for (unsigned i = 0; decoding != NULL && i < format->nb_streams; i++)
+            av_dict_set_int(&decoding[i], "max_pixels", (int64_t)max_pixels, 0);
+        if (avformat_find_stream_info(format, decoding) >= 0)
+            index = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+        for (unsigned i = 0; decoding != NULL && i < format->nb_streams; i++) av_dict_free(&decoding[i]);
+        free(decoding);
+    }
     if (index < 0) {
         set_error(info, "no video stream");
         video_close(video);
@@ -546,22 +567,27 @@ static AVFormatContext *video_open(video_file *video, int fd, const media_limits
     }
     AVStream *stream = format->streams[index];
     AVCodecParameters *codec = stream->codecpar;
-    info->kind = 2;
+    info->kind = still ? 1 : 2;
     const char *name = format->iformat->name;
-    snprintf(info->format, sizeof info->format, "%s",
-             strstr(name, "matroska") || strstr(name, "webm") ? "webm" : strstr(name, "mov") ? "mp4" : name);
+    const char *shown = strstr(name, "matroska") || strstr(name, "webm") ? "webm" : strstr(name, "mov") ? "mp4" : name;
+    const char *pipe = strstr(shown, "_pipe");  // "tiff_pipe" is a "tiff"
+    snprintf(info->format, sizeof info->format, "%.*s", (int)(pipe ? (size_t)(pipe - shown) : strlen(shown)), shown);
     info->rotation = stream_rotation(stream);
     info->orientation = rotation_orientation(info->rotation);
     int swap = info->rotation == 90 || info->rotation == 270;
     info->width = swap ? codec->height : codec->width;
     info->height = swap ? codec->width : codec->height;
-    if (format->duration > 0) info->duration = (double)format->duration / AV_TIME_BASE;
+    if (still) info->duration = 0;  // an animated GIF is a photo here: its first frame
+    else if (format->duration > 0) info->duration = (double)format->duration / AV_TIME_BASE;
     else if (stream->duration > 0) info->duration = stream->duration * av_q2d(stream->time_base);
     uint64_t pixels = (uint64_t)(codec->width > 0 ? codec->width : 0) * (uint64_t)(codec->height > 0 ? codec->height : 0);
-    if (pixels == 0 || pixels > limits->max_video_pixels ||
-        (double)pixels * info->duration > limits->max_video_pixel_seconds) {
-        snprintf(info->error, sizeof info->error, "declared %d x %d for %.0f s is beyond the limit", codec->width,
-                 codec->height, info->duration);
+    if (pixels == 0 || pixels > max_pixels || (double)pixels * info->duration > limits->max_video_pixel_seconds) {
+        if (still)
+            snprintf(info->error, sizeof info->error, "declared %d x %d is beyond the limit", codec->width,
+                     codec->height);
+        else
+            snprintf(info->error, sizeof info->error, "declared %d x %d for %.0f s is beyond the limit", codec->width,
+                     codec->height, info->duration);
         video_close(video);
         return NULL;
     }
@@ -598,12 +624,12 @@ static void video_metadata(AVFormatContext *format, AVStream *stream, media_info
     if (content) copy_text(info->content_id, sizeof info->content_id, content);
 }
 
-static int probe_video(int fd, const media_limits *limits, media_info *info) {
+static int probe_video(int fd, const char *formats, int still, const media_limits *limits, media_info *info) {
     int index = -1;
     video_file video = {0};
-    AVFormatContext *format = video_open(&video, fd, limits, &index, info);
+    AVFormatContext *format = video_open(&video, fd, formats, still, limits, &index, info);
     if (format == NULL) return -1;
-    video_metadata(format, format->streams[index], info);
+    if (!still) video_metadata(format, format->streams[index], info);
     video_close(&video);
     return 0;
 }
@@ -636,12 +662,24 @@ static AVFrame *poster_frame(AVFormatContext *format, int index, AVCodecContext 
     return frame;
 }
 
-static unsigned char *render_video(int fd, int max_side, const media_limits *limits, int *w, int *h,
-                                   media_info *info) {
+/// RGBA pixels laid over white, written in place as RGB (three bytes each: the buffer only shrinks).
+static void over_white(unsigned char *pixels, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        unsigned alpha = pixels[i * 4 + 3];
+        for (size_t c = 0; c < 3; c++)
+            pixels[i * 3 + c] = (unsigned char)((pixels[i * 4 + c] * alpha + 255 * (255 - alpha) + 127) / 255);
+    }
+}
+
+/// A video's poster frame a second in, or (`still`) the first frame of an image FFmpeg decodes (GIF, TIFF, BMP),
+/// transparency laid over white.
+static unsigned char *render_video(int fd, const char *formats, int still, int max_side, const media_limits *limits,
+                                   int *w, int *h, media_info *info) {
     int index = -1;
     video_file video = {0};
-    AVFormatContext *format = video_open(&video, fd, limits, &index, info);
+    AVFormatContext *format = video_open(&video, fd, formats, still, limits, &index, info);
     if (format == NULL) return NULL;
+    uint64_t max_pixels = still ? limits->max_pixels : limits->max_video_pixels;
     AVStream *stream = format->streams[index];
     const AVCodec *codec = avcodec_find_decoder(stream->codecpar->codec_id);
     AVCodecContext *decoder = codec ? avcodec_alloc_context3(codec) : NULL;
@@ -653,18 +691,18 @@ static unsigned char *render_video(int fd, int max_side, const media_limits *lim
         goto done;
     }
     decoder->thread_count = 1;
+    decoder->max_pixels = (int64_t)max_pixels;
     if (avcodec_open2(decoder, codec, NULL) < 0) {
         set_error(info, "cannot open the video decoder");
         goto done;
     }
-    frame = poster_frame(format, index, decoder, info->duration);
+    frame = poster_frame(format, index, decoder, still ? 0 : info->duration);
     if (frame == NULL) {
         set_error(info, "no frame could be decoded");
         goto done;
     }
     // The frame's own size, not the header's, bounds what is converted.
-    if (frame->width <= 0 || frame->height <= 0 ||
-        (uint64_t)frame->width * (uint64_t)frame->height > limits->max_video_pixels) {
+    if (frame->width <= 0 || frame->height <= 0 || (uint64_t)frame->width * (uint64_t)frame->height > max_pixels) {
         set_error(info, "decoded frame beyond the limit");
         goto done;
     }
@@ -673,16 +711,18 @@ static unsigned char *render_video(int fd, int max_side, const media_limits *lim
     int sw = (int)((double)frame->width * side / longer + 0.5), sh = (int)((double)frame->height * side / longer + 0.5);
     if (sw < 1) sw = 1;
     if (sh < 1) sh = 1;
-    scaler = sws_getContext(frame->width, frame->height, (enum AVPixelFormat)frame->format, sw, sh, AV_PIX_FMT_RGB24,
-                            SWS_AREA, NULL, NULL, NULL);
-    unsigned char *scaled = scaler ? malloc((size_t)sw * (size_t)sh * 3) : NULL;
+    int channels = still ? 4 : 3;
+    scaler = sws_getContext(frame->width, frame->height, (enum AVPixelFormat)frame->format, sw, sh,
+                            still ? AV_PIX_FMT_RGBA : AV_PIX_FMT_RGB24, SWS_AREA, NULL, NULL, NULL);
+    unsigned char *scaled = scaler ? malloc((size_t)sw * (size_t)sh * (size_t)channels) : NULL;
     if (scaled == NULL) {
         set_error(info, "cannot convert the frame");
         goto done;
     }
     uint8_t *planes[4] = {scaled, NULL, NULL, NULL};
-    int strides[4] = {sw * 3, 0, 0, 0};
+    int strides[4] = {sw * channels, 0, 0, 0};
     sws_scale(scaler, (const uint8_t *const *)frame->data, frame->linesize, 0, frame->height, planes, strides);
+    if (still) over_white(scaled, (size_t)sw * (size_t)sh);
     rgb = thumb_fit_rgb(scaled, sw, sh, sw * 3, 3, side, info->orientation, w, h);
     free(scaled);
     if (rgb == NULL) set_error(info, "cannot turn the frame");
@@ -692,6 +732,165 @@ done:
     avcodec_free_context(&decoder);
     video_close(&video);
     return rgb;
+}
+
+// MARK: - WebP
+
+/// The whole file, which libwebp decodes from memory (at most MAX_WEBP_BYTES).
+static unsigned char *webp_bytes(int fd, size_t *size, media_info *info) {
+    int64_t total = file_size(fd);
+    if (total <= 0 || total > MAX_WEBP_BYTES) {
+        set_error(info, total > 0 ? "WebP file beyond the limit" : "cannot read the file");
+        return NULL;
+    }
+    unsigned char *data = malloc((size_t)total);
+    fd_reader reader = {.fd = fd, .position = 0, .size = total};
+    if (data == NULL || fd_reader_read(&reader, data, (size_t)total) != total) {
+        free(data);
+        set_error(info, "cannot read the file");
+        return NULL;
+    }
+    *size = (size_t)total;
+    return data;
+}
+
+/// The date and camera of a WebP's EXIF chunk (raw TIFF, or with the "Exif\0\0" header some writers add).
+static void webp_exif(const unsigned char *data, size_t size, media_info *info) {
+    WebPData webp = {data, size};
+    WebPDemuxer *demux = WebPDemux(&webp);
+    if (demux == NULL) return;
+    WebPChunkIterator chunk;
+    if (WebPDemuxGetChunk(demux, "EXIF", 1, &chunk)) {
+        const uint8_t *bytes = chunk.chunk.bytes;
+        size_t n = chunk.chunk.size;
+        ExifData *exif = NULL;
+        if (n >= 6 && memcmp(bytes, "Exif\0\0", 6) == 0 && n <= MAX_EXIF_BYTES) {
+            exif = exif_data_new_from_data(bytes, (unsigned)n);
+        } else if (n > 0 && n <= MAX_EXIF_BYTES) {
+            unsigned char *framed = malloc(n + 6);
+            if (framed != NULL) {
+                memcpy(framed, "Exif\0\0", 6);
+                memcpy(framed + 6, bytes, n);
+                exif = exif_data_new_from_data(framed, (unsigned)(n + 6));
+                free(framed);
+            }
+        }
+        if (exif != NULL) {
+            read_exif(exif, info, 0);  // browsers show a WebP as stored: its orientation tag is not applied
+            exif_data_unref(exif);
+        }
+        WebPDemuxReleaseChunkIterator(&chunk);
+    }
+    WebPDemuxDelete(demux);
+}
+
+static int webp_features(const unsigned char *data, size_t size, const media_limits *limits,
+                         WebPBitstreamFeatures *features, media_info *info) {
+    if (WebPGetFeatures(data, size, features) != VP8_STATUS_OK || features->width <= 0 || features->height <= 0) {
+        set_error(info, "not a WebP image libwebp reads");
+        return -1;
+    }
+    if ((uint64_t)features->width * (uint64_t)features->height > limits->max_pixels) {
+        snprintf(info->error, sizeof info->error, "declared %d x %d is beyond the limit", features->width,
+                 features->height);
+        return -1;
+    }
+    return 0;
+}
+
+static int probe_webp(int fd, const media_limits *limits, media_info *info) {
+    size_t size = 0;
+    unsigned char *data = webp_bytes(fd, &size, info);
+    if (data == NULL) return -1;
+    WebPBitstreamFeatures features;
+    int rc = webp_features(data, size, limits, &features, info);
+    if (rc == 0) {
+        info->kind = 1;
+        info->orientation = 1;
+        snprintf(info->format, sizeof info->format, "webp");
+        info->width = features.width;
+        info->height = features.height;
+        webp_exif(data, size, info);
+    }
+    free(data);
+    return rc;
+}
+
+/// A still WebP decoded straight to its thumbnail size (libwebp's scaler), an animated one's first frame; either
+/// laid over white.
+static unsigned char *render_webp(int fd, int max_side, const media_limits *limits, int *w, int *h,
+                                  media_info *info) {
+    size_t size = 0;
+    unsigned char *data = webp_bytes(fd, &size, info);
+    if (data == NULL) return NULL;
+    unsigned char *rgba = NULL, *rgb = NULL;
+    int width = 0, height = 0;
+    WebPBitstreamFeatures features;
+    if (webp_features(data, size, limits, &features, info) != 0) goto done;
+    if (features.has_animation) {
+        WebPAnimDecoderOptions options;
+        if (!WebPAnimDecoderOptionsInit(&options)) goto failed;
+        options.color_mode = MODE_RGBA;
+        options.use_threads = 0;
+        WebPData webp = {data, size};
+        WebPAnimDecoder *decoder = WebPAnimDecoderNew(&webp, &options);
+        WebPAnimInfo animation;
+        uint8_t *frame = NULL;
+        int timestamp = 0;
+        if (decoder != NULL && WebPAnimDecoderGetInfo(decoder, &animation) && animation.canvas_width > 0 &&
+            animation.canvas_height > 0 &&
+            (uint64_t)animation.canvas_width * animation.canvas_height <= limits->max_pixels &&
+            WebPAnimDecoderGetNext(decoder, &frame, &timestamp) && frame != NULL) {
+            width = (int)animation.canvas_width;
+            height = (int)animation.canvas_height;
+            size_t bytes = (size_t)width * (size_t)height * 4;
+            rgba = malloc(bytes);
+            if (rgba != NULL) memcpy(rgba, frame, bytes);
+        }
+        WebPAnimDecoderDelete(decoder);
+    } else {
+        int longer = features.width > features.height ? features.width : features.height;
+        int side = max_side > 0 && max_side < longer ? max_side : longer;
+        width = (int)((double)features.width * side / longer + 0.5);
+        height = (int)((double)features.height * side / longer + 0.5);
+        if (width < 1) width = 1;
+        if (height < 1) height = 1;
+        WebPDecoderConfig config;
+        if (!WebPInitDecoderConfig(&config)) goto failed;
+        config.options.use_scaling = 1;
+        config.options.scaled_width = width;
+        config.options.scaled_height = height;
+        config.output.colorspace = MODE_RGBA;
+        config.output.is_external_memory = 1;
+        size_t bytes = (size_t)width * (size_t)height * 4;
+        rgba = malloc(bytes);
+        if (rgba == NULL) goto failed;
+        config.output.u.RGBA.rgba = rgba;
+        config.output.u.RGBA.stride = width * 4;
+        config.output.u.RGBA.size = bytes;
+        if (WebPDecode(data, size, &config) != VP8_STATUS_OK) {
+            free(rgba);
+            rgba = NULL;
+        }
+        WebPFreeDecBuffer(&config.output);
+    }
+failed:
+    if (rgba == NULL) {
+        set_error(info, "cannot decode the WebP image");
+        goto done;
+    }
+    over_white(rgba, (size_t)width * (size_t)height);
+    rgb = thumb_fit_rgb(rgba, width, height, width * 3, 3, max_side, 1, w, h);
+    if (rgb == NULL) set_error(info, "cannot scale the image");
+done:
+    free(rgba);
+    free(data);
+    return rgb;
+}
+
+/// The demuxer each still image FFmpeg reads may reach.
+static const char *still_formats(enum container c) {
+    return c == C_GIF ? "gif" : c == C_TIFF ? "tiff_pipe" : "bmp_pipe";
 }
 
 // MARK: - Entry points
@@ -704,6 +903,10 @@ int media_container(int fd) {
     case C_HEIF:
     case C_AVIF: return 2;
     case C_VIDEO: return 3;
+    case C_GIF:
+    case C_TIFF:
+    case C_BMP:
+    case C_WEBP: return 4;
     default: return 0;
     }
 }
@@ -717,7 +920,11 @@ int media_probe(int fd, const media_limits *limits, media_info *info) {
     case C_PNG: return probe_jpeg_png(fd, c, info);
     case C_HEIF:
     case C_AVIF: return probe_heif(fd, c, limits, info);
-    case C_VIDEO: return probe_video(fd, limits, info);
+    case C_VIDEO: return probe_video(fd, VIDEO_FORMATS, 0, limits, info);
+    case C_GIF:
+    case C_TIFF:
+    case C_BMP: return probe_video(fd, still_formats(c), 1, limits, info);
+    case C_WEBP: return probe_webp(fd, limits, info);
     default: return -1;
     }
 }
@@ -732,7 +939,10 @@ int media_render(int fd, int max_side, int quality, const media_limits *limits, 
     int w = 0, h = 0;
     unsigned char *rgb = NULL;
     if (c == C_HEIF || c == C_AVIF) rgb = render_heif(fd, max_side, limits, &w, &h, info);
-    else if (c == C_VIDEO) rgb = render_video(fd, max_side, limits, &w, &h, info);
+    else if (c == C_VIDEO) rgb = render_video(fd, VIDEO_FORMATS, 0, max_side, limits, &w, &h, info);
+    else if (c == C_GIF || c == C_TIFF || c == C_BMP)
+        rgb = render_video(fd, still_formats(c), 1, max_side, limits, &w, &h, info);
+    else if (c == C_WEBP) rgb = render_webp(fd, max_side, limits, &w, &h, info);
     else if (c != C_UNKNOWN) set_error(info, "JPEG and PNG are the thumbnailer's");
     if (rgb == NULL) return -1;
     int rc = thumb_encode_jpeg(rgb, w, h, quality, out, out_len);

@@ -125,6 +125,12 @@ static inline int couchlite_watch_server(pid_t parent) {
     return 0;
 }
 
+/// Makes this process one no other process of its user can attach to or read (`ptrace`, `/proc/PID/mem`,
+/// `environ`, `process_vm_readv` then need CAP_SYS_PTRACE), nor dump core: so a worker a hostile file took over
+/// cannot reach into its server. The process still reads its own `/proc/self`. `exec` sets it back, so it is
+/// called after the last one. Returns 0, or -1 with errno set.
+static inline int couchlite_refuse_attach(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
 /// A Unix socket pair whose ends are close-on-exec: the channel on which the server hands a worker the descriptor
 /// of the file it is to read (the worker has no file system to open a path in).
 static inline int couchlite_descriptor_channel(int fds[2]) {

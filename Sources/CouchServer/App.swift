@@ -135,7 +135,7 @@ package final class App: Sendable {
             iterations: access.authenticator.iterations)
         let couchDB: [any RouteCollection] = [
             server, node, databases, documents, attachments, replication, replicationJobs, changes, allDocs,
-            designViews, designRender, mango, sessions, users,
+            LocalDocsHandlers(), designViews, designRender, mango, sessions, users,
         ]
         let services = AppServices(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,

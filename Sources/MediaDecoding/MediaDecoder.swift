@@ -1,13 +1,15 @@
-// CExif, CFFmpeg and CHeif are imported for their `link` lines: the C target that calls them cannot carry them.
+// CExif, CFFmpeg, CHeif and CWebP are imported for their `link` lines: the C target that calls them cannot carry
+// them.
 import CExif
 import CFFmpeg
 import CHeif
 import CMediaDecode
+import CWebP
 import Glibc
 import Thumbnails
 
 /// Reads and renders photos and videos in this process: JPEG and PNG with the thumbnailer (libjpeg-turbo,
-/// libpng), HEIF/AVIF with libheif, video with FFmpeg, EXIF with libexif. Only the media worker calls it
+/// libpng), HEIF/AVIF with libheif, video, GIF, TIFF and BMP with FFmpeg, WebP with libwebp, EXIF with libexif. Only the media worker calls it
 /// (`MediaSandbox`): the server never runs these parsers on a stranger's bytes itself.
 public enum MediaDecoder {
     /// What a file may declare before anything is decoded: a decompression bomb is refused by its header.

@@ -8,6 +8,6 @@ func serve(_ arguments: [String], _ environment: [String: String]) -> Int32 {
 
 /// `couchlite help`: the subcommands.
 func help() -> Int32 {
-    print(usage)
+    print(Commands.overview)
     return 0
 }

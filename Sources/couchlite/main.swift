@@ -7,23 +7,16 @@ import QueryServer
 // couchlite: a thin command line over the CouchServer library. A bare `couchlite [options]` is
 // `couchlite serve [options]`, as the server was run before it had subcommands.
 
-let usage = """
-    usage: couchlite [serve] [options]               run the CouchDB-compatible server
-           couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
-           couchlite push DIR URL [options]          send a folder of photos and videos to a peer
-           couchlite push DIR --to NAME [--code C]   ... to the drop announced on the LAN as NAME
-           couchlite replicate SOURCE TARGET [...]   replicate once or continuously
-           couchlite peers [options]                 list the drops and servers announced on the LAN
-           couchlite SUBCOMMAND --help               the options of each
-
-    A CouchDB-compatible replication server.
-    """
-
 let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 // SIGINT and SIGTERM go to one thread that waits for them, so they are blocked before any other thread starts
 // (StopSignals). A query-server worker is stopped by its server, never by a signal of its own.
-if !["query-server", "media-worker", "sandbox-probe"].contains(arguments.first) { StopSignals.start() }
+// Every command but the workers (which lock themselves in before their first request) is made impossible to
+// attach to for other processes of its user, its own workers first.
+if !["query-server", "media-worker", "sandbox-probe"].contains(arguments.first) {
+    StopSignals.start()
+    ProcessProtection.refuseAttaching()
+}
 let status: Int32
 switch arguments.first {
 case "serve": status = serve(Array(arguments.dropFirst()), environment)
@@ -40,7 +33,7 @@ case "media-worker": status = MediaWorker.run(Array(arguments.dropFirst()))
 case "sandbox-probe": status = SandboxProbe.run(Array(arguments.dropFirst()))
 case let word? where !word.hasPrefix("-"):
     // Not an option, so not `serve`'s: a mistyped command ("recieve") should not start a server.
-    FileHandle.standardError.write(Data("couchlite: unknown command '\(word)'\n\n\(usage)\n".utf8))
+    FileHandle.standardError.write(Data("couchlite: unknown command '\(word)'\n\n\(Commands.overview)\n".utf8))
     status = 64
 default: status = serve(arguments, environment)
 }

@@ -126,3 +126,43 @@ private func refusal(_ selector: String) -> SelectorError? {
         #expect(ErlangText.format(.double(-0.5)) == "-0.5")
     }
 }
+
+/// `_id` compares in Erlang's term order (`mango_json:cmp_raw/2`), the order `_all_docs` keeps, not in view
+/// collation: numbers < false < null < true < objects < arrays < strings.
+@Suite struct RawIdOrderTests {
+    @Test func everyStringIdIsAboveObjectsArraysAtomsAndNumbers() throws {
+        for below in ["{}", #"{"z":1}"#, "[]", "[1]", "null", "true", "false", "0", "1e300"] {
+            #expect(try matches(#"{"_id":{"$gt":\#(below)}}"#, #"{"_id":"a"}"#), "\(below)")
+            #expect(!(try matches(#"{"_id":{"$lt":\#(below)}}"#, #"{"_id":"a"}"#)), "\(below)")
+            #expect(!(try matches(#"{"_id":{"$lte":\#(below)}}"#, #"{"_id":"a"}"#)), "\(below)")
+        }
+    }
+
+    @Test func theTypesFollowErlangsTermOrder() throws {
+        let ascending = [
+            "-1", "2.5", "false", "null", "true", "{}", #"{"a":1}"#, #"{"a":1,"b":1}"#, #"{"a":2}"#,
+            #"{"b":0}"#, "[]", "[0]", "[0,0]", #"[{}]"#, #"["a"]"#, #""""#, #""B""#, #""a""#, #""ab""#,
+        ]
+        // Members compare pair by pair before length: `{"a":1,"b":1}` is below `{"a":2}`.
+        let values = ascending.compactMap { try? JSON.parse($0) }
+        #expect(values.count == ascending.count)
+        for (i, lower) in values.enumerated() {
+            for (j, upper) in values.enumerated() {
+                let expected = i < j ? -1 : i > j ? 1 : 0
+                #expect(RawCollation.compare(lower, upper) == expected, "\(ascending[i]) vs \(ascending[j])")
+            }
+        }
+        #expect(RawCollation.compare(try JSON.parse("1"), try JSON.parse("1.0")) == 0)
+    }
+
+    @Test func otherFieldsKeepViewCollation() throws {
+        #expect(!(try matches(#"{"s":{"$gt":{}}}"#, #"{"s":"a"}"#)))  // objects sort last in view collation
+        #expect(try matches(#"{"s":{"$lt":{}}}"#, #"{"s":"a"}"#))
+        #expect(!(try matches(#"{"a._id":{"$gt":{}}}"#, #"{"a":{"_id":"x"}}"#)))  // only the top-level _id
+    }
+
+    @Test func anEscapedDollarNamesAField() throws {
+        #expect(try matches(#"{"\\$foobar":"a"}"#, #"{"$foobar":"a"}"#))
+        #expect(!(try matches(#"{"\\$foobar":"a"}"#, #"{"foobar":"a"}"#)))
+    }
+}

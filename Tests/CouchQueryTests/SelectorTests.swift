@@ -172,5 +172,11 @@ private func reason(_ text: String) -> String? {
         #expect(Selector.splitFieldPath("a.b.c") == ["a", "b", "c"])
         #expect(Selector.splitFieldPath(#"a\.b.c"#) == ["a.b", "c"])
         #expect(Selector.splitFieldPath("plain") == ["plain"])
+        // As mango_util:parse_field: every backslash is dropped once the dots are found.
+        #expect(Selector.splitFieldPath(#"\$foobar"#) == ["$foobar"])
+        #expect(Selector.splitFieldPath(#"a\b"#) == ["ab"])
+        #expect(Selector.splitFieldPath(#"a\\.b"#) == ["a.b"])  // the dot follows a backslash
+        #expect(Selector.splitFieldPath(#"a\"#) == ["a"])
+        #expect(Selector.splitFieldPath(#"\\\"#) == [""])
     }
 }

@@ -186,3 +186,89 @@ import Testing
         #expect(try database.info().externalSize == body("{\"v\":\"3-c\"}").count + body("{\"v\":\"1-a\"}").count)
     }
 }
+
+/// `_local_docs` reads (`Database.localDocuments`): id order both ways, the bounds, skip and limit, and paging
+/// through 20,000 of them one call per page, with memory and time per call flat.
+@Suite struct LocalDocumentListingTests {
+    let store: Store
+    let db: Database
+
+    init() throws {
+        store = try Store(directory: temporaryDirectory())
+        db = try store.create("db")
+    }
+
+    private func ids(
+        start: String? = nil, inclusiveStart: Bool = true, end: String? = nil, inclusiveEnd: Bool = true,
+        descending: Bool = false, skip: Int = 0, limit: Int? = nil
+    ) throws -> [String] {
+        var found: [String] = []
+        try db.localDocuments(
+            startKey: start, inclusiveStart: inclusiveStart, endKey: end, inclusiveEnd: inclusiveEnd,
+            descending: descending, skip: skip, limit: limit
+        ) { id, _, _ in
+            found.append(id)
+            return true
+        }
+        return found
+    }
+
+    @Test func boundsSkipLimitAndDirection() throws {
+        for name in ["b", "a", "c", "B", "é"] { _ = try db.putLocal("_local/" + name, body: body("{}")) }
+        _ = try db.putLocal("_local/a", body: body("{\"v\":2}"), rev: 1)
+        #expect(try ids() == ["_local/B", "_local/a", "_local/b", "_local/c", "_local/é"])  // bytes, not collation
+        #expect(try ids(descending: true, limit: 2) == ["_local/é", "_local/c"])
+        #expect(try ids(start: "_local/a", inclusiveStart: false, end: "_local/c", inclusiveEnd: false) == ["_local/b"])
+        #expect(try ids(start: "_local/c", end: "_local/a", descending: true, skip: 1) == ["_local/b", "_local/a"])
+        #expect(try ids(limit: 0).isEmpty && ids(skip: 99).isEmpty && ids(limit: -1).count == 5)
+        var revs: [Int] = []
+        try db.localDocuments(
+            startKey: "_local/a", endKey: "_local/a", inclusiveEnd: true, descending: false, skip: 0,
+            limit: nil
+        ) { _, rev, _ in
+            revs.append(rev)
+            return true
+        }
+        #expect(revs == [2])
+    }
+
+    @Test func pagingThroughTwentyThousandStaysFlat() throws {
+        for n in 0..<20_000 { _ = try db.putLocal("_local/\(100_000 + n)", body: body("{\"n\":\(n)}")) }
+        var after: String?
+        var seen = 0
+        var timings: [Duration] = []
+        var resident: [Int] = []
+        let clock = ContinuousClock()
+        while true {
+            var page: [String] = []
+            let took = try clock.measure {
+                try db.localDocuments(
+                    startKey: after, inclusiveStart: after == nil, endKey: nil, inclusiveEnd: true, descending: false,
+                    skip: 0, limit: 10
+                ) { id, _, _ in
+                    page.append(id)
+                    return true
+                }
+            }
+            timings.append(took)
+            if seen % 2_000 == 0 { resident.append(residentBytes()) }
+            guard let last = page.last else { break }
+            #expect(after.map { $0.utf8.lexicographicallyPrecedes(page[0].utf8) } ?? true)
+            seen += page.count
+            after = last
+        }
+        #expect(seen == 20_000)
+        // The last pages cost what the first did (no scan from the start), and the heap does not grow with pages.
+        let early = timings.prefix(200).sorted()[100]
+        let late = timings.suffix(200).sorted()[100]
+        #expect(late < early * 5 + .milliseconds(1), "median page \(early) at first, \(late) at the end")
+        #expect((resident.last ?? 0) - (resident.first ?? 0) < 32 * 1024 * 1024, "\(resident)")
+    }
+
+    private func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -319,3 +319,21 @@ def test_receive_with_an_unusable_out_stops_its_server_and_exits_cleanly():
             assert b"could not start" in run.stderr and b"File name too long" in run.stderr, run.stderr[-2000:]
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def test_help_lists_every_subcommand():
+    """`couchlite --help` (and `couchlite help`) name every subcommand the executable dispatches, hidden workers
+    aside: read from the dispatcher itself, so a new subcommand cannot be left out of the help."""
+    main = os.path.join(os.path.dirname(__file__), "..", "..", "Sources", "couchlite", "main.swift")
+    with open(main, encoding="utf-8") as f:
+        dispatched = re.findall(r'^case "([a-z-]+)":', f.read(), re.M)
+    hidden = {"query-server", "media-worker", "sandbox-probe"}
+    public = [name for name in dispatched if name not in hidden]
+    assert {"serve", "receive", "push", "replicate", "peers"} <= set(public), dispatched
+    for args in (["--help"], ["help"], ["serve", "--help"]):
+        out = subprocess.run([binary(), *args], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, (args, out.stderr)
+        for name in public:
+            if name == "help":
+                continue
+            assert re.search(rf"couchlite (\[{name}\]|{name}\b)", out.stdout), (args, name, out.stdout[:800])

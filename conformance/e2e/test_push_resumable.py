@@ -60,3 +60,41 @@ def test_push_of_a_video_cut_mid_file_resumes_where_the_receiver_stopped(servers
                             str(tmp_path / "sender")], capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr.decode()
     assert "0/0 photos" in again.stderr.decode(), again.stderr.decode()
+
+
+def test_push_shows_bytes_during_a_big_file_and_ctrl_c_says_what_arrived(servers, tmp_path):
+    # Issue 36, item 4: progress drawn while the one big file goes (bytes-weighted, a moving rate, an ETA that is
+    # never absurd), and on Ctrl-C one line: what is on the peer, what of the file in flight it keeps, what to run.
+    import re
+    import signal
+    import time
+
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    rng, rest = random.Random(3), SIZE - len(MAGIC["mp4"])
+    video = MAGIC["mp4"] + b"".join(rng.randbytes(min(1 << 24, rest - at)) for at in range(0, rest, 1 << 24))
+    (folder / "long clip.mp4").write_bytes(video)
+    link = Link(peer.port, rate=2_000_000)
+    target = f"http://admin:pass@127.0.0.1:{link.port}/drop"
+    try:
+        proc = subprocess.Popen([os.environ["COUCHLITE_BIN"], "push", str(folder), target, "--data-dir",
+                                 str(tmp_path / "sender")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(4)  # a few seconds into the file
+        proc.send_signal(signal.SIGINT)
+        _, err_bytes = proc.communicate(timeout=60)
+    finally:
+        link.close()
+    err = err_bytes.decode()
+    assert proc.returncode == 130, err
+    # Plain lines (stderr is a pipe), at most one a second, with bytes moving before the file is done.
+    moving = [line for line in err.splitlines() if re.match(r"push: 0/1 photos  [0-9.]+ [kM]B/", line)]
+    assert moving, err
+    etas = [re.search(r"ETA (\S+)", line).group(1) for line in moving if "ETA" in line]
+    for eta in etas:
+        assert eta == "--:--" or re.fullmatch(r"\d+:\d\d", eta), (eta, err)  # under an hour: never 11:28:18
+    assert any(eta != "--:--" for eta in etas), err
+    assert "push: interrupted: 0 of the 1 photos and videos" in err, err
+    kept = re.search(r"the first ([0-9.]+) MB of long clip\.mp4 arrived and are kept there", err)
+    assert kept and float(kept.group(1)) > 0, err
+    assert "run the same command again" in err, err

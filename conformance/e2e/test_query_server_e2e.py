@@ -1,7 +1,7 @@
 """The JavaScript workers as processes (issue 17): a database without validation functions never starts one,
 a worker killed from outside is replaced on the next call, a worker stuck in a loop when the server is killed
-ends by itself (so does one the server had only just started, and a media worker stuck in a file), and no worker
-holds the server's listening socket."""
+ends by itself (so does one the server had only just started, and a media worker frozen with a request), a FIFO
+in place of a blob holds up no media worker, and no worker holds the server's listening socket."""
 
 from __future__ import annotations
 
@@ -130,38 +130,64 @@ def test_a_worker_started_just_before_its_server_was_killed_ends(servers):
     assert_all_end(workers, "a worker started just before its server died")
 
 
-def test_a_media_worker_stuck_in_a_file_ends_with_the_server(servers, tmp_path):
-    # The decoder waits forever on the photo's bytes (its blob is made a FIFO no one writes), as one could in a
-    # hostile file or on a stalled disk: the worker is busy, and never reads its input again.
+def jpeg(path, pattern="testsrc"):
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"{pattern}=size=320x240", "-frames:v", "1",
+                    str(path)], check=True, timeout=120)
+    return path.read_bytes()
+
+
+def test_a_fifo_in_place_of_a_blob_holds_up_no_media_worker(servers, tmp_path):
+    # A blob made a FIFO no one writes (as a hostile file in a watched folder could be): the server opens it without
+    # blocking and hands the decoder regular files only, so the thumbnail request ends and no worker waits on it.
     a = servers("a")
     db = f"{a.url}/db"
     assert requests.put(db, timeout=30).status_code == 201
-    photo = tmp_path / "a.jpg"
-    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240", "-frames:v", "1",
-                    str(photo)], check=True, timeout=120)
-    data = photo.read_bytes()
+    data = jpeg(tmp_path / "a.jpg")
     r = requests.put(f"{db}/p/a.jpg", data=data, headers={"Content-Type": "image/jpeg"}, timeout=30)
     assert r.status_code == 201, r.text
     [blob] = glob.glob(os.path.join(a.data_dir, "attachments", "**", hashlib.md5(data).hexdigest()), recursive=True)
     os.remove(blob)
     os.mkfifo(blob, 0o600)
 
+    r = requests.get(f"{a.url}/_photos/api/db/db/thumb/p/a.jpg?size=160", timeout=20)
+    assert r.status_code in (200, 404, 415, 500), r.status_code
+    assert not [pid for _, pid in children(a.proc.pid, "media-worker") if wchan(pid) == "wait_for_partner"]
+    # The decoder still works for the next photo.
+    other = jpeg(tmp_path / "b.jpg", "smptebars")
+    assert requests.put(f"{db}/q/b.jpg", data=other, headers={"Content-Type": "image/jpeg"},
+                        timeout=30).status_code == 201
+    r = requests.get(f"{a.url}/_photos/api/db/db/thumb/q/b.jpg?size=160", timeout=30)
+    assert r.status_code == 200 and r.content[:2] == b"\xff\xd8", (r.status_code, r.content[:40])
+
+
+def test_a_media_worker_frozen_with_a_request_ends_with_the_server(servers, tmp_path):
+    # A media worker that never reads its request again (frozen with SIGSTOP while the server writes one into its
+    # pipe), then the server killed with SIGKILL: once the worker runs again it finds its server gone and ends.
+    a = servers("a")
+    db = f"{a.url}/db"
+    assert requests.put(db, timeout=30).status_code == 201
+    for name, pattern in (("a", "testsrc"), ("b", "smptebars")):
+        data = jpeg(tmp_path / f"{name}.jpg", pattern)
+        r = requests.put(f"{db}/{name}/{name}.jpg", data=data, headers={"Content-Type": "image/jpeg"}, timeout=30)
+        assert r.status_code == 201, r.text
+    assert requests.get(f"{a.url}/_photos/api/db/db/thumb/a/a.jpg?size=160", timeout=30).status_code == 200
+    workers = wait_for(lambda: [pid for _, pid in children(a.proc.pid, "media-worker")], 10, what="media worker")
+    for worker in workers:
+        os.kill(worker, signal.SIGSTOP)
+
     def thumbnail():
         try:
-            requests.get(f"{a.url}/_photos/api/db/db/thumb/p/a.jpg?size=160", timeout=30)
+            requests.get(f"{a.url}/_photos/api/db/db/thumb/b/b.jpg?size=160", timeout=30)
         except requests.RequestException:
             pass  # the server is killed under it
 
     threading.Thread(target=thumbnail, daemon=True).start()
-
-    def stuck_workers():
-        # Blocked opening the FIFO: the kernel waits for a writer (wait_for_partner).
-        return [pid for _, pid in children(a.proc.pid, "media-worker") if wchan(pid) == "wait_for_partner"]
-
-    workers = wait_for(stuck_workers, 20, what="media worker waiting on the FIFO")
+    time.sleep(0.5)  # the server writes the request into the pipe
     a.kill(signal.SIGKILL)
-    took = assert_all_end(workers, "a media worker stuck in a file")
-    print(f"the stuck media worker ended {took:.2f} s after its server")
+    for worker in workers:
+        os.kill(worker, signal.SIGCONT)
+    took = assert_all_end(workers, "a media worker frozen with a request")
+    print(f"the frozen media worker ended {took:.2f} s after its server")
 
 
 def wchan(pid: int) -> str:

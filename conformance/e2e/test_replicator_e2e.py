@@ -328,3 +328,33 @@ def test_a_stub_the_target_cannot_resolve_makes_the_attachment_travel(servers):
     with open(b.log_path, encoding="utf-8", errors="replace") as log:
         puts = [line for line in log if "method=PUT path=/t/doc?new_edits=false" in line]
     assert any("status=412" in line for line in puts) and "status=201" in puts[-1], puts
+
+
+def test_replicate_shows_what_it_has_written_while_it_runs(servers, tmp_path):
+    # Issue 36, item 4: `couchlite replicate` used to print nothing until it ended. Through a 1 MB/s link 3 MB of
+    # photos take seconds: lines (stderr is a pipe: at most one every 10 s, the first after a second) count the
+    # documents and bytes written, and the last figures come before the answer.
+    import re
+
+    from tcp_link import Link
+
+    a = servers("a")
+    b = servers("b")
+    src = Client(a.url, "slow")
+    src.create()
+    seed_many(src, 100, 20)
+    link = Link(b.port, rate=1_000_000)
+    try:
+        out = subprocess.run(
+            [os.environ["COUCHLITE_BIN"], "replicate", plain_url(a, "slow"), f"http://admin:pass@127.0.0.1:{link.port}/slow",
+             "--create-target", "--data-dir", str(tmp_path / "data")], capture_output=True, timeout=TIMEOUT_S)
+    finally:
+        link.close()
+    err = out.stderr.decode()
+    assert out.returncode == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("replicate: ")]
+    assert len(lines) >= 2, err
+    assert re.fullmatch(r"replicate: \d+ documents  [0-9.]+ [kM]?B  (-- B|[0-9.]+ [kM]?B)/s", lines[0]), lines
+    final = re.fullmatch(r"replicate: (\d+) documents  ([0-9.]+) MB  [0-9.]+ [kM]?B/s  in \d+:\d\d", lines[-1])
+    assert final and int(final.group(1)) == 120 and float(final.group(2)) >= 3.0, lines
+    assert json.loads(out.stdout)["history"][0]["docs_written"] == 120

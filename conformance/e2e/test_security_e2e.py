@@ -8,6 +8,7 @@ defaults (no --pbkdf2-iterations), unlike the conformance suite's server.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import stat
@@ -206,3 +207,98 @@ def test_login_throttle_counts_parallel_guesses_while_one_is_verified(tmp_path):
         assert statuses == [401] * 40, statuses
     finally:
         stop(proc)
+
+
+def probe_as(pid: int, drop) -> dict:
+    """What a process (forked from this one, then made the server's user by `drop`) can open of the server's
+    /proc entries, and whether it can ptrace it: each an errno, or "read" / "attached"."""
+    import ctypes
+
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(reader)
+            if drop:
+                drop()
+            found = {}
+            for name in ("environ", "mem", "maps"):
+                try:
+                    with open(f"/proc/{pid}/{name}", "rb") as f:
+                        f.read(64)
+                    found[name] = "read"
+                except OSError as error:
+                    found[name] = error.errno
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+            if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+                os.waitpid(pid, 0)
+                libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+                found["ptrace"] = "attached"
+            else:
+                found["ptrace"] = ctypes.get_errno()
+            os.write(writer, json.dumps(found).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as f:
+        answer = f.read()
+    os.waitpid(child, 0)
+    return json.loads(answer)
+
+
+def test_a_process_of_the_servers_own_user_cannot_attach_to_it_or_read_its_memory(tmp_path):
+    """A worker a hostile file took over runs as the server's user (or as nobody, beside a server run as nobody):
+    the server is not dumpable, so such a process can neither ptrace it nor open its memory, maps or environment
+    (where a password given by environment would be), while the server still reads its own /proc/self for
+    `_system`. As root, the server and the probe both run as nobody (root could read anything)."""
+    import errno
+    import shutil
+    import tempfile
+
+    as_nobody = os.geteuid() == 0
+    home = tempfile.mkdtemp(prefix="couchlite-undumpable-")
+    try:
+        binary = os.environ["COUCHLITE_BIN"]
+        drop = None
+        if as_nobody:
+            # nobody must reach the binary and its folder: a copy in a folder of its own.
+            binary = shutil.copy(binary, os.path.join(home, "couchlite"))
+            os.chmod(home, 0o755)
+            os.chown(home, 65534, 65534)
+
+            def drop():
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+        data = os.path.join(home, "data")
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COUCHLITE_")}
+        env["COUCHLITE_PROBE_SECRET"] = "in-the-environment"
+        proc = subprocess.Popen([binary, "--port", str(port), "--data-dir", data, "--log-level", "error",
+                                 "--admin", "admin:pass", "--pbkdf2-iterations", "1000"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, preexec_fn=drop)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 20
+            while True:
+                assert proc.poll() is None, proc.stdout.read().decode(errors="replace")
+                try:
+                    if requests.get(f"{base}/_up", timeout=2).status_code == 200:
+                        break
+                except requests.RequestException:
+                    pass
+                assert time.monotonic() < deadline, "couchlite did not start"
+                time.sleep(0.1)
+            system = requests.get(f"{base}/_node/_local/_system", auth=ADMIN, timeout=30).json()
+            assert system["memory"]["rss"] > 0 and system["open_os_files"] > 0, system
+            # The kernel hands the /proc entries of a process that is not dumpable to root.
+            assert os.stat(f"/proc/{proc.pid}/environ").st_uid == 0
+            found = probe_as(proc.pid, drop)
+            assert found == {"environ": errno.EACCES, "mem": errno.EACCES, "maps": errno.EACCES,
+                             "ptrace": errno.EPERM}, found
+            assert requests.get(f"{base}/_up", timeout=10).status_code == 200
+        finally:
+            stop(proc)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

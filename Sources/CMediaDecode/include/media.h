@@ -8,7 +8,7 @@
 typedef struct {
     /// 0: not a file we read, 1: a photo, 2: a video.
     int kind;
-    /// "jpeg", "png", "heic", "avif", "mp4", "mov", "webm", "3gp"…
+    /// "jpeg", "png", "gif", "webp", "tiff", "bmp", "heic", "avif", "mp4", "webm", "3gp"…
     char format[16];
     /// Size as displayed (orientation or rotation applied), in pixels; 0 when unknown.
     int width;
@@ -47,13 +47,15 @@ typedef struct {
 // Every entry point reads the file through an open descriptor (`fd`, a regular file, read by offset and left
 // open): the media worker has no file system to open a path in.
 
-/// What the first bytes of the file say it is: 0 unknown, 1 JPEG or PNG, 2 HEIF or AVIF, 3 a video.
+/// What the first bytes of the file say it is: 0 unknown, 1 JPEG or PNG, 2 HEIF or AVIF, 3 a video, 4 a GIF, TIFF,
+/// BMP or WebP image.
 int media_container(int fd);
 
 /// Reads what the file says about itself into `info`. @return 0, or -1 with `info->error` set. Never aborts.
 int media_probe(int fd, const media_limits *limits, media_info *info);
 
-/// A JPEG of the file (HEIF/AVIF primary image or a video's poster frame a second in) at most `max_side` pixels on
+/// A JPEG of the file (HEIF/AVIF primary image, a video's poster frame a second in, the first frame of a GIF, TIFF,
+/// BMP or WebP, animated ones included, transparency over white) at most `max_side` pixels on
 /// its longer side, orientation applied; declared sizes beyond `limits` are refused before decoding.
 /// @return 0 and a `malloc`ed JPEG in `*out`/`*out_len` (free with `media_free`), or -1 with `info->error` set.
 int media_render(int fd, int max_side, int quality, const media_limits *limits, unsigned char **out,

@@ -101,7 +101,7 @@ extension Selector {
                 }
                 if key.hasPrefix("$") { throw .invalidOperator(key) }
                 let path = key.isEmpty ? [] : Selector.splitFieldPath(key)
-                return .field(path: path, raw: key == "_id", condition: try compile(value, &regexes))
+                return .field(path: path, raw: key.utf8Equals("_id"), condition: try compile(value, &regexes))
             }
         }
 
@@ -175,14 +175,14 @@ extension Selector {
         }
 
         private static func order(_ value: JSON, _ argument: JSON, _ key: [UInt8], raw: Bool) -> Int {
-            if raw { return JSONCollation.compare(value, argument) }
+            if raw { return RawCollation.compare(value, argument) }
             let valueKey = ViewCollation.sortKey(value)
             if valueKey == key { return 0 }
             return valueKey.lexicographicallyPrecedes(key) ? -1 : 1
         }
 
         private static func contains(_ value: JSON, _ arguments: [JSON], _ keys: Set<[UInt8]>, raw: Bool) -> Bool {
-            if raw { return arguments.contains { JSONCollation.compare(value, $0) == 0 } }
+            if raw { return arguments.contains { RawCollation.compare(value, $0) == 0 } }
             return keys.contains(ViewCollation.sortKey(value))
         }
 

@@ -9,8 +9,8 @@ import CouchWire
 /// The selector is first normalized as CouchDB does (``normalized``, what `_explain` shows; see
 /// ``SelectorNormalizer``), then compiled to a tree whose comparison arguments carry their collation keys and
 /// whose regular expressions are compiled once. Semantics follow `mango_selector:match/3`: a condition on a
-/// missing field is false except `$exists: false`; `_id` compares raw (bytes), other strings in view collation
-/// (``ViewCollation``, CouchDB's ICU order).
+/// missing field is false except `$exists: false`; `_id` compares raw (Erlang term order, ``RawCollation``), other
+/// values in view collation (``ViewCollation``, CouchDB's ICU order).
 /// See [CouchDB selector syntax](https://docs.couchdb.org/en/stable/api/database/find.html#selector-syntax).
 public struct Selector: Sendable {
     /// The deepest nesting of the selector JSON accepted (operators, fields and arguments together), so that
@@ -69,26 +69,23 @@ public struct Selector: Sendable {
         return false
     }
 
-    /// Splits `a.b` into `["a", "b"]`; `\.` is a literal dot (as in Mango's `mango_util:parse_field`).
+    /// Splits a field name into its path as `mango_util:parse_field` does: at each `.` not right after a `\`, then
+    /// every `\` dropped, so `a\.b` is the one member `a.b` and `\$foo` the member `$foo` (a name a selector could
+    /// not otherwise give, since a key starting with `$` is an operator).
     public static func splitFieldPath(_ field: String) -> [String] {
+        let (dot, backslash) = (UInt8(ascii: "."), UInt8(ascii: "\\"))
         var parts: [String] = []
         var current: [UInt8] = []
-        var escaping = false
+        var previous: UInt8 = 0
         for byte in field.utf8 {
-            if escaping {
-                if byte != UInt8(ascii: ".") { current.append(UInt8(ascii: "\\")) }
-                current.append(byte)
-                escaping = false
-            } else if byte == UInt8(ascii: "\\") {
-                escaping = true
-            } else if byte == UInt8(ascii: ".") {
+            if byte == dot && previous != backslash {
                 parts.append(String(decoding: current, as: UTF8.self))
                 current.removeAll()
-            } else {
+            } else if byte != backslash {
                 current.append(byte)
             }
+            previous = byte
         }
-        if escaping { current.append(UInt8(ascii: "\\")) }
         parts.append(String(decoding: current, as: UTF8.self))
         return parts
     }

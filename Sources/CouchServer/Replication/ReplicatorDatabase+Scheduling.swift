@@ -136,8 +136,9 @@ extension ReplicatorDatabase {
         guard let app = box.app else { return }
         guard app.replications.add(job) else {
             if Self.isTransient(id) {
-                // A one-shot `_replicate` of the same id runs (a continuous id differs): this one goes.
-                docs.withLock { if $0[id]?.job === job { $0[id] = nil } }
+                // A `_replicate` of the same id runs outside the scheduler: this one goes.
+                let entry = docs.withLock { $0[id]?.job === job ? $0.removeValue(forKey: id) : nil }
+                entry?.waiter?.deliver(.failure(.cancelled))
                 return
             }
             let other = app.replications.job(id: job.replication.fullID)?.docID
@@ -145,6 +146,11 @@ extension ReplicatorDatabase {
         }
         guard isCurrent(job, id: id, rev: rev), !isStopped else {
             app.replications.remove(job)
+            // A one-shot `_replicate` that will not run now (the server stops) is answered, not left waiting.
+            if Self.isTransient(id) {
+                let entry = docs.withLock { $0[id]?.job === job ? $0.removeValue(forKey: id) : nil }
+                entry?.waiter?.deliver(.failure(.cancelled))
+            }
             return
         }
         log.info(

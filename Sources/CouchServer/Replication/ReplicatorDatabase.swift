@@ -66,6 +66,7 @@ final class ReplicatorDatabase: Sendable {
             }
         }
         for job in running { logStopped(job, reason: "server stopping") }
+        releaseWaiters()
     }
 
     /// The `_replicator` documents' states, by id.

@@ -18,7 +18,7 @@ final class ReplicatorDatabaseSlot: Sendable {
     /// Every scheduled job's state, the continuous `_replicate` ones' under `ReplicatorDatabase.transientKey`.
     var jobStates: [(String, ReplicatorDocState)] { withLock { $0 }?.jobStates ?? [] }
 
-    /// The scheduler of continuous `_replicate` jobs, once the server follows `_replicator` (nil before, and in an
-    /// app that never does: such a job then simply runs).
+    /// The scheduler of `_replicate` jobs, once the server follows `_replicator` (nil before, and in an app that
+    /// never does: such a job then simply runs).
     var scheduler: ReplicatorDatabase? { withLock { $0 } }
 }

@@ -27,6 +27,8 @@ struct ReplicatorDocState: Sendable {
     var carried = ReplicationStats()
     /// The outcome written into the document, for a job that ended (or a document that never became one).
     var outcome: Outcome?
+    /// A one-shot `_replicate` waiting for its transient job's outcome.
+    var waiter: TransientWaiter?
 
     enum Outcome: Sendable {
         /// A one-shot job that finished: its `_replication_stats`.

@@ -33,11 +33,20 @@ package struct RequestContext {
         return value
     }
 
-    /// The document a route names: `{doc}`, or `_design/{design}`, or `_local/{local}`.
+    /// The document a route names: `{doc}`, or `_design/{design}`, or `_local/{local}`, checked as an id
+    /// (`DocumentID.validate`), so every route that names one refuses a bad id the same way.
     func docID() throws(CouchError) -> String {
-        if let doc = parameters["doc"] { return doc }
-        if let design = parameters["design"] { return "_design/" + design }
-        if let local = parameters["local"] { return "_local/" + local }
-        throw .notFound("missing")
+        let id: String
+        if let doc = parameters["doc"] {
+            id = doc
+        } else if let design = parameters["design"] {
+            id = "_design/" + design
+        } else if let local = parameters["local"] {
+            id = "_local/" + local
+        } else {
+            throw .notFound("missing")
+        }
+        try DocumentID.validate(id)
+        return id
     }
 }

@@ -259,6 +259,41 @@ extension Database {
         }
     }
 
+    /// `_local` documents in id order (`_local_docs`), each handed to `body` with its `N` and body until it returns
+    /// false or `limit` were handed; the bounds as `allDocs` takes them.
+    public func localDocuments(
+        startKey: String?, inclusiveStart: Bool = true, endKey: String?, inclusiveEnd: Bool, descending: Bool,
+        skip: Int, limit: Int?, _ body: (_ id: String, _ rev: Int, _ body: [UInt8]) throws -> Bool
+    ) throws {
+        let limit = limit.flatMap { $0 < 0 ? nil : $0 }
+        if limit == 0 { return }
+        try read { connection in
+            var sql = "SELECT doc_id, rev, body FROM local_docs WHERE 1"
+            var bindings = [SQLiteValue]()
+            if let startKey {
+                let orEqual = inclusiveStart ? "=" : ""
+                sql += descending ? " AND doc_id <\(orEqual) ?" : " AND doc_id >\(orEqual) ?"
+                bindings.append(.text(startKey))
+            }
+            if let endKey {
+                let orEqual = inclusiveEnd ? "=" : ""
+                sql += descending ? " AND doc_id >\(orEqual) ?" : " AND doc_id <\(orEqual) ?"
+                bindings.append(.text(endKey))
+            }
+            sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC") LIMIT -1 OFFSET ?"
+            bindings.append(.int(max(0, skip)))
+            let rows = try connection.prepare(sql)
+            defer { rows.reset() }
+            try rows.bind(bindings)
+            var emitted = 0
+            while try rows.step() {
+                emitted += 1
+                guard try body(rows.text(0), rows.int(1), rows.blob(2) ?? []) else { return }
+                if let limit, emitted >= limit { return }
+            }
+        }
+    }
+
     /// Blob keys referenced by any stored revision. Only the tests call it (`compact` returns the same set).
     func referencedBlobKeys() throws -> Set<String> {
         try read { try Database.blobKeys($0) }

@@ -14,8 +14,26 @@ enum PhotoDocument {
 
     static func id(sha256Hex: String) -> String { "photo-" + String(sha256Hex.prefix(32)) }
 
-    static func fields(name: String, taken: String, size: Int) -> JSONObject {
-        JSONObject([("type", "photo"), ("name", .string(name)), ("taken", .string(taken)), ("size", .int(size))])
+    /// The fields of a photo's document: `camera` (`{"make","model"}`, what the camera wrote) and `width`/`height`
+    /// (as displayed) when the file says them, so a Mango query can select by camera or size.
+    static func fields(
+        name: String, taken: String, size: Int, make: String? = nil, model: String? = nil, width: Int? = nil,
+        height: Int? = nil
+    ) -> JSONObject {
+        var fields = JSONObject([
+            ("type", "photo"), ("name", .string(name)), ("taken", .string(taken)), ("size", .int(size)),
+        ])
+        if make != nil || model != nil {
+            var camera = JSONObject()
+            if let make { camera["make"] = .string(make) }
+            if let model { camera["model"] = .string(model) }
+            fields["camera"] = .object(camera)
+        }
+        if let width, let height, width > 0, height > 0 {
+            fields["width"] = .int(width)
+            fields["height"] = .int(height)
+        }
+        return fields
     }
 }
 

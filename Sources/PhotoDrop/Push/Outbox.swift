@@ -9,7 +9,8 @@ import Replicator
 /// hash, the file as its attachment (streamed from the file into the store, never read whole).
 package struct Outbox {
     package let endpoint: Endpoint
-    /// Reads each file's date taken (EXIF, QuickTime) in a worker process: the files may have come from anyone.
+    /// Reads each file's date taken, camera and size (EXIF, QuickTime) in a worker process: the files may have come
+    /// from anyone.
     package let media: MediaSandbox
 
     package init(endpoint: Endpoint, media: MediaSandbox = MediaSandbox()) {
@@ -17,9 +18,14 @@ package struct Outbox {
         self.media = media
     }
 
-    /// When the camera says it was taken (with its offset when it says), else the file's modification time.
-    func taken(_ photo: PhotoScanner.Photo) -> String {
-        (try? media.probe(path: photo.path).get())?.takenISO ?? ISO8601DateFormatter().string(from: photo.modified)
+    /// The document's fields: when the camera says it was taken (with its offset when it says; else the file's
+    /// modification time), the camera and the size as displayed.
+    func documentFields(_ photo: PhotoScanner.Photo) -> JSONObject {
+        let info = try? media.probe(path: photo.path).get()
+        let taken = info?.takenISO ?? ISO8601DateFormatter().string(from: photo.modified)
+        return PhotoDocument.fields(
+            name: photo.name, taken: taken, size: photo.size, make: info?.make, model: info?.model,
+            width: info?.width, height: info?.height)
     }
 
     /// Creates the database unless it exists.
@@ -40,7 +46,7 @@ package struct Outbox {
         existing.discard()
         if existing.status == 200 { return false }
         var fields = JSONObject([("_id", .string(id))])
-        for (key, value) in PhotoDocument.fields(name: photo.name, taken: taken(photo), size: photo.size) {
+        for (key, value) in documentFields(photo) {
             fields[key] = value
         }
         fields["_attachments"] = .object(

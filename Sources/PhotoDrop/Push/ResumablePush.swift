@@ -3,6 +3,7 @@ import CouchServer
 import CouchWire
 import Foundation
 import Replicator
+import Synchronization
 
 /// Sends the big files of a push through a couchlite receiver's resumable uploads (the gallery's
 /// `/_photos/api/db/{db}/uploads`, announced by `GET /` as `vendor.resumable_uploads`) before the replication runs.
@@ -14,6 +15,8 @@ package struct ResumablePush {
     let target: Endpoint
     let outbox: Outbox
     let display: ProgressDisplay
+    /// What arrived so far, for the progress display and the line a Ctrl-C prints; its `interrupted` stops sending.
+    let tally: PushTally
 
     /// Smaller files go with the replication: sending one again costs little.
     package static let threshold = 4 << 20
@@ -21,10 +24,11 @@ package struct ResumablePush {
     static let pieceBytes = 64 << 20
     static let maxAttempts = 10
 
-    package init(target: Endpoint, outbox: Outbox, display: ProgressDisplay) {
+    package init(target: Endpoint, outbox: Outbox, display: ProgressDisplay, tally: PushTally = PushTally()) {
         self.target = target
         self.outbox = outbox
         self.display = display
+        self.tally = tally
     }
 
     /// Whether the server `target` is on speaks the protocol (version 1).
@@ -51,7 +55,9 @@ package struct ResumablePush {
             let sha256 = try PhotoScanner.sha256Hex(photo.path)
             let id = PhotoDocument.id(sha256Hex: sha256)
             guard missing.contains(id) else { continue }
+            if tally.interrupted.load(ordering: .relaxed) { throw PushInterrupted() }
             try send(photo, id: id, sha256: sha256)
+            tally.finished(size: photo.size)
         }
     }
 
@@ -69,10 +75,12 @@ package struct ResumablePush {
         while true {
             do {
                 let (upload, offset) = try create(query)
+                tally.starting(photo.relative, at: offset)
                 if offset > 0 { display.message("push: \(photo.relative) resumes at byte \(offset) of \(photo.size)") }
                 try append(photo, upload: upload, from: offset)
                 return
             } catch let error as ReplicationError {
+                if tally.interrupted.load(ordering: .relaxed) { throw PushInterrupted() }
                 // A lost connection or a busy receiver: wait, then ask it where to go on.
                 attempt += 1
                 guard attempt < Self.maxAttempts else { throw error }
@@ -105,7 +113,7 @@ package struct ResumablePush {
             request.target = uploadsPath + "/" + upload
             request.headers.set("Upload-Offset", String(offset))
             request.headers.set("Content-Type", "application/offset+octet-stream")
-            request.body = .stream(Self.piece(photo.path, from: offset, to: end))
+            request.body = .stream(Self.piece(photo.path, from: offset, to: end, tally: tally))
             let response = try target.client.send(request)
             let reply = (try? response.json(limit: 1 << 16)) ?? .null
             switch response.status {
@@ -114,14 +122,18 @@ package struct ResumablePush {
             case 200, 409:
                 guard let next = reply["offset"]?.intValue else { throw Self.refusal(response.status, reply) }
                 offset = next
+                tally.starting(photo.relative, at: next)
                 if response.status == 409 { throw ReplicationError.httpStatus(409, "append at \(offset)") }
             default: throw Self.refusal(response.status, reply)
             }
         }
     }
 
-    /// The bytes `[from, to)` of the file at `path`, streamed.
-    private static func piece(_ path: String, from: Int, to end: Int) -> @Sendable (BodyWriter) throws -> Void {
+    /// The bytes `[from, to)` of the file at `path`, streamed, each megabyte counted in `tally` as it goes; a Ctrl-C
+    /// ends the piece there (the receiver keeps what it has).
+    private static func piece(_ path: String, from: Int, to end: Int, tally: PushTally)
+        -> @Sendable (BodyWriter) throws -> Void
+    {
         { out in
             guard let handle = FileHandle(forReadingAtPath: path) else { throw PushError.local("cannot read \(path)") }
             defer { try? handle.close() }
@@ -130,8 +142,10 @@ package struct ResumablePush {
             while sent < end {
                 let chunk = handle.readData(ofLength: min(1 << 20, end - sent))
                 if chunk.isEmpty { throw PushError.local("\(path) changed while it was read") }
+                if tally.interrupted.load(ordering: .relaxed) { throw PushInterrupted() }
                 try chunk.withUnsafeBytes { try out.write($0) }
                 sent += chunk.count
+                tally.sent(chunk.count)
             }
         }
     }

@@ -101,6 +101,10 @@ extension Commands {
             case .failure(let failure): return failure.status
             }
         }
+        // From here (not while it asks for a code), Ctrl-C stops the push and says what arrived.
+        let tally = PushTally()
+        let running = RunningReplication()
+        stopPushOnInterrupt(tally, running, display)
         let scanner = settings.scanner
         let dataDir = settings.dataDir
         let outboxName = settings.outbox
@@ -122,11 +126,22 @@ extension Commands {
             let scan = try scanner.scanAll(positional[0])
             let photos = scan.photos
             var added = 0
-            for photo in photos where try outbox.add(photo) { added += 1 }
+            for photo in photos {
+                if tally.interrupted.load(ordering: .relaxed) {
+                    display.message(
+                        "push: interrupted before sending anything: nothing is on \(target.display) yet; "
+                            + "run the same command again to send the \(photos.count) photos and videos")
+                    return 130
+                }
+                if try outbox.add(photo) { added += 1 }
+            }
             display.message(
                 "push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox"
                     + skipped(scan.notMedia))
-            return try send(outbox, photos, to: target, app: app, display: display, notMedia: scan.notMedia)
+            let transfer = Transfer(
+                outbox: outbox, photos: photos, target: target, display: display, tally: tally,
+                notMedia: scan.notMedia)
+            return try transfer.send(app: app, running: running)
         } catch let error as PushError {
             display.message("couchlite push: \(error.description)")
             if case .usage = error { return 64 }
@@ -141,7 +156,6 @@ extension Commands {
         }
     }
 
-    /// Replicates the outbox to the peer with a progress display; counts only what the peer lacks.
     /// `; 2 skipped: not media (notes.jpg, old/readme.jpg)`: the files named like photos that are not, at most five
     /// by name; nothing when there are none.
     static func skipped(_ notMedia: [String]) -> String {
@@ -150,70 +164,150 @@ extension Commands {
         return "; \(notMedia.count) skipped: not media (\(shown))"
     }
 
-    private static func send(
-        _ outbox: Outbox, _ photos: [PhotoScanner.Photo], to target: Endpoint, app: App, display: ProgressDisplay,
-        notMedia: [String]
-    ) throws -> Int32 {
-        let contents = try outbox.contents()
-        let missing = try missingOnPeer(contents, target)
-        // A couchlite receiver takes the big files resumably first; the replication then finds them there.
-        if ResumablePush.supported(by: target) {
-            try ResumablePush(target: target, outbox: outbox, display: display).send(photos, missing: missing)
+    /// The first Ctrl-C (or SIGTERM) stops the push where it is, keeping what arrived: the file being sent ends
+    /// at the next megabyte, the replication after a checkpoint; the second one cancels the replication, or ends the
+    /// process at once when it is stuck elsewhere (a stalled connection).
+    private static func stopPushOnInterrupt(
+        _ tally: PushTally, _ running: RunningReplication, _ display: ProgressDisplay
+    ) {
+        StopSignals.onStop { _ in
+            let replication = running.slot.withLock { $0 }
+            guard !tally.interrupted.exchange(true, ordering: .relaxed) else {
+                guard let replication else {
+                    display.message("push: stopped; run the same command again to send the rest")
+                    _exit(130)
+                }
+                return replication.cancel()
+            }
+            if let replication {
+                replication.stop()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 10) { replication.cancel() }
+            }
         }
-        let totalBytes = contents.filter { missing.contains($0.id) }.reduce(0) { $0 + $1.size }
-        var options = ReplicationOptions()
-        options.createTarget = true
-        options.replicatorIdentity = app.serverUUID
-        options.batchSize = 100
-        options.checkpointDocs = 20
-        options.checkpointInterval = .seconds(5)
-        let replication = Replication(source: outbox.endpoint, target: target, options: options)
-        stopOnInterrupt(replication)
-        let outcome = Mutex<Result<JSON, ReplicationError>?>(nil)
+    }
+
+    /// One push's sending: the big files through a couchlite receiver's resumable uploads, then the replication,
+    /// with one progress display over both (photos and bytes the peer lacked), and on Ctrl-C one line saying what
+    /// arrived and what to run next.
+    struct Transfer {
+        let outbox: Outbox
+        let photos: [PhotoScanner.Photo]
+        let target: Endpoint
+        let display: ProgressDisplay
+        let tally: PushTally
+        /// Files named like photos whose bytes are not (`PhotoScanner.Scan.notMedia`), said at the end.
+        var notMedia: [String] = []
+
+        /// Sends what the peer lacks; the exit status.
+        func send(app: App, running: RunningReplication) throws -> Int32 {
+            let contents = try outbox.contents()
+            let missing = try missingOnPeer(contents, target)
+            let totalBytes = contents.filter { missing.contains($0.id) }.reduce(0) { $0 + $1.size }
+            let stats = Mutex<ReplicationStats?>(nil)
+            let show = { (final: Bool) in
+                let replicated = stats.withLock { $0 }
+                let files = tally.files.load(ordering: .relaxed)
+                let done = min(missing.count, files + (replicated?.docsWritten ?? 0))
+                let bytes = min(totalBytes, tally.bytes + (replicated?.attachmentBytes ?? 0))
+                display.show(photos: done, of: missing.count, bytes: bytes, of: totalBytes, final: final)
+            }
+            // A couchlite receiver takes the big files resumably first; the replication then finds them there.
+            if ResumablePush.supported(by: target) {
+                let resumable = ResumablePush(target: target, outbox: outbox, display: display, tally: tally)
+                let (photos, missing) = (self.photos, missing)
+                do {
+                    try Commands.showing({ show(false) }) { try resumable.send(photos, missing: missing) }
+                } catch is PushInterrupted {
+                    show(true)
+                    return interrupted(missing: missing.count, totalBytes: totalBytes, replicated: nil)
+                }
+            }
+            var options = ReplicationOptions()
+            options.createTarget = true
+            options.replicatorIdentity = app.serverUUID
+            options.batchSize = 100
+            options.checkpointDocs = 20
+            options.checkpointInterval = .seconds(5)
+            let replication = Replication(source: outbox.endpoint, target: target, options: options)
+            running.slot.withLock { $0 = replication }
+            if tally.interrupted.load(ordering: .relaxed) { replication.stop() }
+            let outcome = Result { () throws(ReplicationError) in
+                try Commands.showing({
+                    stats.withLock { $0 = replication.stats }
+                    show(false)
+                }) { () throws(ReplicationError) in try replication.run() }
+            }
+            running.slot.withLock { $0 = nil }
+            stats.withLock { $0 = replication.stats }
+            let final = replication.stats
+            show(true)
+            if tally.interrupted.load(ordering: .relaxed), outcome.isSuccess || outcome.isCancelled {
+                return interrupted(missing: missing.count, totalBytes: totalBytes, replicated: final)
+            }
+            switch outcome {
+            case .success:
+                if final.docWriteFailures > 0 {
+                    display.message("couchlite push: the peer refused \(final.docWriteFailures) photos")
+                    return 1
+                }
+                // Only the peer's word counts: it must list none of the photos as missing any more.
+                let unconfirmed = try missingOnPeer(contents, target, confirming: true)
+                guard unconfirmed.isEmpty else {
+                    display.message(
+                        "couchlite push: the server at \(target.redacted) does not confirm \(unconfirmed.count) of the "
+                            + "\(contents.count) photos; run the same command again to send them")
+                    return 1
+                }
+                display.message(
+                    "push: all \(contents.count) photos are on \(target.display)" + Commands.skipped(notMedia))
+                return 0
+            case .failure(.cancelled):
+                return interrupted(missing: missing.count, totalBytes: totalBytes, replicated: final)
+            case .failure(let error):
+                display.message("couchlite push: \(error.description)")
+                return exitStatus(error)
+            }
+        }
+
+        /// The line a stopped push ends with: what is on the peer, what of a file in flight it keeps, what to run.
+        private func interrupted(missing: Int, totalBytes: Int, replicated: ReplicationStats?) -> Int32 {
+            let files = tally.files.load(ordering: .relaxed)
+            let done = min(missing, files + (replicated?.docsWritten ?? 0))
+            let bytes = min(totalBytes, tally.bytes + (replicated?.attachmentBytes ?? 0))
+            var text =
+                "push: interrupted: \(done) of the \(missing) photos and videos it was sending "
+                + "(\(ProgressDisplay.size(bytes)) of \(ProgressDisplay.size(totalBytes))) are on \(target.display)"
+            if let partial = tally.partial, partial.bytes > 0 {
+                text +=
+                    "; the first \(ProgressDisplay.size(partial.bytes)) of \(partial.name) arrived and are kept there"
+            }
+            text += "; run the same command again to send the rest (it goes on from there)"
+            display.message(text)
+            return 130
+        }
+
+        private func missingOnPeer(
+            _ contents: [(id: String, rev: String, size: Int)], _ target: Endpoint, confirming: Bool = false
+        ) throws -> Set<String> {
+            try Commands.missingOnPeer(contents, target, confirming: confirming)
+        }
+    }
+
+    /// Runs `work` on a thread of its own while `tick` runs every 0.1 s on this one; `work`'s outcome.
+    static func showing<T: Sendable, Failure: Error>(
+        _ tick: () -> Void, _ work: @escaping @Sendable () throws(Failure) -> T
+    ) throws(Failure) -> T {
+        let outcome = Mutex<Result<T, Failure>?>(nil)
         let thread = Thread {
-            let result = Result { () throws(ReplicationError) in try replication.run() }
+            let result = Result { () throws(Failure) in try work() }
             outcome.withLock { $0 = result }
         }
         thread.stackSize = 1 << 20
         thread.start()
-        while outcome.withLock({ $0 }) == nil {
-            let stats = replication.stats
-            display.show(
-                photos: min(stats.docsWritten, missing.count), of: missing.count,
-                bytes: min(stats.attachmentBytes, totalBytes),
-                of: totalBytes)
+        while true {
+            if let result = outcome.withLock({ $0 }) { return try result.get() }
+            tick()
             Thread.sleep(forTimeInterval: 0.1)
-        }
-        let stats = replication.stats
-        switch outcome.withLock({ $0 }) {
-        case .success?:
-            display.show(
-                photos: min(stats.docsWritten, missing.count), of: missing.count,
-                bytes: min(stats.attachmentBytes, totalBytes),
-                of: totalBytes, final: true)
-            if stats.docWriteFailures > 0 {
-                display.message("couchlite push: the peer refused \(stats.docWriteFailures) photos")
-                return 1
-            }
-            // Only the peer's word counts: it must list none of the photos as missing any more.
-            let unconfirmed = try missingOnPeer(contents, target, confirming: true)
-            guard unconfirmed.isEmpty else {
-                display.message(
-                    "couchlite push: the server at \(target.redacted) does not confirm \(unconfirmed.count) of the "
-                        + "\(contents.count) photos; run the same command again to send them")
-                return 1
-            }
-            display.message("push: all \(contents.count) photos are on \(target.display)" + skipped(notMedia))
-            return 0
-        case .failure(.cancelled)?:
-            display.message(
-                "push: interrupted after \(stats.docsWritten) photos; run the same command again to send the rest")
-            return 130
-        case .failure(let error)?:
-            display.message("couchlite push: \(error.description)")
-            return exitStatus(error)
-        case nil:
-            return 1
         }
     }
 
@@ -223,7 +317,7 @@ extension Commands {
     /// The outbox documents the peer lacks (`_revs_diff`); all of them when the database is not there yet
     /// (unless `confirming` a push, when that is an error). The reply is bounded like the replicator's
     /// (`missingReplyLimit` bytes, parsed within the server's budget) and must be an object.
-    private static func missingOnPeer(
+    static func missingOnPeer(
         _ contents: [(id: String, rev: String, size: Int)], _ target: Endpoint, confirming: Bool = false
     ) throws -> Set<String> {
         guard !contents.isEmpty else { return [] }
@@ -249,4 +343,17 @@ extension Commands {
             throw ReplicationError.httpStatus(response.status, "\(target.display)_revs_diff")
         }
     }
+}
+
+/// The replication a push is running, for its Ctrl-C handler.
+final class RunningReplication: Sendable {
+    let slot = Mutex<Replication?>(nil)
+}
+
+extension Result {
+    var isSuccess: Bool { if case .success = self { true } else { false } }
+}
+
+extension Result where Failure == ReplicationError {
+    var isCancelled: Bool { if case .failure(.cancelled) = self { true } else { false } }
 }

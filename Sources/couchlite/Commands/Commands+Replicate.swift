@@ -130,13 +130,30 @@ extension Commands {
             "replicating \(replication.source.display) -> \(replication.target.display) "
                 + "(checkpoint _local/\(replication.replicationID))")
         stopOnInterrupt(replication)
+        // What it has written so far, on stderr, once it has run a second: redrawn on a terminal, a line every 10 s
+        // when piped; the last figures when it ends, if any were shown.
+        let display = ProgressDisplay(lineInterval: 10, quietFor: 1)
+        let show = { (final: Bool) in
+            if final && !display.hasShown { return }
+            let stats = replication.stats
+            display.show(
+                photos: stats.docsWritten, of: -1, bytes: stats.attachmentBytes, of: -1, noun: "documents",
+                final: final)
+        }
         do {
-            let result = try replication.run()
+            let result = try Commands.showing({ show(false) }) { () throws(ReplicationError) in try replication.run() }
+            show(true)
             printOut(result.serializedString + "\n")
             return 0
         } catch .cancelled {
+            show(true)
+            let written = replication.stats.docsWritten
+            display.message(
+                "replicate: cancelled after \(written) documents; run the same command again to go on from its "
+                    + "last checkpoint")
             return 0
         } catch {
+            show(true)
             printError("replication failed: \(error.description)")
             return exitStatus(error)
         }

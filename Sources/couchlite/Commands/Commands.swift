@@ -6,6 +6,20 @@ import PhotoDrop
 /// The subcommands of the `couchlite` executable. Each returns the process exit status; the
 /// executable is a thin dispatcher over these.
 public enum Commands {
+    /// Every subcommand, one line each: `couchlite help`, `couchlite --help` (the server's, above its options) and
+    /// the answer to an unknown command print it.
+    public static let overview = """
+        usage: couchlite [serve] [options]               run the CouchDB-compatible server
+               couchlite receive [options]               receive photos into a folder (one-time credentials, QR code)
+               couchlite push DIR URL [options]          send a folder of photos and videos to a peer
+               couchlite push DIR --to NAME [--code C]   ... to the drop announced on the LAN as NAME
+               couchlite replicate SOURCE TARGET [...]   replicate once or continuously
+               couchlite peers [options]                 list the drops and servers announced on the LAN
+               couchlite SUBCOMMAND --help               the options of each
+
+        A CouchDB-compatible replication server.
+        """
+
     /// `couchlite serve [options]`: the CouchDB-compatible server, until SIGINT/SIGTERM.
     public static func serve(arguments: [String], environment: [String: String]) -> Int32 {
         let options: Options

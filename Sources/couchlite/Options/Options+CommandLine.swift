@@ -186,8 +186,10 @@ extension Options {
         return value
     }
 
+    /// `couchlite [serve] --help`: every subcommand first (a bare `couchlite` is the server), then the server's
+    /// options.
     static let commandLine = OptionTable(
-        summary: "usage: couchlite [serve] [options]\n\nA CouchDB-compatible replication server.", specs: table)
+        summary: Commands.overview + "\n\nThe server (couchlite serve, or couchlite with options only):", specs: table)
 
     static var usage: String { commandLine.usage }
 

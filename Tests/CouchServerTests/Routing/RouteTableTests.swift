@@ -31,6 +31,7 @@ import Testing
         "/_node/{node}/{path…}": "no endpoint there: refused (404) whatever the method",
         "/{db}/_temp_view": "410: temporary views are gone",
         "/{db}/_local": "400: `_local` needs exactly one more segment",
+        "/{db}/_local/{local}": "POST: 415 unless an HTML form's, then 400: a `_local` document takes no attachment",
         "/{db}/_local/{local}/{path…}": "400: `_local` documents have no attachments",
         "/{db}/_design/{design}/_view": "404: no view named",
         "/{db}/_design/{design}/_view/{view}/{path…}": "404: nothing under a view",

@@ -1,3 +1,4 @@
+import CouchCrypto
 import CouchStore
 import CouchWire
 import RevTree
@@ -11,7 +12,6 @@ struct AttachmentHandlers: Sendable {
     /// `GET /db/doc/att` (with `Range`, and gzip-stored bytes sent as stored or decoded).
     func get(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         let revision = try readableRevision(database, docID, rev: request.query["rev"])
         guard let att = revision.attachments.first(where: { $0.name.utf8Equals(name) }) else {
@@ -52,6 +52,8 @@ struct AttachmentHandlers: Sendable {
                 headers.set("Content-Range", "bytes \(start)-\(end)/\(reader.length)")
                 status = .partialContent
                 range = start..<(end + 1)
+            case .several(let ranges):
+                return Self.byteranges(ranges, of: reader, contentType: att.contentType)
             }
         }
         return .stream(status, headers: headers, contentLength: range.count) { out in
@@ -62,6 +64,29 @@ struct AttachmentHandlers: Sendable {
 }
 
 extension AttachmentHandlers {
+    /// 206 `multipart/byteranges` with each of `ranges` in its own part, in the order asked, as
+    /// `chttpd_db:send_ranges_multipart` frames them (chunked; the parts carry the type and range; no ETag).
+    static func byteranges(_ ranges: [ClosedRange<Int>], of reader: BlobReader, contentType: String) -> Response {
+        let boundary = Secrets.randomBytes(16).hexString
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", "multipart/byteranges; boundary=\"\(boundary)\"")
+        headers.sandboxAttachment()
+        return .stream(.partialContent, headers: headers) { out in
+            defer { reader.close() }
+            if out.isHEAD { return }
+            try out.write(Array("--\(boundary)".utf8))
+            for range in ranges {
+                let head =
+                    "\r\nContent-Type: \(contentType)\r\nContent-Range: bytes "
+                    + "\(range.lowerBound)-\(range.upperBound)/\(reader.length)\r\n\r\n"
+                try out.write(Array(head.utf8))
+                try out.stream(reader, from: range.lowerBound, count: range.count)
+                try out.write(Array("\r\n--\(boundary)".utf8))
+            }
+            try out.write(Array("--".utf8))
+        }
+    }
+
     /// The revision `rev` names, or the live winner.
     func readableRevision(_ database: Database, _ docID: String, rev: String?) throws -> StoredRevision {
         if let rev {
@@ -82,7 +107,6 @@ extension AttachmentHandlers {
     /// `PUT /db/doc/att?rev=…`: the bytes are streamed to a blob, then the revision is written.
     func put(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         try DocumentWriter.validateAttachmentName(name)
         let base =
@@ -140,7 +164,6 @@ extension AttachmentHandlers {
     /// `DELETE /db/doc/att?rev=…`.
     func delete(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, name, request) = (try c.database(), try c.parameter("path"), c.request)
         guard let revText = request.query["rev"] ?? request.head.headers["If-Match"]?.trimmingCharacters(in: "\"")
         else {
@@ -158,20 +181,42 @@ extension AttachmentHandlers {
     }
 }
 
-/// A `Range: bytes=…` request, read as `chttpd_db:parse_ranges` does.
+/// A `Range: bytes=…` request, read as mochiweb and `chttpd_db:parse_ranges` do.
 enum ByteRange: Equatable {
-    /// Send the whole attachment with 200: no header, a malformed one, several ranges (CouchDB
-    /// answers those with `multipart/byteranges`; we send everything), or `bytes=0-`.
+    /// Send the whole attachment with 200: no header, a malformed one, `bytes=0-` (alone or among others), or
+    /// ten ranges or more.
     case whole
     /// A first byte past the end, or a last byte before the first: 416.
     case unsatisfiable
     /// Inclusive first and last byte: 206.
     case bytes(Int, Int)
+    /// Two to nine ranges, each inclusive and within the attachment, in the order asked: 206 multipart/byteranges.
+    case several([ClosedRange<Int>])
+
+    /// Most ranges answered part by part (CouchDB's `length(Ranges) < 10`); more get the whole attachment.
+    static let maxRanges = 9
 
     static func parse(_ header: String?, length: Int) -> ByteRange {
         guard let header, header.hasPrefix("bytes=") else { return .whole }
-        let spec = header.dropFirst("bytes=".count).trimmingPrefix(" ")
-        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
+        // mochiweb: the list split at commas, each part trimmed, empty parts dropped.
+        let pieces = header.dropFirst("bytes=".count).split(separator: ",")
+        let parts = pieces.map { String($0).trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
+        guard !parts.isEmpty, parts.count <= maxRanges else { return .whole }
+        var ranges: [ClosedRange<Int>] = []
+        for part in parts {
+            switch single(Substring(part), length: length) {
+            case .whole, .several: return .whole
+            case .unsatisfiable: return .unsatisfiable
+            case .bytes(let first, let last): ranges.append(first...last)
+            }
+        }
+        if ranges.count == 1, let only = ranges.first { return .bytes(only.lowerBound, only.upperBound) }
+        return .several(ranges)
+    }
+
+    /// One part (`first-last`, `first-` or `-suffix`).
+    private static func single(_ spec: Substring, length: Int) -> ByteRange {
+        guard let dash = spec.firstIndex(of: "-") else { return .whole }
         let firstText = spec[..<dash]
         let lastText = spec[spec.index(after: dash)...].trimmingPrefix(" ")
         if firstText.isEmpty {

@@ -8,7 +8,6 @@ import RevTree
 extension DocumentHandlers {
     func copy(_ c: RequestContext) throws -> Response {
         let sourceID = try c.docID()
-        try DocumentID.validate(sourceID)
         let (database, request) = (try c.database(), c.request)
         var sourceRev = try request.query["rev"].map(DocumentInput.parseRev)
         if let ifMatch = request.head.headers["If-Match"] {

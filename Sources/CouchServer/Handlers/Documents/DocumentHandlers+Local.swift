@@ -14,7 +14,6 @@ extension DocumentHandlers {
     /// `GET /db/_local/id`.
     func getLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         // The drop credentials read only the checkpoints they created (by the id's bytes): any other `_local`
         // document is absent to them.
         if let drop = c.user.drop, !drop.ownsLocal(docID) { throw CouchError.notFound("missing") }
@@ -31,7 +30,6 @@ extension DocumentHandlers {
     /// `PUT /db/_local/id`.
     func putLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let input = try DocumentInput(try c.request.documentJSONBody(), local: true)
         let rev = try documents.putLocal(c.database(), docID, input: input, user: c.user)
         return .json(.created, ["ok": true, "id": .string(docID), "rev": .string(rev)])
@@ -40,7 +38,6 @@ extension DocumentHandlers {
     /// `DELETE /db/_local/id`.
     func deleteLocal(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         guard try c.database().deleteLocal(docID) else { throw CouchError.notFound("missing") }
         return .json(.ok, ["ok": true, "id": .string(docID), "rev": "0-0"])
     }

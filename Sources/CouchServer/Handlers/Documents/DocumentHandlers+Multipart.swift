@@ -121,7 +121,6 @@ extension DocumentHandlers {
     /// document as JSON) and `_attachments` file fields (CouchDB's form upload).
     func postForm(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         try DocumentHandlers.validateReferer(request)
         guard request.contentType == "multipart/form-data" else {

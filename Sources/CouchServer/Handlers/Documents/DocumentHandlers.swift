@@ -18,7 +18,6 @@ extension DocumentHandlers {
     /// `GET /db/doc`: a revision (the winner, `?rev=`, `?open_revs=`), as JSON or `multipart/related`.
     func get(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         let query = request.query
         if let openRevs = query["open_revs"] {
@@ -73,7 +72,10 @@ extension DocumentHandlers {
         var results: [(rev: RevID, revision: StoredRevision?)] = []
         if openRevs == "all" {
             guard info != nil else { throw CouchError.notFound("missing") }
-            for leaf in try database.leafRevisions(docID) { results.append((leaf.rev, leaf)) }
+            // In CouchDB's order (`fabric_doc_open_revs` sorts the leaves: generation, then hash), not winner first.
+            for leaf in try database.leafRevisions(docID).sorted(by: { $0.rev < $1.rev }) {
+                results.append((leaf.rev, leaf))
+            }
         } else {
             let requested: [RevID]
             do {
@@ -123,7 +125,6 @@ extension DocumentHandlers {
     /// `PUT /db/doc`: a new revision, from JSON or `multipart/related` (its attachments streamed to blobs first).
     func put(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         let newEdits = request.query.newEdits
         let (input, followed) = try documents.readBody(request, database, docID: docID)
@@ -163,7 +164,6 @@ extension DocumentHandlers {
     /// `DELETE /db/doc?rev=…`.
     func delete(_ c: RequestContext) throws -> Response {
         let docID = try c.docID()
-        try DocumentID.validate(docID)
         let (database, request) = (try c.database(), c.request)
         var base: RevID?
         if let revText = request.query["rev"] { base = try DocumentInput.parseRev(revText) }
@@ -233,6 +233,14 @@ extension DocumentHandlers: RouteCollection {
             Route(read, "/{db}/_local/{local}", .member, drop: .checkpoint, getLocal),
             Route([.PUT], "/{db}/_local/{local}", .member, drop: .checkpoint, body: .document, putLocal),
             Route([.DELETE], "/{db}/_local/{local}", .member, deleteLocal),
+            // An HTML form's upload, as for any document (415 unless multipart/form-data); a `_local` one has no
+            // attachments to take.
+            Route([.POST], "/{db}/_local/{local}", .member) { c in
+                guard c.request.contentType == "multipart/form-data" else {
+                    throw CouchError.badContentType("Content-Type must be multipart/form-data")
+                }
+                try Self.refuseLocalAttachment()
+            },
             Route(HTTPMethod.allCases, "/{db}/_local/{local}/{path…}", .member) { _ in
                 try Self.refuseLocalAttachment()
             },

@@ -71,7 +71,10 @@ struct MangoHandlers: Sendable {
         let request = try IndexRequest(try c.request.jsonObjectBody(limit: Limits.smallRequestBytes))
         let current = try database.revision(request.designID, rev: nil).flatMap { $0.deleted ? nil : $0 }
         var body = JSONObject([("language", "query")])
-        if let bytes = current?.body, case .object(let existing) = try JSON.parse(bytes) { body = existing }
+        if let bytes = current?.body, case .object(let existing) = try JSON.parse(bytes) {
+            try Self.requireQueryLanguage(existing)
+            body = existing
+        }
         var views = body["views"]?.objectValue ?? JSONObject()
         let view = request.index.viewJSON
         let answer = { (result: String) in
@@ -85,6 +88,17 @@ struct MangoHandlers: Sendable {
         body["views"] = .object(views)
         try save(database, request.designID, current, body: .object(body), deleted: false, c)
         return .json(.ok, answer("created"))
+    }
+
+    /// `mango_util:check_lang/1`: an index goes only into a design document of language `query` (a JavaScript
+    /// one's views are left alone), else 400 with the member as Erlang prints it (`false` when there is none).
+    private static func requireQueryLanguage(_ design: JSONObject) throws(CouchError) {
+        guard let language = design.first(where: { $0.key.utf8Equals("language") })?.value else {
+            throw CouchError.mango("invalid_ddoc_lang", "Existing design doc has an invalid language: false")
+        }
+        if case .string(let name) = language, name.utf8Equals("query") { return }
+        let member = "{\(ErlangText.format(.string("language"))),\(ErlangText.format(language))}"
+        throw CouchError.mango("invalid_ddoc_lang", "Existing design doc has an invalid language: \(member)")
     }
 
     func deleteIndex(_ c: RequestContext) throws -> Response {

@@ -53,25 +53,31 @@ struct ReplicationJobHandlers: Sendable {
             }
             return .json(.accepted, ["ok": true, "_local_id": .string(replication.fullID)])
         }
-        guard replications.add(job) else {
-            throw CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
-        }
-        let leases = store.leaseLocalDatabases(of: replication)
+        let alreadyRunning = CouchError.preconditionFailed("Replication `\(replication.fullID)` is already running")
         let outcome: Result<JSON, ReplicationError>
-        do {
-            outcome = .success(try replication.run())
-        } catch {
-            outcome = .failure(error)
+        if let scheduler = replicatorDatabase.scheduler {
+            // A transient job of the scheduler, under `max_jobs` like every other (it may wait `pending`).
+            guard replications.job(id: replication.fullID) == nil, let result = scheduler.runTransient(replication)
+            else { throw alreadyRunning }
+            outcome = result
+        } else {
+            guard replications.add(job) else { throw alreadyRunning }
+            let leases = store.leaseLocalDatabases(of: replication)
+            do {
+                outcome = .success(try replication.run())
+            } catch {
+                outcome = .failure(error)
+            }
+            // The job is over before its answer leaves: a client that replicates the same again at once is not told
+            // it is still running.
+            for lease in leases { lease.release() }
+            replications.remove(job)
+            if case .failure(let error) = outcome, error != .cancelled { replications.noteCrash() }
         }
-        // The job is over before its answer leaves: a client that replicates the same again at once is not told it
-        // is still running.
-        for lease in leases { lease.release() }
-        replications.remove(job)
         switch outcome {
         case .success(let result):
             return .json(.ok, result)
         case .failure(let error):
-            if error != .cancelled { replications.noteCrash() }
             let (status, name) = Self.replicationErrorStatus(error)
             var reason = error.description
             if case .databaseNotFound(let endpoint) = error { reason = "could not open \(endpoint)" }

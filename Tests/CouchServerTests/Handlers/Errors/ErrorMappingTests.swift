@@ -25,7 +25,7 @@ import Testing
                 ("DELETE", "/db/_security", "PUT,GET"),
                 ("POST", "/db/_design/d/_info", "GET"),
                 ("PUT", "/db/_design/d/_view/v", "GET,POST,HEAD"),
-                ("POST", "/db/_local/x", "DELETE,GET,HEAD,PUT"),
+                ("COPY", "/db/_local/x", "DELETE,GET,HEAD,POST,PUT"),
                 ("POST", "/db/doc/att", "DELETE,GET,HEAD,PUT"),
                 ("COPY", "/db", "DELETE,GET,HEAD,POST"),
             ]

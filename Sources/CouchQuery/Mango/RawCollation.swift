@@ -1,12 +1,11 @@
 import CouchWire
 
-/// CouchDB's view collation order for JSON values, used by Mango comparisons:
-/// `null < false < true < numbers < strings < arrays < objects`.
-///
-/// Differences from CouchDB, on purpose: strings are compared by Unicode scalar value (which is UTF-8 byte
-/// order), not with ICU's UCA collation, so `"a" < "B"` is false here (CouchDB puts lowercase first).
-/// Numbers compare by value (`1` equals `1.0`); integers that fit `Int` compare exactly, others as doubles.
-enum JSONCollation {
+/// The order CouchDB's Mango compares `_id` in (`mango_json:cmp_raw/2`): Erlang's term order over the decoded JSON,
+/// the order `_all_docs` keeps its ids in. Numbers first (by value, `1` equals `1.0`), then the atoms
+/// `false < null < true`, then objects (`{Props}` tuples), then arrays (lists), then strings (binaries, by bytes).
+/// Objects compare member by member, key by bytes and then value; arrays element by element; the shorter first.
+/// So `{"_id": {"$gt": {}}}` matches every string id, and `{"_id": {"$lt": {}}}` none, as on CouchDB.
+enum RawCollation {
     /// -1, 0 or 1 as `lhs` sorts before, with, or after `rhs`.
     static func compare(_ lhs: JSON, _ rhs: JSON) -> Int {
         let (leftRank, rightRank) = (rank(lhs), rank(rhs))
@@ -23,7 +22,6 @@ enum JSONCollation {
             }
             return left.count == right.count ? 0 : left.count < right.count ? -1 : 1
         case (.object(let left), .object(let right)):
-            // Member by member in order: key first, then value; then the shorter object first.
             for (l, r) in zip(left, right) {
                 let keyOrder = compareBytes(l.key, r.key)
                 if keyOrder != 0 { return keyOrder }
@@ -36,21 +34,23 @@ enum JSONCollation {
         }
     }
 
-    /// Byte-wise (Unicode scalar) string order, the raw order CouchDB uses for `_id`.
+    /// Byte-wise string order (Erlang compares binaries byte by byte).
     static func compareBytes(_ lhs: String, _ rhs: String) -> Int {
         if lhs.utf8Equals(rhs) { return 0 }
         return lhs.utf8.lexicographicallyPrecedes(rhs.utf8) ? -1 : 1
     }
 
+    /// Erlang's order of the types a decoded JSON value has: number < atom < tuple < list < binary, and the atoms
+    /// alphabetically.
     private static func rank(_ value: JSON) -> Int {
         switch value {
-        case .null: return 0
+        case .number: return 0
         case .bool(false): return 1
-        case .bool(true): return 2
-        case .number: return 3
-        case .string: return 4
+        case .null: return 2
+        case .bool(true): return 3
+        case .object: return 4
         case .array: return 5
-        case .object: return 6
+        case .string: return 6
         }
     }
 
