@@ -161,7 +161,7 @@ let package = Package(
             dependencies: ["Callbacks", "CouchServer", "PhotoDrop", "CouchWire", "CouchStore", "CZlib", "Blip"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire"],
+            name: "PhotoDropTests", dependencies: ["PhotoDrop", "CouchServer", "CouchWire", "Callbacks"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "CommandLineTests",

@@ -226,3 +226,17 @@ def test_gallery_lists_only_readable_databases(couch, db_factory):
     assert requests.get(couch.url(f"{api(shared)}/photos"), auth=reader, timeout=10).status_code == 200
     admin_view = couch.get("/_photos/api/dbs").json()["databases"]
     assert shared in admin_view and private in admin_view
+
+
+def test_renamed_text_file_upload_is_refused_with_its_name(couch, db):
+    """Issue 36, item 3: photo or video by its bytes, never by its name or type. A text file named .jpg and sent as
+    image/jpeg is refused (415) with its name and why, and nothing of it is stored or listed."""
+    r = upload(couch, db, "notes.jpg", b"shopping list: milk, eggs\n" * 100)
+    assert r.status_code == 415, r.text
+    assert r.json()["error"] == "bad_content_type" and "notes.jpg is not a photo or video" in r.json()["reason"]
+    listing = couch.get(f"{api(db)}/photos").json()
+    assert listing["rows"] == []
+    # The stored type is the bytes' format: a JPEG claimed as a PNG is stored as a JPEG.
+    made = upload(couch, db, "really a jpeg.png", TINY_JPEG).json()
+    doc = couch.get(f"/{db}/{made['id']}").json()
+    assert doc["_attachments"]["really a jpeg.png"]["content_type"] == "image/jpeg"

@@ -11,7 +11,8 @@ import uuid
 import pytest
 import requests
 
-BODY = os.urandom(3 * 1024 * 1024 + 17)
+# An MP4's first box, then noise: the gallery takes only what its bytes show to be a photo or video.
+BODY = b"\x00\x00\x00\x20ftypisom\x00\x00\x02\x00isomiso2" + os.urandom(3 * 1024 * 1024 + 17 - 24)
 SHA = hashlib.sha256(BODY).hexdigest()
 
 
@@ -234,3 +235,15 @@ def test_pushed_revision_with_special_fields_is_refused(couch, db):
 
 def test_welcome_announces_resumable_uploads_for_push(couch):
     assert couch.get("/").json()["vendor"]["resumable_uploads"] == 1
+
+
+def test_renamed_text_file_resumable_upload_is_refused_with_its_name(couch, db):
+    """Issue 36, item 3: the append that completes a text file named .mp4 is refused (415) with its name; the
+    upload is gone and no photo was made."""
+    text = b"not a video at all\n" * 1000
+    upload = create(couch, db, body=text, name="notes.mp4").json()
+    r = append(couch, db, upload["id"], 0, text)
+    assert r.status_code == 415, r.text
+    assert "notes.mp4 is not a photo or video" in r.json()["reason"]
+    assert couch.head(f"{uploads(db)}/{upload['id']}").status_code == 404
+    assert couch.get(f"/_photos/api/db/{db}/photos").json()["rows"] == []

@@ -139,7 +139,7 @@ package final class App: Sendable {
         ]
         let services = AppServices(
             store: store, security: access.security, documents: documentWriter, blobs: blobRegistry, options: options,
-            log: log, serverUUID: serverUUID, hosts: hosts)
+            log: log, serverUUID: serverUUID, hosts: hosts, dropAccounts: access.authenticator.temporary)
         router = Router(App.joined(product(services).flatMap(\.routes), couchDB.flatMap(\.routes)))
         authorizer = RequestAuthorizer(store: store, security: access.security)
         box.app = self

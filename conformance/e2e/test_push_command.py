@@ -85,6 +85,28 @@ def test_push_a_folder_with_awkward_names_then_again_is_a_no_op(servers, tmp_pat
     assert "0/0 photos" in again.stderr.decode(), again.stderr.decode()
 
 
+def test_push_skips_a_renamed_text_file_and_names_it(servers, tmp_path):
+    """Issue 36, item 3: photo or video by its bytes. A text file renamed .jpg is neither counted nor sent, and push
+    ends saying so with its name; a photo without an extension is sent, its type taken from its bytes."""
+    peer = servers("peer")
+    folder = tmp_path / "photos"
+    files = make_folder(str(folder), names=["beach.jpg", "clip.mp4"])
+    (folder / "notes.jpg").write_text("shopping list: milk, eggs\n")
+    (folder / "old").mkdir()
+    (folder / "old" / "readme.mov").write_text("not a video either")
+    (folder / "IMG_0042").write_bytes(files["beach.jpg"][:12] + b"another photo, no extension")
+    out = push([str(folder), f"{peer.url}/drop"], str(tmp_path / "sender"))
+    err = out.stderr.decode()
+    assert out.returncode == 0, err
+    assert "push: 3 photos and videos in" in err, err
+    assert "2 skipped: not media (notes.jpg, old/readme.mov)" in err, err
+    last = [line for line in err.splitlines() if line.startswith("push: all ")][-1]
+    assert last.endswith("; 2 skipped: not media (notes.jpg, old/readme.mov)"), last
+    docs = peer_docs(peer, "drop")
+    assert set(docs) == {"beach.jpg", "clip.mp4", "IMG_0042"}, sorted(docs)
+    assert docs["IMG_0042"]["_attachments"]["IMG_0042"]["content_type"] == "image/jpeg"
+
+
 def test_push_include_and_exclude(servers, tmp_path):
     peer = servers("peer")
     folder = tmp_path / "photos"

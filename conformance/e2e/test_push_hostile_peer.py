@@ -25,7 +25,8 @@ PEAK_LIMIT_KIB = 300 * 1024
 def make_photos(root) -> None:
     root.mkdir()
     for i in range(2):
-        (root / f"p{i}.jpg").write_bytes(random.Random(i).randbytes(50_000))
+        # A JPEG's first bytes: push sends only what its bytes show to be a photo or video.
+        (root / f"p{i}.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + random.Random(i).randbytes(50_000))
 
 
 class HostileServer:

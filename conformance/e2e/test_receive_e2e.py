@@ -69,7 +69,7 @@ def test_replicator_push_lands_in_folder(servers, receivers):
     receiver = receivers()
     started = time.time()
     info = receiver.start()
-    assert set(info) == {"url", "user", "expires", "db", "out", "browser", "code"}
+    assert set(info) == {"url", "user", "expires", "db", "out", "browser", "code", "signin_url", "qr_url", "app_url"}
     assert info["db"] == "photodrop" and info["out"] == receiver.out
     assert info["url"].startswith("http://" + info["user"] + ":")
     password = urllib.parse.unquote(receiver.parts.password)
@@ -448,7 +448,22 @@ def terminal_rows(lines: list[str]) -> list[list[bool]]:
 def test_qr_png_holds_the_printed_url(receivers, tmp_path):
     receiver = receivers("--qr-png", str(tmp_path / "code.png"))
     info = receiver.start()
-    assert zbar(str(tmp_path / "code.png")) == info["url"]
+    assert zbar(str(tmp_path / "code.png")) == info["signin_url"] == info["qr_url"]
+    apps = receivers("--qr", "app", "--qr-png", str(tmp_path / "apps.png"))
+    info = apps.start()
+    assert zbar(str(tmp_path / "apps.png")) == info["url"] == info["qr_url"]
+
+
+def test_terminal_says_what_plain_http_trades_away(tmp_path):
+    lines = printed_instructions(
+        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", "--data-dir", str(tmp_path / "data"),
+         "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
+    text = "\n".join(lines)
+    assert "Plain HTTP (the default, so a phone opens the page with no certificate warning)" in text
+    assert "sees the photos sent" in text and "--tls auto" in text
+    assert "The code signs in one phone" in text
+    apps = next(l.strip() for l in lines if l.strip().startswith("http://drop-"))
+    assert apps.endswith("/photodrop")
 
 
 def test_terminal_qr_code_holds_the_printed_url(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import subprocess
 import time
 import urllib.parse
@@ -35,15 +36,19 @@ def test_tls_receive_url_and_qr_code_are_https_with_the_fingerprint(receivers, t
     colons, _ = cert_fingerprint(receiver.data_dir)
     assert info["url"].startswith("https://" + info["user"] + ":")
     assert info["fingerprint_sha256"] == colons
-    assert info["qr_url"] == info["url"], "no pin in the QR code without --qr-pin"
-    assert zbar(str(tmp_path / "code.png")) == info["url"]
+    assert info["app_url"] == info["url"], "no pin in the apps' URL without --qr-pin"
+    # The phone's code opens the drop page over HTTPS, signed in by a token in the fragment.
+    host = urllib.parse.urlsplit(info["url"]).netloc.rpartition("@")[2]
+    assert info["qr_url"] == info["signin_url"]
+    assert info["signin_url"].startswith(f"https://{host}/_photos/#signin=")
+    assert zbar(str(tmp_path / "code.png")) == info["signin_url"]
 
 
 def test_qr_pin_puts_the_fingerprint_in_the_qr_url_fragment(receivers, tmp_path):
-    receiver = receivers(*TLS, "--qr-pin", "--qr-png", str(tmp_path / "code.png"))
+    receiver = receivers(*TLS, "--qr-pin", "--qr", "app", "--qr-png", str(tmp_path / "code.png"))
     info = receiver.start()
     _, hex_digest = cert_fingerprint(receiver.data_dir)
-    assert info["qr_url"] == info["url"] + "#sha256=" + hex_digest
+    assert info["qr_url"] == info["app_url"] == info["url"] + "#sha256=" + hex_digest
     assert zbar(str(tmp_path / "code.png")) == info["qr_url"]
     assert "#" not in info["url"], "the printed URL stays usable by stock clients"
 
@@ -81,15 +86,35 @@ def requests_session():
 
 def test_terminal_shows_the_fingerprint_beside_an_https_qr_code(tmp_path):
     lines = printed_instructions(
-        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", *TLS, "--qr-pin", "--data-dir", str(tmp_path / "data"),
-         "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
+        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", *TLS, "--qr-pin", "--qr", "app", "--data-dir",
+         str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
     colons, hex_digest = cert_fingerprint(str(tmp_path / "data"))
     url = next(l.strip() for l in lines if l.strip().startswith("https://"))
-    assert urllib.parse.urlsplit(url).fragment == ""
+    assert urllib.parse.urlsplit(url).fragment == "sha256=" + hex_digest
     assert any(l.strip() == colons for l in lines), "the fingerprint is printed for the sender to compare"
     block = [l for l in lines if l and set(l) <= set(" \u2580\u2584\u2588") and len(l) > 20]
     write_png(str(tmp_path / "terminal.png"), terminal_rows(block))
-    assert zbar(str(tmp_path / "terminal.png")) == url + "#sha256=" + hex_digest
+    assert zbar(str(tmp_path / "terminal.png")) == url
+
+
+def test_terminal_shows_the_phone_code_and_the_fingerprint_in_chromiums_format(tmp_path):
+    """The phone's code by default; beside it the certificate's SHA-256 as Chromium's certificate viewer shows it
+    (colon-separated upper-case hex), the apps' URL, and what HTTPS with a self-signed certificate costs."""
+    lines = printed_instructions(
+        [os.environ["COUCHLITE_BIN"], "receive", "--port", "0", *TLS, "--data-dir", str(tmp_path / "data"),
+         "--out", str(tmp_path / "out"), "--admin", "admin:pass"])
+    colons, _ = cert_fingerprint(str(tmp_path / "data"))
+    assert re.fullmatch(r"([0-9A-F]{2}:){31}[0-9A-F]{2}", colons)
+    url = next(l.strip() for l in lines if l.strip().startswith("https://"))
+    assert "/_photos/#signin=" in url and "@" not in url
+    assert any(l.strip() == colons for l in lines)
+    apps = next(l.strip() for l in lines if l.strip().startswith("https://drop-"))
+    assert apps.endswith("/photodrop")
+    text = "\n".join(lines)
+    assert "self-signed certificate: the phone's browser warns once" in text
+    block = [l for l in lines if l and set(l) <= set(" \u2580\u2584\u2588") and len(l) > 20]
+    write_png(str(tmp_path / "terminal.png"), terminal_rows(block))
+    assert zbar(str(tmp_path / "terminal.png")) == url
 
 
 def test_qr_pin_without_tls_exits_64():

@@ -118,7 +118,7 @@ def test_replicate_pushes_and_pulls_the_reference_mix_over_https_pinned(plain, t
 
 
 def test_push_and_pull_a_tls_receiver_pinned_by_its_qr_url(receivers, plain, tmp_path):
-    receiver = receivers(*TLS, "--qr-pin", "--log-level", "info")
+    receiver = receivers(*TLS, "--qr-pin", "--qr", "app", "--log-level", "info")
     started = time.time()
     info = receiver.start()
     qr = urllib.parse.urlsplit(info["qr_url"])

@@ -66,7 +66,7 @@ package final class Authenticator: Sendable {
         self.iterations = iterations
         let identities = ServerIdentities()
         self.identities = identities
-        temporary = TemporaryAccounts(identities: identities, iterations: iterations)
+        temporary = TemporaryAccounts(identities: identities, secret: secret, iterations: iterations)
     }
 
     /// Most iterations a stored hash may ask for and still be checked: the server's own, or
@@ -272,6 +272,14 @@ package final class Authenticator: Sendable {
             if let account = account(named: ExactName(cookie.name)),
                 cookie.isAuthentic(secret: secret, salt: account.hash.salt)
             {
+                // A drop account's cookie lives as long as the account (the receive session), which ends it: no
+                // timeout of its own and no refresh (which would replace a `SameSite=Strict` cookie with a Lax one).
+                if account.drop != nil {
+                    let user = UserContext(
+                        name: account.name, roles: account.roles, handler: "cookie", scope: account.scope,
+                        drop: account.drop)
+                    return Outcome(user: user)
+                }
                 let now = Authenticator.now
                 // `issued` is the cookie's (authentic, so ours, but any Int parses): no arithmetic that traps.
                 let (sum, overflow) = cookie.issued.addingReportingOverflow(AuthLimits.sessionSeconds - now)
@@ -310,6 +318,14 @@ package final class Authenticator: Sendable {
             name: account.name, roles: account.roles, handler: "default", scope: account.scope,
             drop: account.drop)
         return Outcome(user: user)
+    }
+
+    /// The `Set-Cookie` header of a new session for an account that just logged in: a drop account's lasts as long
+    /// as the account, everyone else's the session timeout.
+    func sessionHeader(for account: Account, secure: Bool, sameSite: String = "Lax") -> String {
+        let seconds = account.drop == nil ? AuthLimits.sessionSeconds : identities.secondsLeft(account.name) ?? 1
+        return SessionCookie.header(
+            newCookie(for: account), now: Authenticator.now, secure: secure, seconds: seconds, sameSite: sameSite)
     }
 
     /// A new session cookie value for an account that just logged in.

@@ -38,6 +38,17 @@ final class ServerIdentities: Sendable {
         }
     }
 
+    /// Whole seconds until the identity stops being accepted by itself (rounded up, at least 1), nil when it is
+    /// not held now or has no end.
+    func secondsLeft(_ name: ExactName) -> Int? {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            guard let held = state.accounts[name], let until = held.until, now < until else { return nil }
+            let left = (until - now).components
+            return max(1, Int(clamping: left.seconds) &+ (left.attoseconds > 0 ? 1 : 0))
+        }
+    }
+
     /// Whether the name is or was held by the server (then `_users` may not use it).
     func isReserved(_ name: ExactName) -> Bool {
         state.withLock { $0.reserved.contains(name) }

@@ -58,11 +58,19 @@ struct SessionCookie: Equatable {
     /// The `Set-Cookie` value for `value` (empty to log out), with CouchDB's attributes plus
     /// `SameSite=Lax`; `Secure` when the request came over HTTPS, as CouchDB does (the browser then never
     /// sends the cookie over plain HTTP).
-    static func header(_ value: String, now: Int, secure: Bool = false) -> String {
-        let expires = httpCookieDate(now + AuthLimits.sessionSeconds)
+    /// - Parameters:
+    ///   - seconds: how long the browser keeps it (default the session timeout); a drop account's cookie lives as
+    ///     long as the account.
+    ///   - sameSite: `Lax` (CouchDB's pages), or `Strict` for the drop page's sign-in by token, which is only ever
+    ///     used by same-origin requests of that page.
+    static func header(
+        _ value: String, now: Int, secure: Bool = false, seconds: Int = AuthLimits.sessionSeconds,
+        sameSite: String = "Lax"
+    ) -> String {
+        let expires = httpCookieDate(now + seconds)
         return
-            "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(AuthLimits.sessionSeconds); Path=/"
-            + (secure ? "; Secure" : "") + "; HttpOnly; SameSite=Lax"
+            "\(cookieName)=\(value); Version=1; Expires=\(expires); Max-Age=\(seconds); Path=/"
+            + (secure ? "; Secure" : "") + "; HttpOnly; SameSite=\(sameSite)"
     }
 
     /// `Sun, 29-Nov-2026 13:24:06 GMT`, the date form mochiweb writes into cookies.

@@ -15,8 +15,15 @@ package final class TemporaryAccounts: Sendable {
     private let iterations: Int
     private let activities = Mutex<[ExactName: Activity.State]>([:])
 
-    init(identities: ServerIdentities, iterations: Int = AuthLimits.pbkdf2Iterations) {
+    /// Signs the session cookies of `signInCookie` (the server's cookie secret).
+    private let secret: [UInt8]
+
+    init(
+        identities: ServerIdentities, secret: [UInt8] = Secrets.randomBytes(AuthLimits.secretBytes),
+        iterations: Int = AuthLimits.pbkdf2Iterations
+    ) {
         self.identities = identities
+        self.secret = secret
         self.iterations = iterations
     }
 
@@ -46,6 +53,19 @@ package final class TemporaryAccounts: Sendable {
     /// The live account of exactly that name (bytes), nil when there is none or it has expired.
     func account(named name: String) -> Authenticator.Account? {
         identities.account(named: ExactName(name))
+    }
+
+    /// The `Set-Cookie` header that signs a browser in as the live account `name` (the drop page's sign-in by token,
+    /// `SignInTokens`): `AuthSession`, `HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS, kept by the browser until
+    /// the account ends (which also ends its use: the server no longer knows the account); nil when it has ended.
+    /// It is the account's cookie, so it permits exactly what the account's credentials permit.
+    package func signInCookie(for name: String, secure: Bool) -> String? {
+        guard let account = account(named: name), let seconds = identities.secondsLeft(account.name) else {
+            return nil
+        }
+        let now = Authenticator.now
+        let value = SessionCookie.value(name: account.name.text, issued: now, secret: secret, salt: account.hash.salt)
+        return SessionCookie.header(value, now: now, secure: secure, seconds: seconds, sameSite: "Strict")
     }
 
     /// Whether some account (live or not) has had this name, so a new one never reuses it.

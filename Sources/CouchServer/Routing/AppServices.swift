@@ -13,4 +13,6 @@ package struct AppServices: Sendable {
     package let serverUUID: String
     /// Which `Origin`s are this server's, for the cross-site checks of writes from pages.
     package let hosts: HostPolicy
+    /// `couchlite receive`'s one-time drop accounts (the drop page's sign-in by token makes their cookies).
+    package let dropAccounts: TemporaryAccounts
 }

@@ -228,20 +228,38 @@ extension GalleryHandlers {
             try request.query.int("modified").map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? Date()
         let sha256 = Digest(.sha256)
         let upload = try blobs.makeWriter(database)
+        var head = ContentSniffer.Prefix()
         do {
             try request.streamBody(limit: Int.max, tooLarge: "") { chunk in
                 sha256.update(chunk)
+                head.take(chunk)
                 try upload.write(chunk)
             }
         } catch {
             upload.abort()
             throw error
         }
+        // A photo or video by its bytes, whatever its name and type say; anything else is refused with its name.
+        guard let kind = ContentSniffer.sniff(head.bytes) else {
+            upload.abort()
+            throw CouchError.badContentType(ContentSniffer.notMedia(name))
+        }
         let stored = try blobs.commit(upload)
         let (status, answer) = try storePhoto(
-            database, PhotoFile(name: name, contentType: contentType, modified: modified),
+            database,
+            PhotoFile(name: name, contentType: Self.mediaType(claimed: contentType, kind), modified: modified),
             stored: stored, id: PhotoDocument.id(sha256: sha256.finalize()), user: request.user)
         return .json(status, answer)
+    }
+
+    /// The content type to store: the one claimed when it names the format the bytes are (`image/x-adobe-dng` for a
+    /// TIFF), else the format's own.
+    static func mediaType(claimed: String, _ kind: ContentSniffer.Kind) -> String {
+        let bare = claimed.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard let bare, let family = bare.split(separator: "/").first, !bare.isEmpty else { return kind.mediaType }
+        let sameFamily = kind.mediaType.hasPrefix(family + "/")
+        return sameFamily && ContentSniffer.Kind.all.allSatisfy({ $0.mediaType != bare || $0 == kind })
+            ? bare : kind.mediaType
     }
 
     /// A photo's file as its uploader described it.

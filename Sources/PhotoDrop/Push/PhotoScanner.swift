@@ -3,7 +3,9 @@ import CouchServer
 import Foundation
 
 /// The photos and videos under a folder, found recursively, filtered by `--include`/`--exclude` globs
-/// (matched against the path relative to the folder and against the file name).
+/// (matched against the path relative to the folder and against the file name). Whether a file is a photo or
+/// video is decided by its bytes (`ContentSniffer`), never by its name: a photo without an extension is sent, and
+/// a file named like one that is not (`notes.jpg`) is skipped and reported.
 package struct PhotoScanner {
     package struct Photo {
         /// Absolute path.
@@ -16,7 +18,15 @@ package struct PhotoScanner {
         let contentType: String
     }
 
-    /// Media types by lowercased extension: what PhotoDrop peers and browsers understand.
+    /// What a scan found.
+    package struct Scan {
+        package var photos: [Photo] = []
+        /// Files named like photos or videos whose bytes are not (relative paths, sorted): never sent.
+        package var notMedia: [String] = []
+    }
+
+    /// Media types by lowercased extension, where they are more precise than the format's own (`dng` is TIFF to
+    /// the sniffer, `image/x-adobe-dng` to a peer); a file's extension counts only when its bytes agree.
     static let contentTypes: [String: String] = [
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
         "heic": "image/heic", "heif": "image/heif", "tif": "image/tiff", "tiff": "image/tiff",
@@ -30,15 +40,18 @@ package struct PhotoScanner {
 
     package init() {}
 
-    /// Every matching file, sorted by relative path (so runs are repeatable).
-    package func scan(_ root: String) throws -> [Photo] {
+    /// Every matching photo and video, sorted by relative path (so runs are repeatable).
+    package func scan(_ root: String) throws -> [Photo] { try scanAll(root).photos }
+
+    /// Every matching photo and video, and the files named like one that are not.
+    package func scanAll(_ root: String) throws -> Scan {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw PushError.usage("\(root) is not a folder")
         }
         let base = URL(fileURLWithPath: root).standardizedFileURL.path
-        guard let walker = FileManager.default.enumerator(atPath: base) else { return [] }
-        var photos: [Photo] = []
+        guard let walker = FileManager.default.enumerator(atPath: base) else { return Scan() }
+        var found = Scan()
         while let relative = walker.nextObject() as? String {
             let path = base + "/" + relative
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
@@ -47,18 +60,27 @@ package struct PhotoScanner {
             let name = (relative as NSString).lastPathComponent
             if name.hasPrefix(".") { continue }
             let ext = (name as NSString).pathExtension.lowercased()
-            guard let contentType = Self.contentTypes[ext] else { continue }
             if !includes.isEmpty && !includes.contains(where: { Self.matches($0, relative) || Self.matches($0, name) })
             {
                 continue
             }
             if excludes.contains(where: { Self.matches($0, relative) || Self.matches($0, name) }) { continue }
-            photos.append(
+            guard let kind = ContentSniffer.sniff(ContentSniffer.prefix(ofFile: path)) else {
+                // Named like a photo or video and not one: said, so a person knows why it did not go. Anything else
+                // (sidecars, notes) is simply not media.
+                if Self.contentTypes[ext] != nil { found.notMedia.append(relative) }
+                continue
+            }
+            let named = Self.contentTypes[ext].flatMap { kind.extensions.contains(ext) ? $0 : nil }
+            let contentType = named ?? kind.mediaType
+            found.photos.append(
                 Photo(
                     path: path, relative: relative, name: name, size: (attributes[.size] as? Int) ?? 0,
                     modified: (attributes[.modificationDate] as? Date) ?? Date(), contentType: contentType))
         }
-        return photos.sorted { $0.relative < $1.relative }
+        found.photos.sort { $0.relative < $1.relative }
+        found.notMedia.sort()
+        return found
     }
 
     /// Shell-style glob matching (`*`, `?`, `[…]`) as fnmatch(3) does it.

@@ -12,8 +12,11 @@ package struct ReceiveOptions: Sendable {
     package var ttl = Duration.seconds(15 * 60)
     package var once = false
     package var qrPNG: String?
-    /// Whether the QR code's URL carries the certificate fingerprint (`#sha256=…`) for the sender to pin.
+    /// Whether the apps' URL (and so the QR code with `--qr app`) carries the certificate fingerprint
+    /// (`#sha256=…`) for the sender to pin.
     package var qrPin = false
+    /// What the QR code opens (`--qr`).
+    package var qr = QRTarget.phone
     package var json = false
     /// The most bytes the session's drop credentials may store (`--max-size`); nil: `defaultMaxSize` of the data
     /// dir's disk.
@@ -22,6 +25,15 @@ package struct ReceiveOptions: Sendable {
     package var name: String?
     /// Whether the drop is announced on the LAN with DNS-SD over mDNS (off with `--no-announce`).
     package var announce = true
+
+    /// What the QR code carries.
+    package enum QRTarget: String, Sendable {
+        /// The drop page with a one-time sign-in token: a phone's camera opens it signed in (`SignInTokens`).
+        case phone
+        /// The replication URL with the one-time credentials, for apps that scan it themselves (Couchbase Lite
+        /// 1.x senders such as PhotoDrop), as before.
+        case app
+    }
 
     /// The settings before any option is read.
     package static var defaults: ReceiveOptions {

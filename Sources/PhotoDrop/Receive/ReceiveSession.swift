@@ -23,8 +23,11 @@ package final class ReceiveSession: Sendable {
         let user: String
         let password: String
         let url: String
-        /// What the QR code carries: `url`, plus `#sha256=<fingerprint>` with `--qr-pin`.
-        let qrURL: String
+        /// The URL for apps (Couchbase Lite, PouchDB, `couchlite push`): `url`, plus `#sha256=<fingerprint>` with
+        /// `--qr-pin`; what the QR code carries with `--qr app`.
+        let appURL: String
+        /// The drop page's address for a sign-in token: the phone's QR code is this plus the current token.
+        let signInBase: String
         /// The HTTPS certificate's fingerprint, for the sender to compare (nil without TLS).
         let fingerprint: TLSFingerprint?
         /// The gallery's drop page, where a browser signs in with `user` and `password` to send photos.
@@ -38,6 +41,8 @@ package final class ReceiveSession: Sendable {
     let log: Logger
     /// The short code shown beside the QR code, which `couchlite push --to NAME` trades for the credentials.
     let pairing = PairingCode()
+    /// The one-time token in the phone's QR code, which signs one browser in to the drop page.
+    let signIn = SignInTokens()
     private let interrupted = Mutex(false)
 
     package init(options: ReceiveOptions) {
@@ -62,8 +67,11 @@ package final class ReceiveSession: Sendable {
         do {
             process = try ServerProcess(
                 options: serverOptions, log: log, extraHosts: extraHosts,
-                product: { [pairing, database = options.database] services in
-                    GalleryRoutes.make(services) + [PairingRoutes(code: pairing, database: database)]
+                product: { [pairing, signIn, database = options.database] services in
+                    GalleryRoutes.make(services) + [
+                        PairingRoutes(code: pairing, database: database),
+                        SignInRoutes(tokens: signIn, database: database, services: services),
+                    ]
                 })
             started = process
             let app = process.app
@@ -121,6 +129,7 @@ package final class ReceiveSession: Sendable {
         // Goodbyes first: peers drop the entry at once, before the closing grace and the shutdown.
         stopAnnouncing()
         pairing.close()
+        signIn.close()
         process.app.dropAccounts.revoke(credentials.user)
         progress.finish()
         report("couchlite receive: session ended (\(end.rawValue)); the one-time credentials no longer work.\n")
@@ -172,22 +181,45 @@ package final class ReceiveSession: Sendable {
         let port = process.tlsPort ?? process.port ?? 0
         let url = "\(scheme)://\(user):\(password)@\(host):\(port)/\(PercentEncoding.segment(options.database))"
         let fingerprint = process.tlsCertificate?.fingerprint
-        let qrURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
+        let appURL = options.qrPin ? url + (fingerprint.map { "#sha256=\($0.hex)" } ?? "") : url
         pairing.open(user: user, password: password, httpsOnly: process.tlsPort != nil)
+        let expires = Date().addingTimeInterval(seconds)
+        signIn.open(
+            user: user, httpsOnly: process.tlsPort != nil,
+            facts: SignInTokens.Facts(
+                expires: ISO8601DateFormatter().string(from: expires), fingerprint: fingerprint?.colonHex))
         return Credentials(
-            user: user, password: password, url: url, qrURL: qrURL, fingerprint: fingerprint,
+            user: user, password: password, url: url, appURL: appURL,
+            signInBase: "\(scheme)://\(host):\(port)/_photos/#signin=", fingerprint: fingerprint,
             browser: "\(scheme)://\(host):\(port)/_photos/",
-            expires: Date().addingTimeInterval(seconds), ledger: ledger)
+            expires: expires, ledger: ledger)
+    }
+
+    /// What the QR code carries: the phone's sign-in link with `token`, or the apps' URL with `--qr app`.
+    func qrURL(_ credentials: Credentials, token: String) -> String {
+        options.qr == .app ? credentials.appURL : credentials.signInBase + token
+    }
+
+    /// Writes `--qr-png` (atomically, so a viewer never reads half an image).
+    private func writePNG(_ code: QRCode) throws {
+        guard let path = options.qrPNG else { return }
+        try Data(code.png()).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    private var terminalColors: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isatty(STDOUT_FILENO) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
     }
 
     /// Prints the URL (one JSON line with `--json`, else text and the QR code) and writes `--qr-png`.
     private func announce(_ credentials: Credentials, process: ServerProcess, others: [String]) throws {
-        guard let code = QRCode.encode(credentials.qrURL) else {
+        let token = signIn.current
+        let qrURL = qrURL(credentials, token: token)
+        guard let code = QRCode.encode(qrURL) else {
             throw ExportError.unreadable("URL too long for a QR code")
         }
-        if let path = options.qrPNG {
-            try Data(code.png()).write(to: URL(fileURLWithPath: path), options: .atomic)
-        }
+        try writePNG(code)
+        if options.qr == .phone { watchSignIns(credentials) }
         let out = URL(fileURLWithPath: options.out).standardizedFileURL.path
         let expires = ISO8601DateFormatter().string(from: credentials.expires)
         if options.json {
@@ -197,25 +229,32 @@ package final class ReceiveSession: Sendable {
                         ("url", .string(credentials.url)), ("user", .string(credentials.user)),
                         ("expires", .string(expires)), ("db", .string(options.database)), ("out", .string(out)),
                         ("browser", .string(credentials.browser)), ("code", .string(pairing.display)),
+                        ("signin_url", .string(credentials.signInBase + token)), ("qr_url", .string(qrURL)),
+                        ("app_url", .string(credentials.appURL)),
                     ]
-                        + (credentials.fingerprint.map {
-                            [("fingerprint_sha256", .string($0.colonHex)), ("qr_url", .string(credentials.qrURL))]
-                        } ?? [])))
+                        + (credentials.fingerprint.map { [("fingerprint_sha256", .string($0.colonHex))] } ?? [])))
             ReceiveSession.printOut(String(decoding: line.serialized(), as: UTF8.self) + "\n")
+            report(tradeOff(process))
             return
         }
-        let environment = ProcessInfo.processInfo.environment
-        let colors =
-            isatty(STDOUT_FILENO) == 1 && environment["NO_COLOR"] == nil && environment["TERM"] != "dumb"
-        var text = "couchlite receive: send photos to\n\n  \(credentials.url)\n\n"
-        if let fingerprint = credentials.fingerprint {
-            // Beside the code, for the sender to compare with what its client shows before trusting it.
-            text += "  certificate SHA-256 fingerprint (compare it on the sender):\n  \(fingerprint.colonHex)\n\n"
+        var text: String
+        if options.qr == .phone {
+            text = "couchlite receive: scan the QR code with a phone's camera to send it photos\n\n  \(qrURL)\n\n"
+            text += code.terminalText(colors: terminalColors)
+            text += "\n  The code signs in one phone (no typing); then a new one is shown here for the next phone.\n"
+        } else {
+            text = "couchlite receive: send photos to\n\n  \(qrURL)\n\n"
+            text += code.terminalText(colors: terminalColors)
         }
-        text += code.terminalText(colors: colors)
-        if process.tlsPort != nil { text += "\n  code for couchlite push --to: \(pairing.display)\n" }
-        text += "\nScan the QR code with the sending phone, or paste the URL into its app (PhotoDrop, a PouchDB page,\n"
-        text += "a CouchDB replication). Photos are saved in \(out) as they arrive.\n"
+        if let fingerprint = credentials.fingerprint {
+            // Beside the code, for the sender to compare with what its browser or client shows before trusting it.
+            text += "\n  certificate SHA-256 fingerprint (the phone's browser shows it on its warning page, under the\n"
+            text += "  certificate's details; compare them before going on):\n  \(fingerprint.colonHex)\n"
+        }
+        text += "\nFor apps (Couchbase Lite, PouchDB, a CouchDB replication, couchlite push DIR URL):\n"
+        text += "  \(options.qr == .phone ? credentials.appURL : credentials.url)\n"
+        if process.tlsPort != nil { text += "  code for couchlite push --to: \(pairing.display)\n" }
+        text += "Photos are saved in \(out) as they arrive.\n"
         if options.announce && process.tlsPort != nil {
             let name = options.name ?? ReceiveSession.machineName()
             text += "From a machine on this LAN: couchlite push DIR --to \"\(name)\" and type the code above\n"
@@ -224,8 +263,8 @@ package final class ReceiveSession: Sendable {
         } else if options.announce {
             text += "With --tls auto, couchlite push DIR --to NAME finds this drop by its name on the LAN.\n"
         }
-        text += "From a browser: open \(credentials.browser) and sign in with the name \(credentials.user) and\n"
-        text += "the password \(credentials.password).\n"
+        text += "From a browser without the QR code: open \(credentials.browser) and sign in with the name\n"
+        text += "\(credentials.user) and the password \(credentials.password).\n"
         text += "The credentials work only for the database \(options.database) and expire at \(expires)"
         text += options.once ? " or when the first push is complete.\n" : ".\n"
         if !others.isEmpty {
@@ -233,8 +272,47 @@ package final class ReceiveSession: Sendable {
             let hosts = others.map { ($0.contains(":") ? "[\($0)]" : $0) + ":\(port)" }
             text += "The same credentials also work at \(hosts.joined(separator: ", ")) (choose one with --bind).\n"
         }
+        text += tradeOff(process)
         text += "Press Ctrl-C to stop.\n\n"
         ReceiveSession.printOut(text)
+    }
+
+    /// What the session's transport gives away, said plainly at start: plain HTTP (the default, so a phone opens
+    /// the page without a certificate warning) or HTTPS with a self-signed certificate (one warning to get past).
+    func tradeOff(_ process: ServerProcess) -> String {
+        if process.tlsPort == nil {
+            return "Plain HTTP (the default, so a phone opens the page with no certificate warning): anyone who can\n"
+                + "watch this network's traffic sees the photos sent and can use a sign-in to add files to this drop\n"
+                + "(never to read or delete any). On a network you do not trust, use --tls auto.\n"
+        }
+        return "HTTPS with a self-signed certificate: the phone's browser warns once; compare the fingerprint above\n"
+            + "with the one it shows before going on. The sign-in, the credentials and the photos travel encrypted.\n"
+    }
+
+    /// After each sign-in by token, shows the QR code of the next token (and rewrites `--qr-png`); says so when
+    /// too many wrong tokens closed sign-in by token.
+    private func watchSignIns(_ credentials: Credentials) {
+        signIn.onUse.set { [self] token in
+            let url = qrURL(credentials, token: token)
+            guard let code = QRCode.encode(url) else { return }
+            do {
+                try writePNG(code)
+            } catch {
+                log.warning("could not rewrite the QR code", ["error": String(describing: error)])
+            }
+            if options.json {
+                report("couchlite receive: a phone signed in; the QR code for the next one: \(url)\n")
+            } else {
+                var text = "\ncouchlite receive: a phone signed in. The QR code for the next phone:\n\n  \(url)\n\n"
+                text += code.terminalText(colors: terminalColors) + "\n"
+                report(text)
+            }
+        }
+        signIn.onSpent.set { [self] _ in
+            report(
+                "couchlite receive: \(SignInTokens.maxWrongTokens) wrong sign-in links were tried: the QR code no "
+                    + "longer signs phones in.\nSign in with the name and password above instead.\n")
+        }
     }
 
     private func waitForEnd(_ credentials: Credentials, _ app: App, _ database: Database, _ exporter: PhotoExporter)

@@ -123,7 +123,8 @@ extension Commands {
             let target = try settings.tls.endpoint(positional[1], warn: { display.message("couchlite push: \($0)") })
             let outbox = Outbox(endpoint: app.localEndpoint(outboxName))
             try outbox.create()
-            let photos = try scanner.scan(positional[0])
+            let scan = try scanner.scanAll(positional[0])
+            let photos = scan.photos
             var added = 0
             for photo in photos {
                 if tally.interrupted.load(ordering: .relaxed) {
@@ -134,8 +135,12 @@ extension Commands {
                 }
                 if try outbox.add(photo) { added += 1 }
             }
-            display.message("push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox")
-            let transfer = Transfer(outbox: outbox, photos: photos, target: target, display: display, tally: tally)
+            display.message(
+                "push: \(photos.count) photos and videos in \(positional[0]), \(added) new in the outbox"
+                    + skipped(scan.notMedia))
+            let transfer = Transfer(
+                outbox: outbox, photos: photos, target: target, display: display, tally: tally,
+                notMedia: scan.notMedia)
             return try transfer.send(app: app, running: running)
         } catch let error as PushError {
             display.message("couchlite push: \(error.description)")
@@ -149,6 +154,14 @@ extension Commands {
             display.message("couchlite push: \(error)")
             return 1
         }
+    }
+
+    /// `; 2 skipped: not media (notes.jpg, old/readme.jpg)`: the files named like photos that are not, at most five
+    /// by name; nothing when there are none.
+    static func skipped(_ notMedia: [String]) -> String {
+        guard !notMedia.isEmpty else { return "" }
+        let shown = notMedia.prefix(5).joined(separator: ", ") + (notMedia.count > 5 ? ", …" : "")
+        return "; \(notMedia.count) skipped: not media (\(shown))"
     }
 
     /// The first Ctrl-C (or SIGTERM) stops the push where it is, keeping what arrived: the file being sent ends
@@ -182,6 +195,8 @@ extension Commands {
         let target: Endpoint
         let display: ProgressDisplay
         let tally: PushTally
+        /// Files named like photos whose bytes are not (`PhotoScanner.Scan.notMedia`), said at the end.
+        var notMedia: [String] = []
 
         /// Sends what the peer lacks; the exit status.
         func send(app: App, running: RunningReplication) throws -> Int32 {
@@ -243,7 +258,8 @@ extension Commands {
                             + "\(contents.count) photos; run the same command again to send them")
                     return 1
                 }
-                display.message("push: all \(contents.count) photos are on \(target.display)")
+                display.message(
+                    "push: all \(contents.count) photos are on \(target.display)" + Commands.skipped(notMedia))
                 return 0
             case .failure(.cancelled):
                 return interrupted(missing: missing.count, totalBytes: totalBytes, replicated: final)

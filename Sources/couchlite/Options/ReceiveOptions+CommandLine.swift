@@ -56,8 +56,18 @@ extension ReceiveOptions {
         ) { $0.qrPNG = $1 },
         .toggle(
             "--qr-pin", environment: "COUCHLITE_RECEIVE_QR_PIN",
-            help: "with --tls: add the certificate's #sha256=FINGERPRINT to the QR code's URL (couchlite push pins it)"
+            help: "with --tls: add the certificate's #sha256=FINGERPRINT to the apps' URL (couchlite push pins it)"
         ) { $0.qrPin = $1 },
+        Spec(
+            flag: "--qr", environment: "COUCHLITE_RECEIVE_QR", valueName: "phone|app",
+            help:
+                "what the QR code opens: phone (the drop page, signed in by a one-time token; default) or app (the URL for apps)"
+        ) { o, v throws(OptionsError) in
+            guard let target = ReceiveOptions.QRTarget(rawValue: v) else {
+                throw OptionsError("--qr must be phone or app, got '\(v)'")
+            }
+            o.qr = target
+        },
         Spec(
             flag: "--name", environment: "COUCHLITE_RECEIVE_NAME", valueName: "TEXT",
             help: "display name announced on the LAN (couchlite peers), default the host name"
@@ -71,7 +81,8 @@ extension ReceiveOptions {
         ) { $0.announce = !$1 },
         .toggle(
             "--json", environment: "COUCHLITE_RECEIVE_JSON",
-            help: "print one JSON line {url,user,expires,db,out,browser,code} instead of the text and QR code"
+            help:
+                "print one JSON line {url,user,expires,db,out,browser,code,signin_url,qr_url,app_url} instead of the text and QR code"
         ) { $0.json = $1 },
     ]
 

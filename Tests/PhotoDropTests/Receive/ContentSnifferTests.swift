@@ -36,6 +36,36 @@ import Testing
         #expect(ContentSniffer.sniff(Self.bytes("{\"json\": true}")) == nil)
     }
 
+    @Test func recognisesTheVideoContainersPushSends() {
+        #expect(ContentSniffer.sniff(Self.bytes("RIFF\0\0\0\0AVI LIST")) == .avi)
+        #expect(ContentSniffer.sniff([0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81]) == .matroska)
+        var m2ts = [UInt8](repeating: 0xAA, count: 3 * 192)
+        for packet in 0..<3 { m2ts[packet * 192 + 4] = 0x47 }
+        #expect(ContentSniffer.sniff(m2ts) == .m2ts)
+    }
+
+    @Test func textRenamedAsMediaIsNothing() {
+        // What a person renames: notes, a web page, JSON, a script; and one sync byte is no transport stream.
+        for text in ["shopping list: milk, eggs\n", "<!doctype html><title>x</title>", "{\"taken\": 1}", "#!/bin/sh\n"]
+        {
+            #expect(ContentSniffer.sniff(Self.bytes(text)) == nil, "\(text)")
+        }
+        var one = [UInt8](repeating: 0x20, count: 400)
+        one[4] = 0x47
+        #expect(ContentSniffer.sniff(one) == nil)
+        one[196] = 0x47
+        #expect(ContentSniffer.sniff(one) == nil, "two packets are not enough")
+    }
+
+    @Test func aPrefixTakesOnlyTheFirstBytesOfItsChunks() {
+        var head = ContentSniffer.Prefix()
+        let chunk = [UInt8](repeating: 7, count: 300)
+        chunk.withUnsafeBytes { head.take($0) }
+        chunk.withUnsafeBytes { head.take($0) }
+        chunk.withUnsafeBytes { head.take($0) }
+        #expect(head.bytes.count == ContentSniffer.prefixBytes)
+    }
+
     @Test func randomBytesRarelyLookLikeAPhoto() {
         var generator = SystemRandomNumberGenerator()
         var hits = 0

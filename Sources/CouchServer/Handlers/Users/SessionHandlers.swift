@@ -63,10 +63,7 @@ struct SessionHandlers: Sendable {
             let error = CouchError.unauthorized("Name or password is incorrect.")
             return .json(status, error.json, headers: headers)
         }
-        headers.add(
-            "Set-Cookie",
-            SessionCookie.header(
-                authenticator.newCookie(for: account), now: Authenticator.now, secure: request.head.isSecure))
+        headers.add("Set-Cookie", authenticator.sessionHeader(for: account, secure: request.head.isSecure))
         let status = try addRedirect(request.query["next"], request, &headers)
         return .json(
             status,

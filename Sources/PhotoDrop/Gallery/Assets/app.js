@@ -118,6 +118,19 @@ function duration(seconds) {
   return (h ? h + ':' + pad2(m) : String(m)) + ':' + pad2(s);
 }
 
+/// Whether this device has a mouse or trackpad (drag and drop makes sense); a phone or tablet has only touch.
+const finePointer = () => window.matchMedia('(any-pointer: fine)').matches;
+
+/// A file name that stays whole where there is room and loses its middle where there is not: its head shrinks
+/// with an ellipsis, its tail (the last characters, with the extension) always shows; the full name is the title.
+function nameNode(name) {
+  const chars = Array.from(name);
+  const keep = Math.min(12, Math.floor(chars.length / 2));
+  return el('span', { class: 'name', title: name },
+    el('span', { class: 'head', text: chars.slice(0, chars.length - keep).join('') }),
+    el('span', { class: 'tail', text: chars.slice(chars.length - keep).join('') }));
+}
+
 function cameraName(camera) {
   if (!camera) return '';
   const make = typeof camera.make === 'string' ? camera.make.trim() : '';
@@ -134,11 +147,18 @@ async function route() {
     const session = await api('/_session');
     state.user = session.userCtx && session.userCtx.name ? session.userCtx : null;
   } catch (e) { state.user = null; }
-  $('who').textContent = state.user ? state.user.name : '';
   $('signout').hidden = !state.user;
-  if (!state.user) return showSignIn();
+  if (!state.user) {
+    $('who').textContent = '';
+    // Signed in before and no longer: the receiving session ended (its sign-in ends with it).
+    if (state.drop && !state.signedOut) state.notice = 'The receiving session has ended: nothing more can be sent.';
+    state.drop = undefined;
+    return showSignIn();
+  }
   try {
     if (state.drop === undefined) state.drop = (await api('/_photos/api/dbs')).drop || null;
+    // A drop's one-time name means nothing to a person: the page says what it is instead.
+    $('who').textContent = state.drop ? '' : state.user.name;
     if (state.drop) return showDrop(state.drop);
     if (parts[0] === 'db' && parts[1]) {
       if (state.db !== parts[1]) await showGrid(parts[1]);
@@ -156,7 +176,7 @@ async function route() {
 
 function setMain(...children) {
   const main = $('main');
-  main.replaceChildren(...children);
+  main.replaceChildren(...children.filter(Boolean));
   main.className = '';
 }
 
@@ -165,29 +185,40 @@ function setMain(...children) {
 function showSignIn() {
   stopGrid();
   $('crumb').textContent = '';
-  const error = el('p', { class: 'error', id: 'signin-error', role: 'alert' });
+  const error = el('p', { class: 'error', id: 'signin-error', role: 'alert', text: state.notice || '' });
+  state.notice = '';
   const form = el('form', { class: 'signin', id: 'signin' },
     el('h1', { text: 'Sign in' }),
     el('input', { name: 'name', id: 'name', placeholder: 'User name', autocomplete: 'username',
       required: '' }),
     el('input', { name: 'password', id: 'password', type: 'password', placeholder: 'Password',
       autocomplete: 'current-password', required: '' }),
-    el('button', { class: 'primary', type: 'submit', text: 'Sign in' }), error);
+    el('button', { class: 'primary', type: 'submit', text: 'Sign in' }), error,
+    el('p', { class: 'hint', id: 'signin-hint', text: 'Sending photos to a computer running couchlite receive? ' +
+      'Scan the QR code on its screen with this ' + (finePointer() ? 'device' : 'phone') + '\u2019s camera: ' +
+      'you are signed in at once. Or type the name and password it shows.' }));
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     error.textContent = '';
     try {
       await api('/_session', { method: 'POST', headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ name: form.name.value, password: form.password.value }) });
+      state.signedOut = false;
       route();
     } catch (e) { error.textContent = e.status === 401 ? 'Wrong name or password.' : e.message; }
   });
   setMain(form);
-  form.name.focus();
+  // No keyboard popping up over the hint on a phone: focus only where typing is the way in.
+  if (finePointer()) form.name.focus();
 }
 
 $('signout').addEventListener('click', async () => {
   try { await api('/_session', { method: 'DELETE' }); } catch (e) { /* already out */ }
+  if (state.drop) {
+    state.notice = 'Signed out. To send more, scan the QR code on the receiving screen again.';
+    try { sessionStorage.removeItem(DROP_FACTS); } catch (e) { /* nothing kept */ }
+  }
+  state.signedOut = true;
   state.drop = undefined;
   location.hash = '#/';
   route();
@@ -243,6 +274,13 @@ function dateRange(first, last) {
 
 // MARK: drop (one-time credentials of `couchlite receive`: send only, nothing to read back)
 
+const DROP_FACTS = 'couchlite-drop';
+
+/// What the sign-in by token answered (when the session ends, the certificate to compare), kept for reloads.
+function dropFacts() {
+  try { return JSON.parse(sessionStorage.getItem(DROP_FACTS) || 'null') || {}; } catch (e) { return {}; }
+}
+
 function showDrop(db) {
   stopGrid();
   state.db = db;
@@ -250,13 +288,38 @@ function showDrop(db) {
   $('crumb').textContent = '/ ' + db;
   const input = el('input', { type: 'file', id: 'files', multiple: '', accept: 'image/*,video/*' });
   input.addEventListener('change', () => { upload(Array.from(input.files)); input.value = ''; });
+  const facts = dropFacts();
+  const ends = facts.expires && !isNaN(Date.parse(facts.expires))
+    ? ' It ends at ' + new Date(facts.expires).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) +
+      ', or when the receiver stops.' : '';
+  const fine = finePointer();
   setMain(el('h1', { text: 'Send photos' }),
     el('p', { id: 'drop-note', text: 'What you send here is saved on the receiving machine. ' +
-      'These credentials can only send: nothing can be read back with them.' }),
+      'This sign-in can only send: nothing can be read back with it.' + ends }),
+    facts.fingerprint_sha256 ? el('p', { class: 'fingerprint', id: 'drop-fingerprint' },
+      el('span', { text: 'The receiving screen\u2019s certificate, SHA-256 (your browser\u2019s certificate details ' +
+        'for this page must show the same): ' }),
+      el('code', { text: facts.fingerprint_sha256 })) : null,
     el('div', { class: 'toolbar' },
-      el('label', { class: 'button primary', for: 'files', text: 'Choose photos…' }), input,
-      el('span', { class: 'count', text: 'or drop files anywhere' })),
+      el('label', { class: 'button primary', for: 'files', id: 'choose',
+        text: fine ? 'Choose photos…' : 'Choose photos and videos' }), input,
+      fine ? el('span', { class: 'count', id: 'drop-hint', text: 'or drop files here' }) : null),
     el('ul', { class: 'uploads', id: 'uploads' }));
+}
+
+/// The QR code's link, `#signin=TOKEN`: the token leaves the address bar (and history) at once, then is traded for
+/// a drop session (an HttpOnly cookie). - Returns: why it did not sign in, or '' (signed in, or no token).
+async function signInByToken() {
+  const match = /^#signin=([0-9a-fA-F]*)$/.exec(location.hash);
+  if (!match) return '';
+  history.replaceState(null, '', location.pathname + location.search + '#/');
+  try {
+    const reply = await api('/_photos/api/signin', { method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Accept': 'application/json' },
+      body: JSON.stringify({ token: match[1] }) });
+    try { sessionStorage.setItem(DROP_FACTS, JSON.stringify(reply)); } catch (e) { /* shown without them */ }
+    return '';
+  } catch (e) { return e.message; }
 }
 
 // MARK: grid
@@ -282,7 +345,7 @@ async function showGrid(db) {
   setMain(el('div', { class: 'toolbar' },
     el('label', { class: 'button primary', for: 'files', text: 'Upload…' }), input,
     el('span', { class: 'count', id: 'count' }),
-    el('span', { class: 'count', text: 'or drop files anywhere' })),
+    finePointer() ? el('span', { class: 'count', text: 'or drop files anywhere' }) : null),
   el('ul', { class: 'uploads', id: 'uploads' }), grid, more);
   const first = await loadPage();
   state.observer = new IntersectionObserver((entries) => {
@@ -421,8 +484,7 @@ async function upload(files) {
   const rows = files.map((file) => {
     const bar = el('progress', { max: '100', value: '0' });
     const status = el('span', { class: 'state', text: 'waiting' });
-    const row = el('li', { 'data-name': file.name }, el('span', { class: 'name', text: file.name }), bar,
-      status);
+    const row = el('li', { 'data-name': file.name }, nameNode(file.name), bar, status);
     $('uploads').append(row);
     return { file, bar, status, row };
   });
@@ -469,9 +531,11 @@ async function uploadOne(db, job) {
       // A refusal is final (a wrong digest, no room, not allowed); a lost connection or a busy server is not.
       const final = e.status && e.status !== 404 && e.status !== 409 && e.status !== 429 && e.status < 500;
       if (final || attempt + 1 >= MAX_ATTEMPTS) {
-        if (e.status === 400) localStorage.removeItem(key);
-        status.textContent = 'failed: ' + e.message;
-        row.className = 'failed';
+        if (e.status === 400 || e.status === 415) localStorage.removeItem(key);
+        // 415: its bytes are no photo or video (a text file renamed .jpg): listed as not sent, and why.
+        status.textContent = e.status === 415 ? 'not sent: not a photo or video' : 'failed: ' + e.message;
+        if (e.status === 415) status.title = e.message;
+        row.className = e.status === 415 ? 'failed not-media' : 'failed';
         return;
       }
       if (e.status === 404) saved = { sha256 };
@@ -728,4 +792,4 @@ $('confirm').addEventListener('close', async () => {
 });
 
 window.addEventListener('hashchange', route);
-route();
+signInByToken().then((problem) => { state.notice = problem; route(); });

@@ -112,15 +112,25 @@ extension GalleryHandlers {
     /// its digest has been checked (a wrong one is removed by `finish`).
     private func complete(_ upload: PartialUpload, in database: Database, _ c: RequestContext) throws -> Response {
         let writer = try blobs.makeWriter(database)
+        var head = ContentSniffer.Prefix()
         do {
-            try state.uploads.finish(upload) { chunk in try writer.write(chunk) }
+            try state.uploads.finish(upload) { chunk in
+                head.take(chunk)
+                try writer.write(chunk)
+            }
         } catch {
             writer.abort()
             throw error
         }
+        // A photo or video by its bytes, whatever its name and type say; anything else is refused with its name.
+        guard let kind = ContentSniffer.sniff(head.bytes) else {
+            writer.abort()
+            state.uploads.remove(upload.id)
+            throw CouchError.badContentType(ContentSniffer.notMedia(upload.name))
+        }
         let stored = try blobs.commit(writer)
         let file = PhotoFile(
-            name: upload.name, contentType: upload.contentType,
+            name: upload.name, contentType: Self.mediaType(claimed: upload.contentType, kind),
             modified: Date(timeIntervalSince1970: Double(upload.modified) / 1000))
         let id = PhotoDocument.id(sha256Hex: upload.sha256)
         let (status, answer) =
