@@ -34,8 +34,10 @@ class HostileServer:
     (from 1): it returns "close" (answered; close the connection), "answered" (keep it) or None (answer
     honestly: everything asked about is missing)."""
 
-    def __init__(self, attack):
+    def __init__(self, attack, routes=None):
         self.attack = attack
+        # routes(method, path) -> (status, body) for requests answered before the honest ones, or None.
+        self.routes = routes
         self.port = free_port()
         self.revs_diffs = 0
         self.listener = socket.create_server(("127.0.0.1", self.port))
@@ -77,7 +79,10 @@ class HostileServer:
                     buffer += data
                 body, buffer = buffer[:length], buffer[length:]
                 path = target.split("?")[0]
-                if method == "POST" and path.endswith("/_revs_diff"):
+                routed = self.routes(method, path) if self.routes else None
+                if routed is not None:
+                    self.reply(conn, *routed)
+                elif method == "POST" and path.endswith("/_revs_diff"):
                     self.revs_diffs += 1
                     outcome = self.attack(conn, self.revs_diffs)
                     if outcome == "close":
@@ -262,3 +267,27 @@ def test_a_server_dripping_its_reply_body_a_byte_at_a_time_ends_push_with_a_clea
     assert "127.0.0.1" in err and "is too slow" in err and "_revs_diff" in err, err
     assert elapsed < 30, elapsed
     assert_no_claim(err)
+
+
+def test_a_receiver_answering_an_upload_offset_past_the_file_ends_push_with_an_error_not_a_trap(tmp_path):
+    # A couchlite-like receiver (resumable uploads announced) answers the upload's offset as the largest integer:
+    # the next piece's end was offset + 64 MiB, an overflow that trapped. Now it is refused, naming the offset.
+    def routes(method, path):
+        if method == "GET" and path == "/":
+            return 200, {"couchdb": "Welcome", "vendor": {"name": "couchlite", "resumable_uploads": 1}}
+        if method == "PUT" and path == "/drop":
+            return 412, {"error": "file_exists", "reason": "exists"}
+        if method == "POST" and path.endswith("/uploads"):
+            return 201, {"id": "u1", "offset": 9223372036854775807}
+        return None
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "big.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + random.Random(7).randbytes(5 * 1024 * 1024))
+    server = HostileServer(lambda conn, count: None, routes)
+    try:
+        code, err, _, _ = run_push(folder, server.url, str(tmp_path / "sender"), timeout=60)
+    finally:
+        server.close()
+    assert code == 1, (code, err)  # an error exit, not a signal (a trap is SIGILL/SIGTRAP)
+    assert "upload offset (9223372036854775807) outside big.mp4" in err, err

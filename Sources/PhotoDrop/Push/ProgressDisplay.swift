@@ -118,7 +118,7 @@ package final class ProgressDisplay: Sendable {
     ) -> String {
         let counted = total >= 0 ? "\(done)/\(total) \(noun)" : "\(done) \(noun)"
         let sizes = totalBytes >= 0 ? "\(size(bytes))/\(size(totalBytes))" : size(bytes)
-        let speed = rate.map { "\(size(Int($0.bytesPerSecond)))/s" } ?? "-- B/s"
+        let speed = rate.map { "\(size(Int(clampingRate: $0.bytesPerSecond)))/s" } ?? "-- B/s"
         if final { return "\(counted)  \(sizes)  \(speed)  in \(clock(elapsed))" }
         guard totalBytes >= 0 else { return "\(counted)  \(sizes)  \(speed)" }
         var eta = "--:--"
@@ -160,14 +160,24 @@ package final class PushTally: Sendable {
 
     package init() {}
 
-    package var bytes: Int { completedBytes.load(ordering: .relaxed) + (current.withLock { $0?.bytes } ?? 0) }
+    package var bytes: Int {
+        let (sum, overflow) = completedBytes.load(ordering: .relaxed).addingReportingOverflow(
+            current.withLock { $0?.bytes } ?? 0)
+        return overflow ? Int.max : sum
+    }
 
     /// The file in flight and how much of it the peer has, if one is.
     package var partial: (name: String, bytes: Int)? { current.withLock { $0 } }
 
     func starting(_ name: String, at offset: Int) { current.withLock { $0 = (name, offset) } }
 
-    func sent(_ count: Int) { current.withLock { $0?.bytes += count } }
+    func sent(_ count: Int) {
+        current.withLock {
+            if let bytes = $0?.bytes {
+                $0?.bytes = bytes.addingReportingOverflow(count).overflow ? Int.max : bytes + count
+            }
+        }
+    }
 
     func finished(size: Int) {
         current.withLock { $0 = nil }
@@ -178,3 +188,10 @@ package final class PushTally: Sendable {
 
 /// A push stopped by Ctrl-C (`PushTally.interrupted`): what arrived stays, the next run sends the rest.
 package struct PushInterrupted: Error {}
+
+extension Int {
+    /// A rate as a whole number, whatever the double (infinite or beyond `Int`: the largest).
+    init(clampingRate value: Double) {
+        self = value.isNaN || value <= 0 ? 0 : value >= 9.2e18 ? Int.max : Int(value)
+    }
+}

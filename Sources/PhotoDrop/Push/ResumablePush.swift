@@ -75,6 +75,7 @@ package struct ResumablePush {
         while true {
             do {
                 let (upload, offset) = try create(query)
+                try Self.check(offset, of: photo)
                 tally.starting(photo.relative, at: offset)
                 if offset > 0 { display.message("push: \(photo.relative) resumes at byte \(offset) of \(photo.size)") }
                 try append(photo, upload: upload, from: offset)
@@ -121,11 +122,21 @@ package struct ResumablePush {
             case 200 where reply["rev"] != nil: return
             case 200, 409:
                 guard let next = reply["offset"]?.intValue else { throw Self.refusal(response.status, reply) }
+                try Self.check(next, of: photo)
                 offset = next
                 tally.starting(photo.relative, at: next)
                 if response.status == 409 { throw ReplicationError.httpStatus(409, "append at \(offset)") }
             default: throw Self.refusal(response.status, reply)
             }
+        }
+    }
+
+    /// An offset the receiver answered must lie within the file (a hostile one could name any integer, and the next
+    /// piece's end is computed from it).
+    static func check(_ offset: Int, of photo: PhotoScanner.Photo) throws {
+        guard offset >= 0, offset <= photo.size else {
+            throw PushError.local(
+                "the receiver answered an upload offset (\(offset)) outside \(photo.relative)'s \(photo.size) bytes")
         }
     }
 
