@@ -71,7 +71,9 @@ def test_two_hundred_documents_run_at_most_max_jobs_at_once(servers):
 
     assert peak_running <= MAX_JOBS and peak_tasks <= MAX_JOBS, (peak_running, peak_tasks)
     assert pending_seen >= len(docs) - 2 * MAX_JOBS, pending_seen  # the others waited
-    assert peak_threads <= idle_threads + DATABASE_THREADS + MAX_JOBS * THREADS_PER_JOB, (idle_threads, peak_threads)
+    # One job more than MAX_JOBS: a one-shot that has just ended may not have joined its threads when the next one
+    # starts (a fresh CI run saw 85 against 84 once); without the limit the peak is ~200 jobs' threads.
+    assert peak_threads <= idle_threads + DATABASE_THREADS + (MAX_JOBS + 1) * THREADS_PER_JOB, (idle_threads, peak_threads)
     assert peak_fds <= idle_fds + MAX_JOBS * DESCRIPTORS_PER_JOB, (idle_fds, peak_fds)
     print(f"threads {idle_threads} idle, {peak_threads} peak; descriptors {idle_fds} idle, {peak_fds} peak")
 
