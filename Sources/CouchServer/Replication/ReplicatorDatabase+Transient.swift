@@ -21,30 +21,13 @@ extension ReplicatorDatabase {
     /// Schedules a continuous `_replicate`; one already scheduled under its id stays as it is (CouchDB answers the
     /// same 202).
     func addTransient(_ replication: Replication) {
-        let key = Self.transientKey(replication.fullID)
-        var entry = ReplicatorDocState(rev: "")
-        entry.jobID = replication.fullID
-        entry.source = replication.source.redacted
-        entry.target = replication.target.redacted
-        entry.history = SchedulerHistory()
-        entry.template = Replication(
-            source: replication.source.fresh(), target: replication.target.fresh(), options: replication.options)
-        let job = docs.withLock { docs -> ReplicationJobs.Job? in
-            guard !docs.values.contains(where: { $0.jobID == replication.fullID && $0.history != nil }) else {
-                return nil
-            }
-            docs[key] = entry
-            return Self.startIfRoom(key, in: &docs, maxJobs: settings.maxJobs.value)
-        }
-        if let job { launch(job, id: key, rev: "") }
+        _ = scheduleTransient(replication, waiter: nil)
     }
 
-    /// Schedules a one-shot `_replicate` as a transient job and waits for its outcome: it starts at once while
-    /// fewer than `max_jobs` are scheduled, else waits `pending` for a pass (CouchDB's `do_replication_loop`).
-    /// - Returns: nil when a job of the same id is already scheduled (its request is the one told the outcome).
-    func runTransient(_ replication: Replication) -> Result<JSON, ReplicationError>? {
+    /// Puts `replication` in the table as a transient job (with `waiter`, a one-shot's request) and starts it if
+    /// there is room. False, with nothing changed, when a job of its id is already scheduled.
+    private func scheduleTransient(_ replication: Replication, waiter: TransientWaiter?) -> Bool {
         let key = Self.transientKey(replication.fullID)
-        let waiter = TransientWaiter()
         var entry = ReplicatorDocState(rev: "")
         entry.jobID = replication.fullID
         entry.source = replication.source.redacted
@@ -60,8 +43,16 @@ extension ReplicatorDatabase {
             docs[key] = entry
             return (true, Self.startIfRoom(key, in: &docs, maxJobs: settings.maxJobs.value))
         }
-        guard added.added else { return nil }
         if let job = added.job { launch(job, id: key, rev: "") }
+        return added.added
+    }
+
+    /// Schedules a one-shot `_replicate` as a transient job and waits for its outcome: it starts at once while
+    /// fewer than `max_jobs` are scheduled, else waits `pending` for a pass (CouchDB's `do_replication_loop`).
+    /// - Returns: nil when a job of the same id is already scheduled (its request is the one told the outcome).
+    func runTransient(_ replication: Replication) -> Result<JSON, ReplicationError>? {
+        let waiter = TransientWaiter()
+        guard scheduleTransient(replication, waiter: waiter) else { return nil }
         if isStopped { releaseWaiters() }
         return waiter.wait()
     }

@@ -214,21 +214,9 @@ extension Database {
         skip: Int, limit: Int?, _ body: (DocumentInfo) throws -> Bool
     ) throws {
         try read { connection in
-            var sql = "SELECT seq, doc_id, tree FROM documents WHERE deleted = 0"
-            var bindings = [SQLiteValue]()
-            if let startKey {
-                let orEqual = inclusiveStart ? "=" : ""
-                sql += descending ? " AND doc_id <\(orEqual) ?" : " AND doc_id >\(orEqual) ?"
-                bindings.append(.text(startKey))
-            }
-            if let endKey {
-                sql +=
-                    descending
-                    ? (inclusiveEnd ? " AND doc_id >= ?" : " AND doc_id > ?")
-                    : (inclusiveEnd ? " AND doc_id <= ?" : " AND doc_id < ?")
-                bindings.append(.text(endKey))
-            }
-            sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC")"
+            var (sql, bindings) = Database.idRange(
+                "SELECT seq, doc_id, tree FROM documents WHERE deleted = 0", startKey: startKey,
+                inclusiveStart: inclusiveStart, endKey: endKey, inclusiveEnd: inclusiveEnd, descending: descending)
             // SQLite steps over skipped rows without handing them out, so their trees are never decoded.
             sql += " LIMIT -1 OFFSET ?"
             bindings.append(.int(max(0, skip)))
@@ -259,6 +247,28 @@ extension Database {
         }
     }
 
+    /// `select` narrowed to ids between the bounds (in iteration order: with `descending`, `startKey` is the
+    /// higher) and ordered by id, with the values to bind; `_all_docs` and `_local_docs` read through it.
+    static func idRange(
+        _ select: String, startKey: String?, inclusiveStart: Bool, endKey: String?, inclusiveEnd: Bool,
+        descending: Bool
+    ) -> (sql: String, bindings: [SQLiteValue]) {
+        var sql = select
+        var bindings = [SQLiteValue]()
+        if let startKey {
+            let orEqual = inclusiveStart ? "=" : ""
+            sql += descending ? " AND doc_id <\(orEqual) ?" : " AND doc_id >\(orEqual) ?"
+            bindings.append(.text(startKey))
+        }
+        if let endKey {
+            let orEqual = inclusiveEnd ? "=" : ""
+            sql += descending ? " AND doc_id >\(orEqual) ?" : " AND doc_id <\(orEqual) ?"
+            bindings.append(.text(endKey))
+        }
+        sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC")"
+        return (sql, bindings)
+    }
+
     /// `_local` documents in id order (`_local_docs`), each handed to `body` with its `N` and body until it returns
     /// false or `limit` were handed; the bounds as `allDocs` takes them.
     public func localDocuments(
@@ -268,19 +278,10 @@ extension Database {
         let limit = limit.flatMap { $0 < 0 ? nil : $0 }
         if limit == 0 { return }
         try read { connection in
-            var sql = "SELECT doc_id, rev, body FROM local_docs WHERE 1"
-            var bindings = [SQLiteValue]()
-            if let startKey {
-                let orEqual = inclusiveStart ? "=" : ""
-                sql += descending ? " AND doc_id <\(orEqual) ?" : " AND doc_id >\(orEqual) ?"
-                bindings.append(.text(startKey))
-            }
-            if let endKey {
-                let orEqual = inclusiveEnd ? "=" : ""
-                sql += descending ? " AND doc_id >\(orEqual) ?" : " AND doc_id <\(orEqual) ?"
-                bindings.append(.text(endKey))
-            }
-            sql += " ORDER BY doc_id \(descending ? "DESC" : "ASC") LIMIT -1 OFFSET ?"
+            var (sql, bindings) = Database.idRange(
+                "SELECT doc_id, rev, body FROM local_docs WHERE 1", startKey: startKey, inclusiveStart: inclusiveStart,
+                endKey: endKey, inclusiveEnd: inclusiveEnd, descending: descending)
+            sql += " LIMIT -1 OFFSET ?"
             bindings.append(.int(max(0, skip)))
             let rows = try connection.prepare(sql)
             defer { rows.reset() }
